@@ -1,0 +1,101 @@
+"""Advantage estimation over time-major ``[T, N]`` rollouts, as pure tensor functions."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict
+
+from rlcli import keys
+
+_CHUNK = 32
+
+
+def add_gae(batch: TensorDict, *, gamma: float, lam: float) -> TensorDict:
+    """Write ``advantage`` and ``value_target`` into a ``[T, N]`` rollout by :func:`gae`.
+
+    Reads ``reward``, ``value``, ``next_value``, ``terminated`` and ``truncated``.
+    """
+    advantage, target = gae(
+        batch[keys.REWARD], batch[keys.VALUE], batch[keys.NEXT_VALUE],
+        batch[keys.TERMINATED], batch[keys.TRUNCATED],
+        gamma=gamma, lam=lam,
+    )
+    batch[keys.ADVANTAGE] = advantage
+    batch[keys.VALUE_TARGET] = target
+    return batch
+
+
+def gae(
+    reward: torch.Tensor,
+    value: torch.Tensor,
+    next_value: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    *,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimates and value targets for a rollout (Schulman et al., 2016).
+
+    ``A_t = d_t + gamma * lam * (1 - done_t) * A_{t+1}`` with
+    ``d_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)``, computed
+    without a Python loop over time: a discounted reverse sum of ``d`` by
+    blocked matrix products, minus the part of that sum past each episode's end.
+
+    Args:
+        reward, value, next_value: [T, N] float32. ``next_value[t]`` is the value
+            of the observation after step t (the final observation on truncation).
+        terminated, truncated: [T, N] bool. Both end the trace; only termination
+            drops the bootstrap.
+
+    Returns:
+        (advantage, value_target), each [T, N] float32.
+    """
+    steps = reward.shape[0]
+    work = torch.float64
+    delta = reward.to(work) + gamma * next_value.to(work) * (~terminated) - value.to(work)
+    decay = gamma * lam
+    discounted = _discounted_reverse_sum(delta, decay)
+    # F_t sums d_k over all k >= t. Cut it at e_t, the last step of t's episode:
+    # A_t = F_t - decay^(e_t + 1 - t) * F_{e_t + 1}.
+    done = terminated | truncated
+    time = torch.arange(steps, device=reward.device).unsqueeze(1).expand_as(done)
+    end_index = torch.where(done, time, torch.full_like(time, steps - 1))
+    episode_end = torch.flip(torch.cummin(torch.flip(end_index, (0,)), 0).values, (0,))
+    after = episode_end + 1
+    padded = torch.cat([discounted, discounted.new_zeros(1, discounted.shape[1])])
+    tail = padded.gather(0, after)
+    advantage = discounted - torch.pow(decay, (after - time).to(work)) * tail
+    advantage = advantage.to(reward.dtype)
+    return advantage, advantage + value
+
+
+def _discounted_reverse_sum(x: torch.Tensor, decay: float) -> torch.Tensor:
+    """``F_t = sum_{k >= t} decay^(k - t) x_k`` over dim 0 of ``x`` ([T, N]).
+
+    Inside blocks of ``_CHUNK`` steps the sum is one matrix product with the
+    upper-triangular ``decay^(j - i)``; the blocks are joined the same way, one
+    level up. All weights are <= 1, so nothing overflows for long rollouts.
+    """
+    steps, envs = x.shape
+    chunks = -(-steps // _CHUNK)
+    padded = torch.zeros(chunks * _CHUNK, envs, dtype=x.dtype, device=x.device)
+    padded[:steps] = x
+    blocks = padded.view(chunks, _CHUNK, envs)
+    inner = _decay_matrix(_CHUNK, decay, x)
+    within = torch.matmul(inner, blocks)
+    # within[c, 0] is block c's sum seen from its first step; chain blocks from the back.
+    heads = within[:, 0]
+    outer = _decay_matrix(chunks, decay**_CHUNK, x)
+    carried = torch.matmul(outer, heads)
+    next_head = torch.cat([carried[1:], carried.new_zeros(1, envs)])
+    offsets = torch.arange(_CHUNK, 0, -1, device=x.device, dtype=x.dtype)
+    result = within + (decay**offsets).view(1, _CHUNK, 1) * next_head.unsqueeze(1)
+    return result.view(chunks * _CHUNK, envs)[:steps]
+
+
+def _decay_matrix(size: int, decay: float, like: torch.Tensor) -> torch.Tensor:
+    """[size, size] with ``decay^(j - i)`` for j >= i and 0 below the diagonal."""
+    index = torch.arange(size, device=like.device, dtype=like.dtype)
+    power = index.unsqueeze(0) - index.unsqueeze(1)
+    return torch.where(power >= 0, torch.pow(decay, power.clamp(min=0)), torch.zeros((), dtype=like.dtype))

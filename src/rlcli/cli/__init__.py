@@ -1,0 +1,1 @@
+"""The ``rlcli`` command: thin Typer wrappers over the library."""

@@ -1,0 +1,45 @@
+"""The ``rlcli`` Typer application; each command lives in its own module."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from rlcli import __version__
+from rlcli.cli.schema import schema
+from rlcli.cli.show_config import show_config
+from rlcli.cli.validate import validate
+from rlcli.console import console
+
+app = typer.Typer(
+    name="rlcli",
+    help="Train reinforcement-learning agents from a small TOML file.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"rlcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Train reinforcement-learning agents from a small TOML file."""
+
+
+app.command("validate")(validate)
+app.command("show-config")(show_config)
+app.command("schema")(schema)
+
+
+def main() -> None:
+    app()

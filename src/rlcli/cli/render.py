@@ -1,0 +1,25 @@
+"""What every command shares: turning library errors into one-screen messages and exit codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+
+from rlcli.config.errors import ConfigError
+from rlcli.console import err_console
+
+EXIT_BAD_INPUT = 2
+
+SET_HELP = "Override a config field, KEY=VALUE with a TOML value (repeatable): --set algo.gamma=0.98"
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Print a :class:`ConfigError` without a traceback and exit with status 2."""
+    try:
+        yield
+    except ConfigError as exc:
+        err_console.print(f"[bold red]error:[/] {exc.render()}", markup=True, soft_wrap=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None

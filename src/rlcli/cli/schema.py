@@ -1,0 +1,26 @@
+"""``rlcli schema``: JSON Schema of config files, for editors and CI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from rlcli.config.schema import json_schema
+from rlcli.console import console
+
+
+def schema(
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of preset files (for Taplo / Even Better TOML)."""
+    text = json.dumps(json_schema(), indent=2) + "\n"
+    if output is None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+    else:
+        output.write_text(text, encoding="utf-8")
+        console.print(f"wrote {output}")

@@ -1,0 +1,30 @@
+"""``rlcli show-config``: the fully resolved config, defaults filled in."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from rlcli.cli.render import SET_HELP, user_errors
+from rlcli.config.dump import to_toml
+from rlcli.config.load import load_config
+from rlcli.console import console
+
+
+class Format(str, Enum):
+    toml = "toml"
+    json = "json"
+
+
+def show_config(
+    preset: Annotated[str, typer.Argument(help="A preset file, or the name of a shipped preset.")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.toml,
+) -> None:
+    """Print the resolved config: extends merged, overrides applied, every default shown."""
+    with user_errors():
+        cfg = load_config(preset, set_ or [])
+    text = to_toml(cfg) if fmt is Format.toml else cfg.model_dump_json(indent=2)
+    console.print(text, markup=False, highlight=False, soft_wrap=True, end="" if text.endswith("\n") else "\n")

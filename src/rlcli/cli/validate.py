@@ -1,0 +1,61 @@
+"""``rlcli validate``: check config files, for people and for CI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from rlcli.cli.render import EXIT_BAD_INPUT
+from rlcli.config.check import check_files
+from rlcli.console import console
+
+
+def validate(
+    paths: Annotated[
+        Optional[list[Path]],
+        typer.Argument(help="Config files or folders of them (default: presets/).", show_default=False),
+    ] = None,
+    build: Annotated[
+        bool, typer.Option("--build", help="Also build the env, networks and algorithm, without training.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable report.")] = False,
+) -> None:
+    """Check config files; exit 0 only when every one is valid."""
+    results = check_files(paths or [], build=build)
+    ok = bool(results) and all(r.ok for r in results)
+    if as_json:
+        report = {
+            "ok": ok,
+            "files": [
+                {
+                    "file": r.file,
+                    "ok": r.ok,
+                    "summary": r.summary,
+                    "errors": [
+                        {"path": i.path, "message": i.message, "source": i.source, "line": i.line}
+                        for i in r.issues
+                    ],
+                }
+                for r in results
+            ],
+        }
+        console.print_json(json.dumps(report))
+    else:
+        table = Table(title="rlcli validate" + (" --build" if build else ""))
+        table.add_column("file", overflow="fold")
+        table.add_column("status")
+        table.add_column("details", overflow="fold")
+        for r in results:
+            if r.ok:
+                table.add_row(r.file, "[green]OK[/]", r.summary)
+            else:
+                table.add_row(r.file, "[bold red]INVALID[/]", "\n".join(i.render() for i in r.issues))
+        if not results:
+            table.add_row("-", "[bold red]NO FILES[/]", "no .toml files found")
+        console.print(table)
+    if not ok:
+        raise typer.Exit(EXIT_BAD_INPUT)

@@ -1,0 +1,1 @@
+"""Config layer: TOML files -> validated, frozen pydantic models."""

@@ -1,0 +1,67 @@
+"""Config errors that name the file, the dotted field, the value and what is allowed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem in a config: where it is and what is wrong."""
+
+    message: str
+    path: str = ""
+    """Dotted field path such as ``algo.clip_epsilon``; empty for file-level problems."""
+    source: str | None = None
+    """The file (or ``--set KEY=VALUE``) the offending value came from."""
+    line: int | None = None
+    column: int | None = None
+
+    def render(self) -> str:
+        where = self.source or ""
+        if where and self.line is not None:
+            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
+        if not self.path:
+            return f"{where}: {self.message}" if where else self.message
+        return f"{self.path}: {self.message}" + (f"  [{where}]" if where else "")
+
+
+@dataclass
+class ConfigError(Exception):
+    """A config that cannot be loaded; ``issues`` lists every problem found."""
+
+    file: str | None
+    issues: list[ConfigIssue] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        head = f"invalid config {self.file}" if self.file else "invalid config"
+        body = "\n".join(f"  {issue.render()}" for issue in self.issues)
+        return f"{head}\n{body}" if body else head
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "errors": [
+                {
+                    "path": i.path,
+                    "message": i.message,
+                    "source": i.source,
+                    "line": i.line,
+                    "column": i.column,
+                }
+                for i in self.issues
+            ],
+        }
+
+
+def single(file: str | Path | None, message: str, **where: Any) -> ConfigError:
+    """A ConfigError with one issue."""
+    name = str(file) if file is not None else None
+    # The header already names the file; repeat it only to anchor a line number.
+    default_source = name if where.get("line") is not None else None
+    return ConfigError(name, [ConfigIssue(message, source=where.pop("source", default_source), **where)])

@@ -1,0 +1,240 @@
+"""Pydantic models for a run: one model per TOML section, one root model.
+
+Every model forbids unknown keys and is frozen. A field's ``description`` is
+its only documentation; ``rlcli schema`` and ``show-config`` read it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Literal
+
+import gymnasium as gym
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from rlcli.algos import AlgoConfig
+
+STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+def cross_field_error(field: str, message: str) -> PydanticCustomError:
+    """An error for a check that spans sections, located at the dotted ``field``."""
+    return PydanticCustomError("cross_field", "{message}", {"message": message, "field": field})
+
+
+class RunSection(BaseModel):
+    model_config = STRICT
+
+    name: str = Field(
+        "run",
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9_.\-]+$",
+        description="Name of the run; the run folder is <output_dir>/<name>-<timestamp>.",
+    )
+    seed: int = Field(0, ge=0, lt=2**31, description="Seed for torch and the environments.")
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|cuda(:[0-9]+)?)$",
+        description='Where the networks run: "auto" (CUDA when available), "cpu", "cuda" or "cuda:N".',
+    )
+    output_dir: str = Field("runs", min_length=1, description="Folder that receives run folders.")
+    stop_at_return: float | None = Field(
+        None,
+        description="Stop once the rolling mean of the last 100 episode returns reaches this value.",
+    )
+    threads: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="torch intra-op threads; small MLPs run fastest on one.",
+    )
+
+
+class EnvConfig(BaseModel):
+    model_config = STRICT
+
+    id: str = Field(description="A registered gymnasium environment id, such as CartPole-v1.")
+    num_envs: int = Field(8, ge=1, le=4096, description="Environments stepped side by side.")
+    vectorization: Literal["sync", "async", "vector_entry_point"] = Field(
+        "sync",
+        description='"sync" steps envs in this process, "async" in worker processes, '
+        '"vector_entry_point" uses the env\'s own batched implementation.',
+    )
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments passed to the environment constructor."
+    )
+    max_episode_steps: int | None = Field(
+        None, ge=1, description="Truncate episodes after this many steps (default: the env's own limit)."
+    )
+    normalize_observation: bool = Field(
+        False, description="Normalize observations by running mean and std (saved with the model)."
+    )
+    normalize_reward: bool = Field(
+        False, description="Scale rewards by the running std of the discounted return (saved with the model)."
+    )
+    clip_observation: float = Field(
+        10.0, gt=0, description="Clip normalized observations to [-clip, clip]."
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _registered(cls, env_id: str) -> str:
+        # A module-qualified id ("pkg.module:Env-v0") makes gymnasium import code:
+        # a config file must never be able to do that.
+        if ":" in env_id:
+            raise ValueError(
+                f"module-qualified env id {env_id!r} is not allowed: a config cannot import code; "
+                "use a registered id such as 'CartPole-v1'"
+            )
+        if env_id not in gym.registry:
+            close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise ValueError(f"unknown gymnasium env id {env_id!r}{hint}")
+        return env_id
+
+    @model_validator(mode="after")
+    def _vector_entry_point(self) -> EnvConfig:
+        if self.vectorization == "vector_entry_point" and gym.spec(self.id).vector_entry_point is None:
+            raise cross_field_error(
+                "env.vectorization",
+                f"{self.id} has no vector entry point; use \"sync\" or \"async\"",
+            )
+        return self
+
+
+class NetworkConfig(BaseModel):
+    model_config = STRICT
+
+    hidden_sizes: list[int] = Field(
+        default_factory=lambda: [64, 64],
+        max_length=16,
+        description="Hidden layer widths of every MLP, input and output sizes come from the env.",
+    )
+    policy_hidden_sizes: list[int] | None = Field(
+        None, max_length=16, description="Hidden widths of the policy MLP (default: hidden_sizes)."
+    )
+    value_hidden_sizes: list[int] | None = Field(
+        None, max_length=16, description="Hidden widths of the value MLP (default: hidden_sizes)."
+    )
+    activation: Literal["tanh", "relu", "elu", "gelu", "silu", "leaky_relu"] = Field(
+        "tanh", description="Activation between hidden layers."
+    )
+    init: Literal["orthogonal", "default"] = Field(
+        "orthogonal",
+        description='"orthogonal": gain sqrt(2) hidden, 0.01 policy head, 1 value head; "default": torch\'s.',
+    )
+    log_std_init: float = Field(
+        0.0, ge=-5, le=2, description="Initial log standard deviation of Gaussian policies."
+    )
+
+    @field_validator("hidden_sizes", "policy_hidden_sizes", "value_hidden_sizes")
+    @classmethod
+    def _positive(cls, sizes: list[int] | None) -> list[int] | None:
+        if sizes is not None and any(s < 1 or s > 65536 for s in sizes):
+            raise ValueError(f"hidden sizes must be between 1 and 65536, got {sizes}")
+        return sizes
+
+    @property
+    def policy_sizes(self) -> list[int]:
+        return self.hidden_sizes if self.policy_hidden_sizes is None else self.policy_hidden_sizes
+
+    @property
+    def value_sizes(self) -> list[int]:
+        return self.hidden_sizes if self.value_hidden_sizes is None else self.value_hidden_sizes
+
+
+class CollectorConfig(BaseModel):
+    model_config = STRICT
+
+    frames_per_batch: int = Field(
+        2048, ge=1, description="Env steps (over all envs) per training iteration."
+    )
+    total_frames: int = Field(100_000, ge=1, description="Env steps of the whole run.")
+
+
+class OptimConfig(BaseModel):
+    model_config = STRICT
+
+    name: Literal["adam", "adamw", "sgd", "rmsprop"] = Field("adam", description="Optimizer.")
+    lr: float = Field(3e-4, gt=0, le=1, description="Learning rate (at the start of the schedule).")
+    eps: float = Field(1e-5, gt=0, le=1, description="Numerical epsilon of adam, adamw and rmsprop.")
+    weight_decay: float = Field(0.0, ge=0, le=1, description="L2 penalty (decoupled for adamw).")
+    max_grad_norm: float = Field(
+        0.5, ge=0, description="Clip the global gradient norm to this value; 0 turns clipping off."
+    )
+    lr_schedule: Literal["constant", "linear", "cosine"] = Field(
+        "constant", description="How the learning rate decays to 0 over total_frames."
+    )
+    alpha: float = Field(0.99, gt=0, lt=1, description="Smoothing constant of rmsprop.")
+    momentum: float = Field(0.0, ge=0, lt=1, description="Momentum of sgd and rmsprop.")
+
+
+class LoggerConfig(BaseModel):
+    model_config = STRICT
+
+    backends: list[Literal["csv", "jsonl", "tensorboard"]] = Field(
+        default_factory=lambda: ["csv", "jsonl"],
+        description='Where metrics go: "csv", "jsonl", "tensorboard" (needs the tensorboard extra).',
+    )
+    interval: int = Field(1, ge=1, description="Write metrics every this many iterations.")
+
+
+class TimingConfig(BaseModel):
+    model_config = STRICT
+
+    enabled: bool = Field(True, description="Print the per-iteration timing table.")
+    every: int = Field(1, ge=1, description="Print the timing table every this many iterations.")
+
+
+class RunConfig(BaseModel):
+    """A whole run: what to train, where and how."""
+
+    model_config = STRICT
+
+    run: RunSection = Field(default_factory=RunSection, description="Run identity and placement.")
+    env: EnvConfig = Field(description="The environment.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="Network shapes.")
+    algo: AlgoConfig = Field(description="The algorithm and its hyperparameters.")
+    collector: CollectorConfig = Field(default_factory=CollectorConfig, description="Rollout sizes.")
+    optim: OptimConfig = Field(default_factory=OptimConfig, description="Optimizer and schedule.")
+    logger: LoggerConfig = Field(default_factory=LoggerConfig, description="Metric backends.")
+    timing: TimingConfig = Field(default_factory=TimingConfig, description="Timing table output.")
+
+    @model_validator(mode="after")
+    def _sizes_agree(self) -> RunConfig:
+        fpb = self.collector.frames_per_batch
+        if fpb % self.env.num_envs:
+            raise cross_field_error(
+                "collector.frames_per_batch",
+                f"frames_per_batch ({fpb}) must be a multiple of env.num_envs ({self.env.num_envs})",
+            )
+        if self.collector.total_frames < fpb:
+            raise cross_field_error(
+                "collector.total_frames",
+                f"total_frames ({self.collector.total_frames}) must be at least "
+                f"frames_per_batch ({fpb})",
+            )
+        minibatch = getattr(self.algo, "minibatch_size", None)
+        if minibatch is not None and minibatch > fpb:
+            raise cross_field_error(
+                "algo.minibatch_size",
+                f"minibatch_size ({minibatch}) must not exceed collector.frames_per_batch ({fpb})",
+            )
+        return self
+
+
+SECTIONS = tuple(RunConfig.model_fields)
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of a preset file, including the loader's ``extends`` key."""
+    schema = RunConfig.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "rlcli run config"
+    schema["properties"]["extends"] = {
+        "type": "string",
+        "description": "Path of a parent preset, relative to this file; this file is merged over it.",
+    }
+    return schema

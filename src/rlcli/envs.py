@@ -1,0 +1,55 @@
+"""Vector environments from ``[env]``, with episode statistics recorded by gymnasium."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+from rlcli.config.errors import single
+
+
+def make_envs(cfg, *, source: str | None = None) -> VectorEnv:
+    """A vector env for ``cfg`` (an EnvConfig), wrapped to record the last 100 episodes.
+
+    ``sync`` and ``async`` envs reset in the same step an episode ends
+    (``AutoresetMode.SAME_STEP``, the final observation in ``info["final_obs"]``);
+    ``vector_entry_point`` envs keep their own mode, usually ``NEXT_STEP``.
+    The collector handles both.
+
+    Raises:
+        ConfigError: when gymnasium cannot make the env (missing extra, bad kwargs).
+    """
+    kwargs = dict(cfg.kwargs)
+    if cfg.max_episode_steps is not None:
+        kwargs["max_episode_steps"] = cfg.max_episode_steps
+    vector_kwargs = {}
+    if cfg.vectorization in ("sync", "async"):
+        vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
+    try:
+        envs = gym.make_vec(
+            cfg.id,
+            num_envs=cfg.num_envs,
+            vectorization_mode=cfg.vectorization,
+            vector_kwargs=vector_kwargs,
+            **kwargs,
+        )
+    # gymnasium and env constructors raise anything from ImportError (a missing
+    # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
+    except Exception as exc:  # noqa: BLE001
+        raise single(source, f"cannot make {cfg.id!r}: {type(exc).__name__}: {exc}", path="env") from None
+    return RecordEpisodeStatistics(envs, buffer_length=100)
+
+
+def autoreset_mode(envs: VectorEnv) -> AutoresetMode:
+    """The autoreset mode the env declares (gymnasium's default, NEXT_STEP, when it declares none)."""
+    return envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+
+
+def describe_space(space: gym.Space) -> str:
+    """A short name for a space: ``Box(4,)``, ``Discrete(2)``, or gymnasium's own text."""
+    if isinstance(space, gym.spaces.Box):
+        return f"Box{space.shape}"
+    if isinstance(space, gym.spaces.Discrete):
+        return f"Discrete({space.n})"
+    return str(space)

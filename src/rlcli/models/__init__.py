@@ -1,0 +1,1 @@
+"""Networks: MLPs, policy heads over torch.distributions, critics."""

@@ -1,0 +1,63 @@
+"""A policy and a value critic over one observation normalizer, as on-policy methods use them."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from rlcli.models.critics import ValueCritic
+from rlcli.models.heads import CategoricalHead, GaussianHead
+from rlcli.models.mlp import mlp
+from rlcli.normalization import ObservationNormalizer
+
+
+class ActorCritic(nn.Module):
+    """Separate policy and value MLPs; observations are normalized before both."""
+
+    def __init__(self, obs_norm: ObservationNormalizer, policy: nn.Module, value: ValueCritic):
+        super().__init__()
+        self.obs_norm = obs_norm
+        self.policy = policy
+        self.value = value
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample actions for normalized ``obs`` ([N, *obs]): (action, log_prob [N], value [N])."""
+        dist = self.policy(obs)
+        action = dist.sample()
+        return action, self.policy.log_prob(dist, action), self.value(obs)
+
+    def evaluate(
+        self, obs: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log_prob, entropy, value), each [B], for normalized ``obs`` and taken ``action``."""
+        dist = self.policy(obs)
+        return self.policy.log_prob(dist, action), self.policy.entropy(dist), self.value(obs)
+
+
+def build_actor_critic(network, env, observation_space: spaces.Box, action_space: spaces.Space) -> ActorCritic:
+    """Networks sized from the env's spaces and shaped by ``network`` (a NetworkConfig).
+
+    Args:
+        network: the ``[network]`` section.
+        env: the ``[env]`` section (for the normalization flags).
+    """
+    obs_dim = int(np.prod(observation_space.shape))
+    orthogonal = network.init == "orthogonal"
+    if isinstance(action_space, spaces.Discrete):
+        net = mlp(obs_dim, network.policy_sizes, int(action_space.n),
+                  activation=network.activation, orthogonal=orthogonal, out_gain=0.01)
+        policy: nn.Module = CategoricalHead(net)
+    else:
+        act_dim = int(np.prod(action_space.shape))
+        net = mlp(obs_dim, network.policy_sizes, act_dim,
+                  activation=network.activation, orthogonal=orthogonal, out_gain=0.01)
+        policy = GaussianHead(net, action_space, network.log_std_init)
+    value = ValueCritic(mlp(obs_dim, network.value_sizes, 1,
+                            activation=network.activation, orthogonal=orthogonal, out_gain=1.0))
+    obs_norm = ObservationNormalizer(
+        observation_space.shape, enabled=env.normalize_observation, clip=env.clip_observation
+    )
+    return ActorCritic(obs_norm, policy, value)

@@ -1,0 +1,62 @@
+"""Policy heads: network outputs -> torch.distributions over env actions."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+
+class CategoricalHead(nn.Module):
+    """A categorical policy over ``Discrete(n)`` actions from ``n`` logits."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, obs: torch.Tensor) -> Categorical:
+        return Categorical(logits=self.net(obs), validate_args=False)
+
+    @staticmethod
+    def log_prob(dist: Categorical, action: torch.Tensor) -> torch.Tensor:
+        return dist.log_prob(action)
+
+    @staticmethod
+    def entropy(dist: Categorical) -> torch.Tensor:
+        return dist.entropy()
+
+    def to_env(self, action: torch.Tensor) -> np.ndarray:
+        return action.numpy()
+
+
+class GaussianHead(nn.Module):
+    """A diagonal Gaussian over ``Box`` actions with a state-independent log-std.
+
+    Samples are unbounded and stored as sampled, so their log-probabilities
+    stay exact; :meth:`to_env` clips them to the Box bounds before the env
+    sees them (clipping, not tanh squashing, as in PPO's reference code).
+    """
+
+    def __init__(self, net: nn.Module, space: spaces.Box, log_std_init: float):
+        super().__init__()
+        self.net = net
+        self.log_std = nn.Parameter(torch.full(space.shape, float(log_std_init)))
+        self.low = space.low.astype(np.float32)
+        self.high = space.high.astype(np.float32)
+
+    def forward(self, obs: torch.Tensor) -> Normal:
+        mean = self.net(obs)
+        return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)
+
+    @staticmethod
+    def log_prob(dist: Normal, action: torch.Tensor) -> torch.Tensor:
+        return dist.log_prob(action).sum(-1)
+
+    @staticmethod
+    def entropy(dist: Normal) -> torch.Tensor:
+        return dist.entropy().sum(-1)
+
+    def to_env(self, action: torch.Tensor) -> np.ndarray:
+        return np.clip(action.numpy(), self.low, self.high)

@@ -1,0 +1,53 @@
+"""Optimizers and learning-rate schedules from ``[optim]``, by explicit tables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+import torch
+from torch.optim.lr_scheduler import LambdaLR
+
+
+def _adam(cfg, params):
+    return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay, foreach=True)
+
+
+def _adamw(cfg, params):
+    return torch.optim.AdamW(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay, foreach=True)
+
+
+def _sgd(cfg, params):
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay, foreach=True)
+
+
+def _rmsprop(cfg, params):
+    return torch.optim.RMSprop(params, lr=cfg.lr, alpha=cfg.alpha, eps=cfg.eps, momentum=cfg.momentum,
+                               weight_decay=cfg.weight_decay, foreach=True)
+
+
+OPTIMIZERS: dict[str, Callable] = {"adam": _adam, "adamw": _adamw, "sgd": _sgd, "rmsprop": _rmsprop}
+
+# Factor applied to the initial value, by fraction of the run done (0 -> 1).
+SCHEDULES: dict[str, Callable[[float], float]] = {
+    "constant": lambda done: 1.0,
+    "linear": lambda done: max(1.0 - done, 0.0),
+    "cosine": lambda done: 0.5 * (1.0 + math.cos(math.pi * min(done, 1.0))),
+}
+
+
+def make_optimizer(cfg, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
+    """The optimizer named by ``cfg`` (an OptimConfig) over ``params``."""
+    return OPTIMIZERS[cfg.name](cfg, list(params))
+
+
+def make_scheduler(cfg, optimizer: torch.optim.Optimizer, iterations: int) -> LambdaLR:
+    """Steps once per iteration; the rate reaches its schedule's end after ``iterations``."""
+    factor = SCHEDULES[cfg.lr_schedule]
+    return LambdaLR(optimizer, lambda step: factor(step / max(iterations, 1)))
+
+
+def clip_gradients(params: list[torch.nn.Parameter], max_norm: float) -> None:
+    """Clip the global gradient norm; ``max_norm`` 0 leaves gradients as they are."""
+    if max_norm > 0:
+        torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)

@@ -1,0 +1,49 @@
+"""Per-phase wall-clock timing of the training loop."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+
+class Timer:
+    """Accumulates seconds per named phase, per iteration and over the run.
+
+    Phases nest by name only (``update.backward`` is part of ``update``). On
+    CUDA, each phase edge synchronizes the device so that queued kernels are
+    charged to the phase that launched them.
+    """
+
+    def __init__(self, device: torch.device):
+        self.sync = device.type == "cuda"
+        self.current: dict[str, float] = {}
+        self.totals: dict[str, float] = {}
+        self.iterations = 0
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        if self.sync:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.sync:
+                torch.cuda.synchronize()
+            self.current[name] = self.current.get(name, 0.0) + time.perf_counter() - start
+
+    def end_iteration(self) -> dict[str, float]:
+        """Close the iteration: return its seconds per phase and fold them into the totals."""
+        done = self.current
+        for name, seconds in done.items():
+            self.totals[name] = self.totals.get(name, 0.0) + seconds
+        self.iterations += 1
+        self.current = {}
+        return done
+
+    def mean(self, name: str) -> float:
+        """Mean seconds per iteration of ``name`` over the closed iterations."""
+        return self.totals.get(name, 0.0) / max(self.iterations, 1)
