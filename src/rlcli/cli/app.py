@@ -9,6 +9,7 @@ import typer
 from rlcli import __version__
 from rlcli.cli.schema import schema
 from rlcli.cli.show_config import show_config
+from rlcli.cli.train import train
 from rlcli.cli.validate import validate
 from rlcli.console import console
 
@@ -36,6 +37,7 @@ def _root(
     """Train reinforcement-learning agents from a small TOML file."""
 
 
+app.command("train")(train)
 app.command("validate")(validate)
 app.command("show-config")(show_config)
 app.command("schema")(schema)

@@ -1,0 +1,96 @@
+"""Metric backends: one row per logged iteration to csv, jsonl and tensorboard."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import IO, Protocol
+
+from rlcli.config.errors import single
+
+Row = dict[str, float]
+
+
+class MetricLogger(Protocol):
+    def write(self, row: Row) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class CSVLogger:
+    """``metrics.csv``; the columns are those of the first row, later new keys are dropped."""
+
+    def __init__(self, run_dir: Path):
+        self.file: IO[str] = (run_dir / "metrics.csv").open("w", newline="", encoding="utf-8")
+        self.writer: csv.DictWriter | None = None
+
+    def write(self, row: Row) -> None:
+        if self.writer is None:
+            self.writer = csv.DictWriter(self.file, fieldnames=list(row), extrasaction="ignore", restval="")
+            self.writer.writeheader()
+        self.writer.writerow(row)
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class JSONLLogger:
+    """``metrics.jsonl``, one JSON object per row; NaN becomes null."""
+
+    def __init__(self, run_dir: Path):
+        self.file: IO[str] = (run_dir / "metrics.jsonl").open("w", encoding="utf-8")
+
+    def write(self, row: Row) -> None:
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+        self.file.write(json.dumps(clean) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class TensorBoardLogger:
+    """Scalars in ``tensorboard/``, stepped by frames (needs the ``tensorboard`` extra)."""
+
+    def __init__(self, run_dir: Path):
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            raise single(None, "the tensorboard backend needs the tensorboard package: "
+                               "pip install 'rlcli[tensorboard]'", path="logger.backends") from None
+        self.writer = SummaryWriter(str(run_dir / "tensorboard"))
+
+    def write(self, row: Row) -> None:
+        step = int(row["frames"])
+        for key, value in row.items():
+            if key not in ("iteration", "frames") and math.isfinite(value):
+                self.writer.add_scalar(key, value, step)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+LOGGERS = {"csv": CSVLogger, "jsonl": JSONLLogger, "tensorboard": TensorBoardLogger}
+
+
+class MetricLoggers:
+    """Every configured backend, written together."""
+
+    def __init__(self, backends: list[MetricLogger]):
+        self.backends = backends
+
+    def write(self, row: Row) -> None:
+        for backend in self.backends:
+            backend.write(row)
+
+    def close(self) -> None:
+        for backend in self.backends:
+            backend.close()
+
+
+def make_loggers(cfg, run_dir: Path) -> MetricLoggers:
+    """The backends named by ``cfg`` (a LoggerConfig), writing under ``run_dir``."""
+    return MetricLoggers([LOGGERS[name](run_dir) for name in dict.fromkeys(cfg.backends)])

@@ -1,0 +1,116 @@
+"""Console output of a training run: start line, timing tables, progress bar, summary."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from rlcli.trainer import PHASES, Hooks, TrainState
+
+
+def _fmt_return(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.1f}"
+
+
+def timing_table(state: TrainState) -> Table:
+    """Phase, ms this iteration, mean ms so far and share of the iteration."""
+    timer = state.timer
+    total = state.phases.get("iteration", 0.0) or 1e-12
+    table = Table(
+        title=f"iteration {state.iteration}/{state.run.iterations}",
+        caption=(f"frames {state.frames:,}  ·  {state.fps:,.0f} frames/s  ·  "
+                 f"return (last 100) {_fmt_return(state.last_return)}"),
+        title_justify="left",
+        caption_justify="left",
+    )
+    table.add_column("phase")
+    table.add_column("ms", justify="right")
+    table.add_column("mean ms", justify="right")
+    table.add_column("share", justify="right")
+    for phase in PHASES:
+        if phase not in timer.totals:
+            continue
+        seconds = state.phases.get(phase, 0.0)
+        label = ("  " + phase.split(".", 1)[1]) if "." in phase else phase
+        table.add_row(label, f"{seconds * 1e3:.2f}", f"{timer.mean(phase) * 1e3:.2f}",
+                      f"{100 * seconds / total:.1f}%")
+    return table
+
+
+def summary_table(state: TrainState) -> Table:
+    """Frames, wall time, fps, returns and when the stop condition was reached."""
+    table = Table(title=f"run {state.status}", show_header=False, title_justify="left")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("frames", f"{state.frames:,}")
+    table.add_row("iterations", f"{state.iteration:,}")
+    table.add_row("wall time", f"{state.wall_time:.2f} s")
+    table.add_row("mean frames/s", f"{state.fps:,.0f}")
+    table.add_row("best return (last 100)", _fmt_return(state.best_return))
+    table.add_row("last return (last 100)", _fmt_return(state.last_return))
+    target = state.run.cfg.run.stop_at_return
+    if target is not None:
+        reached = (f"{state.solved_at[0]:,} frames, {state.solved_at[1]:.2f} s"
+                   if state.solved_at else "not reached")
+        table.add_row(f"return >= {target:g}", reached)
+    if state.error:
+        table.add_row("error", state.error)
+    return table
+
+
+class ConsoleReport:
+    """Hooks that render a run on ``console``; ``quiet`` keeps only the summary.
+
+    On a terminal a progress bar over frames shows frames/s and ETA, with the
+    timing tables printed above it. Elsewhere (a log file) the output is plain
+    text with no cursor movement.
+    """
+
+    def __init__(self, console: Console, *, quiet: bool = False):
+        self.console = console
+        self.quiet = quiet
+        self.progress: Progress | None = None
+        self.task = None
+
+    def hooks(self) -> Hooks:
+        return Hooks(on_run_start=[self.start], on_iteration_end=[self.iteration], on_run_end=[self.end])
+
+    def start(self, state: TrainState) -> None:
+        cfg = state.run.cfg
+        self.console.print(f"run folder: {state.run_dir}")
+        if self.quiet:
+            return
+        self.console.print(
+            f"{cfg.algo.name} on {cfg.env.id} x{cfg.env.num_envs} ({cfg.env.vectorization}), "
+            f"device {state.run.device}, {cfg.collector.total_frames:,} frames, seed {cfg.run.seed}"
+        )
+        if self.console.is_terminal:
+            self.progress = Progress(
+                TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("frames · {task.fields[fps]} fps · return {task.fields[ret]}"),
+                TimeRemainingColumn(), console=self.console,
+            )
+            self.task = self.progress.add_task("train", total=cfg.collector.total_frames, fps="-", ret="-")
+            self.progress.start()
+
+    def iteration(self, state: TrainState) -> None:
+        if self.quiet:
+            return
+        timing = state.run.cfg.timing
+        if self.progress is not None:
+            self.progress.update(self.task, completed=state.frames, fps=f"{state.fps:,.0f}",
+                                 ret=_fmt_return(state.last_return))
+        if timing.enabled and state.iteration % timing.every == 0:
+            self.console.print(timing_table(state))
+        elif self.progress is None and state.iteration % timing.every == 0:
+            self.console.print(f"iteration {state.iteration}: frames {state.frames:,}, "
+                               f"{state.fps:,.0f} frames/s, return {_fmt_return(state.last_return)}")
+
+    def end(self, state: TrainState) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        self.console.print(summary_table(state))
+        self.console.print(f"run folder: {state.run_dir}")

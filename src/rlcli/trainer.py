@@ -1,0 +1,216 @@
+"""The training loop: collect -> advantages -> update -> log, with hooks at named points."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from rlcli import checkpoint
+from rlcli.config.dump import to_toml
+from rlcli.loggers import MetricLoggers, Row, make_loggers
+from rlcli.run import Run
+from rlcli.timing import Timer
+
+# Phases every row reports, in display order; sub-phases follow their parent.
+PHASES = (
+    "collect", "collect.policy", "collect.env_step", "advantage",
+    "update", "update.forward", "update.backward", "update.optimizer", "log", "iteration",
+)
+
+
+class TrainingError(Exception):
+    """Training cannot go on: a loss term became NaN or infinite."""
+
+    def __init__(self, iteration: int, term: str, value: float):
+        self.iteration, self.term, self.value = iteration, term, value
+        super().__init__(f"iteration {iteration}: {term} is {value}; training stopped")
+
+
+@dataclass
+class TrainState:
+    """What hooks see: the run, its folder and progress so far."""
+
+    run: Run
+    run_dir: Path
+    timer: Timer
+    iteration: int = 0
+    frames: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    wall_time: float = 0.0
+    row: Row = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    best_return: float = math.nan
+    last_return: float = math.nan
+    solved_at: tuple[int, float] | None = None
+    status: str = "running"
+    error: str | None = None
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.wall_time if self.wall_time > 0 else 0.0
+
+
+Hook = Callable[[TrainState], None]
+
+
+@dataclass
+class Hooks:
+    """Callables run at named points of the loop, in list order."""
+
+    on_run_start: list[Hook] = field(default_factory=list)
+    on_iteration_end: list[Hook] = field(default_factory=list)
+    on_run_end: list[Hook] = field(default_factory=list)
+
+
+def make_run_dir(output_dir: str | Path, name: str) -> Path:
+    """A new folder ``<output_dir>/<name>-<timestamp>`` (suffixed when the second is taken)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = Path(output_dir) / f"{name}-{stamp}"
+    candidate, suffix = base, 1
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            suffix += 1
+            candidate = base.with_name(f"{base.name}-{suffix}")
+
+
+def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
+    """Train ``run`` to its frame budget or stop condition, leaving a complete run folder.
+
+    The folder holds ``config.toml``, ``metrics.csv``/``metrics.jsonl`` (one row
+    per logged iteration), ``final.pt`` and ``run.json`` with the final status:
+    ``completed``, ``solved`` (``run.stop_at_return`` reached), ``interrupted``
+    (Ctrl-C) or ``failed``.
+
+    Raises:
+        TrainingError: a loss became non-finite; the folder is written first.
+    """
+    hooks = hooks or Hooks()
+    cfg = run.cfg
+    run_dir = make_run_dir(cfg.run.output_dir, cfg.run.name)
+    (run_dir / "config.toml").write_text(to_toml(cfg), encoding="utf-8")
+    state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device))
+    _write_status(state)
+    loggers = make_loggers(cfg.logger, run_dir)
+    for hook in hooks.on_run_start:
+        hook(state)
+    state.started = time.perf_counter()
+    pending: Row | None = None
+    try:
+        while state.iteration < run.iterations and state.status == "running":
+            pending = _iteration(run, state, loggers, pending)
+            for hook in hooks.on_iteration_end:
+                hook(state)
+        if state.status == "running":
+            state.status = "completed"
+    except KeyboardInterrupt:
+        state.status = "interrupted"
+    except TrainingError as exc:
+        state.status, state.error = "failed", str(exc)
+        raise
+    finally:
+        state.wall_time = time.perf_counter() - state.started
+        if pending is not None:
+            loggers.write(pending)
+        loggers.close()
+        _save_final(state)
+        _write_status(state)
+        run.close()
+        for hook in hooks.on_run_end:
+            hook(state)
+    return state
+
+
+def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None) -> Row | None:
+    """One collect -> advantages -> update -> log round; returns the row still to write."""
+    timer, algo, cfg = state.timer, run.algo, run.cfg
+    with timer.phase("iteration"):
+        with timer.phase("collect"):
+            batch = run.collector.collect(timer)
+        with timer.phase("advantage"):
+            batch = algo.advantages(batch)
+        lr = algo.optimizer.param_groups[0]["lr"]
+        with timer.phase("update"):
+            terms = algo.update(batch, timer)
+        for name, value in terms.items():
+            if not math.isfinite(value):
+                raise TrainingError(state.iteration + 1, name, value)
+        with timer.phase("log"):
+            # Rows are written one iteration late, so each holds its own log time.
+            if pending is not None:
+                loggers.write(pending)
+    state.phases = timer.end_iteration()
+    state.iteration += 1
+    state.frames = run.collector.frames
+    state.wall_time = time.perf_counter() - state.started
+    returns = run.envs.return_queue
+    state.last_return = float(np.mean(returns)) if returns else math.nan
+    if math.isfinite(state.last_return) and not state.best_return >= state.last_return:
+        state.best_return = state.last_return
+    target = cfg.run.stop_at_return
+    if target is not None and state.last_return >= target:
+        state.solved_at = (state.frames, state.wall_time)
+        state.status = "solved"
+    state.row = _row(state, terms, lr)
+    if state.iteration % cfg.logger.interval == 0 or state.status != "running":
+        return state.row
+    return None
+
+
+def _row(state: TrainState, terms: dict[str, float], lr: float) -> Row:
+    lengths = state.run.envs.length_queue
+    row: Row = {
+        "iteration": state.iteration,
+        "frames": state.frames,
+        "wall_time_s": round(state.wall_time, 4),
+        "fps": round(state.fps, 1),
+        "rollout/episode_return_mean": state.last_return,
+        "rollout/episode_length_mean": float(np.mean(lengths)) if lengths else math.nan,
+        "rollout/episodes": int(state.run.envs.episode_count),
+        **terms,
+        "optim/lr": lr,
+    }
+    for phase in PHASES:
+        row[f"time/{phase}_ms"] = round(state.phases.get(phase, 0.0) * 1000, 3)
+    return row
+
+
+def _save_final(state: TrainState) -> None:
+    run = state.run
+    checkpoint.save(state.run_dir / "final.pt", {
+        "format": 1,
+        "algo": run.cfg.algo.name,
+        "env": run.cfg.env.id,
+        "iteration": state.iteration,
+        "frames": state.frames,
+        "agent": run.algo.agent.state_dict(),
+        "reward_scaler": run.reward_scaler.state_dict(),
+        "algo_state": run.algo.state_dict(),
+    })
+
+
+def _write_status(state: TrainState) -> None:
+    solved = state.solved_at
+    checkpoint.write_json(state.run_dir / "run.json", {
+        "status": state.status,
+        "error": state.error,
+        "algo": state.run.cfg.algo.name,
+        "env": state.run.cfg.env.id,
+        "device": str(state.run.device),
+        "iterations": state.iteration,
+        "frames": state.frames,
+        "wall_time_s": round(state.wall_time, 3),
+        "fps": round(state.fps, 1),
+        "best_return": None if math.isnan(state.best_return) else state.best_return,
+        "last_return": None if math.isnan(state.last_return) else state.last_return,
+        "solved_at_frames": solved[0] if solved else None,
+        "solved_at_seconds": round(solved[1], 3) if solved else None,
+    })
