@@ -1,0 +1,40 @@
+"""The README documents every command and every config key."""
+
+from pathlib import Path
+
+import pytest
+
+from rlcli.algos import ALGORITHMS
+from rlcli.config.schema import RunConfig
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("section", [s for s in RunConfig.model_fields if s != "algo"])
+def test_every_section_and_key_is_documented(section):
+    assert f"### `[{section}]`" in README
+    block = README.split(f"### `[{section}]`", 1)[1].split("\n### ", 1)[0]
+    for key in RunConfig.model_fields[section].annotation.model_fields:
+        assert f"| `{key}` |" in block, f"[{section}] {key} missing from README"
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_every_algorithm_key_is_documented(name):
+    heading = f'### `[algo]` with `name = "{name}"`'
+    assert heading in README
+    block = README.split(heading, 1)[1].split("\n### ", 1)[0]
+    for key in ALGORITHMS[name].CONFIG.model_fields:
+        if key != "name":
+            assert f"| `{key}` |" in block, f"algo {name}: {key} missing from README"
+
+
+def test_quickstart_commands_and_ci_agree():
+    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
+    test_command = "pip install torch==2.13.0 -e '.[test]' && python -m pytest"
+    assert test_command in README and test_command in ci
+    assert "pip install torch==2.13.0 -e . && rlcli train presets/ppo_cartpole.toml" in README
+
+
+@pytest.mark.parametrize("command", ["train", "validate", "show-config", "schema"])
+def test_every_command_is_documented(command):
+    assert f"### `rlcli {command}" in README
