@@ -67,16 +67,22 @@ class A2C:
         """Write ``advantage`` and ``value_target`` into ``batch`` ([T, N])."""
         return add_gae(batch, gamma=self.cfg.gamma, lam=self.cfg.gae_lambda)
 
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """:func:`a2c_loss` terms of a batch plus ``loss/total``, the scalar to minimise."""
+        cfg = self.cfg
+        terms = a2c_loss(self.agent, batch, normalize_advantage=cfg.normalize_advantage)
+        terms["loss/total"] = (terms["loss/policy"] + cfg.value_coef * terms["loss/value"]
+                               - cfg.entropy_coef * terms["loss/entropy"])
+        return terms
+
     def update(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """One gradient step on the valid samples of ``batch``."""
-        cfg = self.cfg
         flat = batch[batch[keys.VALID]]
         with timer.phase("update.forward"):
-            terms = a2c_loss(self.agent, flat, normalize_advantage=cfg.normalize_advantage)
-            loss = terms["loss/policy"] + cfg.value_coef * terms["loss/value"] - cfg.entropy_coef * terms["loss/entropy"]
+            terms = self.loss(flat)
         with timer.phase("update.backward"):
             self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            terms["loss/total"].backward()
         with timer.phase("update.optimizer"):
             clip_gradients(self.params, self.max_grad_norm)
             self.optimizer.step()

@@ -100,6 +100,7 @@ class PPO:
         self.clip_factor = SCHEDULES[cfg.clip_schedule]
         self.iterations = iterations
         self.done = 0
+        self.clip_epsilon = cfg.clip_epsilon
         self.generator = torch.Generator(device=device)
         self.device = device
 
@@ -110,47 +111,52 @@ class PPO:
         """Write ``advantage`` and ``value_target`` into ``batch`` ([T, N])."""
         return add_gae(batch, gamma=self.cfg.gamma, lam=self.cfg.gae_lambda)
 
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """:func:`ppo_loss` terms of a minibatch plus ``loss/total``, the scalar to minimise."""
+        cfg = self.cfg
+        terms = ppo_loss(self.agent, batch, clip_epsilon=self.clip_epsilon, clip_value=cfg.clip_value,
+                         normalize_advantage=cfg.normalize_advantage)
+        terms["loss/total"] = (terms["loss/policy"] + cfg.value_coef * terms["loss/value"]
+                               - cfg.entropy_coef * terms["loss/entropy"])
+        return terms
+
     def update(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """One optimisation round on ``batch``; returns the mean of each loss term and statistic."""
         cfg = self.cfg
-        clip_epsilon = cfg.clip_epsilon * max(self.clip_factor(self.done / self.iterations), 1e-8)
+        self.clip_epsilon = cfg.clip_epsilon * max(self.clip_factor(self.done / self.iterations), 1e-8)
         flat = batch[batch[keys.VALID]]
         size = flat.batch_size[0]
-        sums: dict[str, float] = {}
+        sums: dict[str, torch.Tensor] = {}
         steps = 0
-        stop = False
+        stopped = False
         for _ in range(cfg.epochs):
+            if stopped:
+                break
             order = torch.randperm(size, generator=self.generator, device=self.device)
             for start in range(0, size, cfg.minibatch_size):
                 index = order[start:start + cfg.minibatch_size]
                 # A one-sample tail has no advantage spread to normalize by.
                 if index.numel() < 2:
                     continue
-                minibatch = flat[index]
                 with timer.phase("update.forward"):
-                    terms = ppo_loss(self.agent, minibatch, clip_epsilon=clip_epsilon,
-                                     clip_value=cfg.clip_value, normalize_advantage=cfg.normalize_advantage)
-                    if cfg.target_kl is not None and terms["stats/approx_kl"] > cfg.target_kl:
-                        stop = True
-                        break
-                    loss = (terms["loss/policy"] + cfg.value_coef * terms["loss/value"]
-                            - cfg.entropy_coef * terms["loss/entropy"])
+                    terms = self.loss(flat[index])
+                if cfg.target_kl is not None and terms["stats/approx_kl"] > cfg.target_kl:
+                    stopped = True
+                    break
                 with timer.phase("update.backward"):
                     self.optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
+                    terms["loss/total"].backward()
                 with timer.phase("update.optimizer"):
                     clip_gradients(self.params, self.max_grad_norm)
                     self.optimizer.step()
                 for name, value in terms.items():
                     sums[name] = sums.get(name, 0.0) + value.detach()
                 steps += 1
-            if stop:
-                break
         self.scheduler.step()
         self.done += 1
         stats = {name: float(total) / max(steps, 1) for name, total in sums.items()}
         stats["stats/gradient_steps"] = float(steps)
-        stats["stats/clip_epsilon"] = clip_epsilon
+        stats["stats/clip_epsilon"] = self.clip_epsilon
         return stats
 
     def state_dict(self) -> dict:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from rlcli import __version__
+from rlcli.cli.bench import bench
 from rlcli.cli.schema import schema
 from rlcli.cli.show_config import show_config
 from rlcli.cli.train import train
@@ -41,6 +42,7 @@ app.command("train")(train)
 app.command("validate")(validate)
 app.command("show-config")(show_config)
 app.command("schema")(schema)
+app.command("bench")(bench)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
+from rich.markup import escape
 
 from rlcli.config.errors import ConfigError
 from rlcli.console import err_console
@@ -21,5 +22,5 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except ConfigError as exc:
-        err_console.print(f"[bold red]error:[/] {exc.render()}", markup=True, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(exc.render())}", soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None

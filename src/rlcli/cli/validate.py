@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from rlcli.cli.render import EXIT_BAD_INPUT
@@ -36,7 +37,8 @@ def validate(
                     "ok": r.ok,
                     "summary": r.summary,
                     "errors": [
-                        {"path": i.path, "message": i.message, "source": i.source, "line": i.line}
+                        {"path": i.path, "message": i.message, "source": i.source, "line": i.line,
+                         "column": i.column}
                         for i in r.issues
                     ],
                 }
@@ -51,9 +53,10 @@ def validate(
         table.add_column("details", overflow="fold")
         for r in results:
             if r.ok:
-                table.add_row(r.file, "[green]OK[/]", r.summary)
+                table.add_row(escape(r.file), "[green]OK[/]", escape(r.summary))
             else:
-                table.add_row(r.file, "[bold red]INVALID[/]", "\n".join(i.render() for i in r.issues))
+                table.add_row(escape(r.file), "[bold red]INVALID[/]",
+                              escape("\n".join(i.render() for i in r.issues)))
         if not results:
             table.add_row("-", "[bold red]NO FILES[/]", "no .toml files found")
         console.print(table)

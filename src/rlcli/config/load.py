@@ -6,6 +6,7 @@ field, the line where the TOML tells it, and what is allowed.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import re
 import sys
@@ -26,7 +27,7 @@ _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _ASSIGN = re.compile(r"^\s*((?:[A-Za-z0-9_\-]+|\"[^\"]*\")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|\"[^\"]*\"))*)\s*=")
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
-_BARE_STRING = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-.:/]*$")
+_BARE_STRING = re.compile(r"^[A-Za-z0-9_./~][A-Za-z0-9_\-.:/~]*$")
 
 
 def preset_dirs() -> list[Path]:
@@ -148,7 +149,9 @@ def load_layers(path: Path) -> tuple[dict[str, Any], list[Path]]:
         else:
             current = resolved.parent / parent
             if not current.is_file():
-                raise single(resolved, f"extends {parent!r}: file not found ({current})", path="extends")
+                problem = "is a folder, not a TOML file" if current.is_dir() else "file not found"
+                raise single(display_path(resolved), f"extends {parent!r}: {problem} ({display_path(current)})",
+                             path="extends", line=key_lines(resolved).get("extends"))
     merged: dict[str, Any] = {}
     for layer in reversed(layers):
         merged = deep_merge(merged, layer)
@@ -170,6 +173,9 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     raw = raw.strip()
     try:
         value = tomllib.loads(f"value = {raw}")["value"]
+        # No field is a date: "run.name=2024-01-01" means the text as written.
+        if isinstance(value, (datetime.date, datetime.time)):
+            value = raw
     except tomllib.TOMLDecodeError:
         if not _BARE_STRING.match(raw):
             raise single(
@@ -322,10 +328,11 @@ def _locate(path: str, chain: list[Path], overrides: dict[str, str]) -> tuple[st
         if key == path or key.startswith(path + ".") or path.startswith(key + "."):
             return f"--set {text}", None
     parts = path.split(".") if path else []
-    for file in chain:
-        lines = key_lines(file)
-        for end in range(len(parts), 0, -1):
-            line = lines.get(".".join(parts[:end]))
+    lines = {file: key_lines(file) for file in chain}
+    # The full key in any file of the chain beats its table header in the child.
+    for end in range(len(parts), 0, -1):
+        for file in chain:
+            line = lines[file].get(".".join(parts[:end]))
             if line is not None:
                 return display_path(file), line
     return (display_path(chain[0]) if chain else None), None

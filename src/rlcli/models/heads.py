@@ -19,13 +19,16 @@ class CategoricalHead(nn.Module):
     def forward(self, obs: torch.Tensor) -> Categorical:
         return Categorical(logits=self.net(obs), validate_args=False)
 
+    # Categorical normalizes its logits once; reading them directly skips the
+    # broadcast, clamp and softmax that its generic log_prob and entropy add to
+    # every training step (the logits of a network are always finite).
     @staticmethod
     def log_prob(dist: Categorical, action: torch.Tensor) -> torch.Tensor:
-        return dist.log_prob(action)
+        return dist.logits.gather(-1, action.unsqueeze(-1)).squeeze(-1)
 
     @staticmethod
     def entropy(dist: Categorical) -> torch.Tensor:
-        return dist.entropy()
+        return -(dist.logits.exp() * dist.logits).sum(-1)
 
     def to_env(self, action: torch.Tensor) -> np.ndarray:
         return action.numpy()

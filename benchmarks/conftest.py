@@ -1,0 +1,3 @@
+import pytest
+
+pytest.importorskip("pytest_benchmark", reason="pip install -e '.[bench]'")

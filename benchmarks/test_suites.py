@@ -1,0 +1,29 @@
+"""The ``rlcli bench`` suites as pytest-benchmark tests (not part of the default test run).
+
+    pip install -e '.[bench]' && python -m pytest benchmarks/ --benchmark-only
+
+The cases are the ones ``rlcli bench --quick`` times, built by the same suite
+functions; pytest-benchmark does the timing and the statistics here.
+"""
+
+import pytest
+import torch
+
+from rlcli.bench.suites import SUITES, BenchOptions
+
+torch.set_num_threads(1)
+OPTIONS = BenchOptions(device=torch.device("cpu"), quick=True, compile=False)
+CASES = [case for suite in SUITES.values() for case in suite(OPTIONS)[0]]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def close_cases():
+    yield
+    for case in CASES:
+        case.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.key for case in CASES])
+def test_throughput(benchmark, case):
+    benchmark.extra_info.update(unit=case.unit, work_per_call=case.work)
+    benchmark(case.run)

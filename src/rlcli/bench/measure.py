@@ -1,0 +1,110 @@
+"""Timing one benchmark case: warm-up, calibrated repetitions, median and spread."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+# Direction of each unit: True when a larger figure is better.
+UNITS = {
+    "frames/s": True,
+    "steps/s": True,
+    "elements/s": True,
+    "calls/s": True,
+    "updates/s": True,
+    "speedup": True,
+    "slowdown": False,
+    "ms": False,
+    "s": False,
+}
+
+
+@dataclass
+class Case:
+    """Something to time: ``run()`` does ``work`` units of work (frames, elements, calls)."""
+
+    suite: str
+    name: str
+    params: dict[str, Any]
+    unit: str
+    work: float
+    run: Callable[[], Any]
+    close: Callable[[], None] = lambda: None
+
+    @property
+    def key(self) -> str:
+        args = ",".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.suite}/{self.name}[{args}]"
+
+
+@dataclass
+class Result:
+    """The median rate of a case over its repetitions, with the slowest and fastest one."""
+
+    suite: str
+    name: str
+    params: dict[str, Any]
+    key: str
+    unit: str
+    median: float
+    min: float
+    max: float
+    repeats: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return UNITS.get(self.unit, True)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "higher_is_better": self.higher_is_better}
+
+
+def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device) -> Result:
+    """Time ``case`` after one warm-up call: ``repeat`` repetitions, each calling it
+    enough times to last ``min_seconds``; the figure is work per second per repetition.
+    """
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    case.run()
+    sync()
+    start = time.perf_counter()
+    case.run()
+    sync()
+    once = max(time.perf_counter() - start, 1e-7)
+    calls = max(1, int(min_seconds / once))
+    rates = []
+    for _ in range(repeat):
+        sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            case.run()
+        sync()
+        rates.append(case.work * calls / (time.perf_counter() - start))
+    return Result(case.suite, case.name, dict(case.params), case.key, case.unit,
+                  statistics.median(rates), min(rates), max(rates), repeat)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A figure derived from two cases of the same run: ``numerator / denominator`` of their medians."""
+
+    suite: str
+    name: str
+    params: dict[str, Any]
+    unit: str
+    numerator: str
+    denominator: str
+
+    def compute(self, results: dict[str, Result]) -> Result | None:
+        top, bottom = results.get(self.numerator), results.get(self.denominator)
+        if top is None or bottom is None:
+            return None
+        key = Case(self.suite, self.name, self.params, self.unit, 1, lambda: None).key
+        value = top.median / bottom.median
+        return Result(self.suite, self.name, dict(self.params), key, self.unit, value, value, value,
+                      top.repeats, extra={"of": [self.numerator, self.denominator]})

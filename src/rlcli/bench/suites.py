@@ -1,0 +1,230 @@
+"""Benchmark suites: each is one registered function that returns cases to time.
+
+Suites read the algorithm table and the shipped presets, so a new algorithm or
+preset is benched without new code here.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tensordict import TensorDict
+
+from rlcli import keys
+from rlcli.advantages import gae
+from rlcli.algos import ALGORITHMS
+from rlcli.bench.measure import Case, Ratio
+from rlcli.config.load import available_presets, load_config
+from rlcli.config.schema import RunConfig
+from rlcli.envs import make_envs
+from rlcli.run import build_run
+from rlcli.timing import Timer
+from rlcli.trainer import Hooks, train
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    device: torch.device
+    quick: bool
+    compile: bool
+
+
+SuiteOutput = tuple[list[Case], list[Ratio]]
+SUITES: dict[str, Callable[[BenchOptions], SuiteOutput]] = {}
+
+
+def suite(name: str):
+    def register(function: Callable[[BenchOptions], SuiteOutput]):
+        SUITES[name] = function
+        return function
+    return register
+
+
+def preset_configs(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
+    """Every shipped preset, on the bench device, with ``extra`` overrides."""
+    device = f'run.device="{opts.device}"'
+    return {name: load_config(name, [device, "timing.enabled=false", *extra]) for name in available_presets()}
+
+
+@suite("env")
+def env_suite(opts: BenchOptions) -> SuiteOutput:
+    """Vector-env frames/s for each preset's env, by num_envs and vectorization mode."""
+    import gymnasium as gym
+
+    cases = []
+    envs_seen = {cfg.env.id: cfg.env for cfg in preset_configs(opts).values()}
+    for env_id, env_cfg in envs_seen.items():
+        modes = ["sync"]
+        if gym.spec(env_id).vector_entry_point is not None:
+            modes.append("vector_entry_point")
+        for num_envs in ([8] if opts.quick else [1, 8, 32]):
+            for mode in modes + ([] if opts.quick or num_envs != 8 else ["async"]):
+                envs = make_envs(env_cfg.model_copy(update={"num_envs": num_envs, "vectorization": mode}))
+                envs.reset(seed=0)
+                envs.action_space.seed(0)
+                actions = [envs.action_space.sample() for _ in range(64)]
+
+                def run(envs=envs, actions=actions):
+                    for action in actions:
+                        envs.step(action)
+
+                cases.append(Case("env", env_id, {"num_envs": num_envs, "mode": mode}, "frames/s",
+                                  64 * num_envs, run, envs.close))
+    return cases, []
+
+
+@suite("collector")
+def collector_suite(opts: BenchOptions) -> SuiteOutput:
+    """Frames/s of the real collector with each preset's policy (policy on the device, envs on CPU)."""
+    cases = []
+    for name, cfg in preset_configs(opts).items():
+        run = build_run(cfg)
+        timer = Timer(run.device)
+        cases.append(Case("collector", name, {"frames_per_batch": cfg.collector.frames_per_batch},
+                          "frames/s", cfg.collector.frames_per_batch,
+                          lambda run=run, timer=timer: run.collector.collect(timer), run.close))
+    return cases, []
+
+
+def gae_loop(reward, value, next_value, terminated, truncated, *, gamma, lam):
+    """The usual GAE: a reversed Python loop over time, vectorized over envs (the baseline)."""
+    advantage = torch.zeros_like(reward)
+    running = torch.zeros_like(reward[0])
+    not_terminated = (~terminated).float()
+    not_done = (~(terminated | truncated)).float()
+    for t in reversed(range(reward.shape[0])):
+        delta = reward[t] + gamma * next_value[t] * not_terminated[t] - value[t]
+        running = delta + gamma * lam * not_done[t] * running
+        advantage[t] = running
+    return advantage, advantage + value
+
+
+@suite("advantage")
+def advantage_suite(opts: BenchOptions) -> SuiteOutput:
+    """GAE elements/s on [T, N] rollouts, and its speedup over the reversed loop."""
+    cases, ratios = [], []
+    generator = torch.Generator().manual_seed(0)
+    for steps, envs in [(512, 1), (512, 32), (2048, 16), (128, 256)]:
+        shape = (steps, envs)
+        data = [torch.randn(shape, generator=generator).to(opts.device) for _ in range(3)]
+        done = [(torch.rand(shape, generator=generator) < p).to(opts.device) for p in (0.01, 0.005)]
+        params = {"T": steps, "N": envs}
+        for name, function in (("gae", gae), ("gae_loop", gae_loop)):
+            if name == "gae_loop" and shape not in ((512, 32), (2048, 16)):
+                continue
+            cases.append(Case("advantage", name, params, "elements/s", steps * envs,
+                              lambda f=function, d=data, e=done: f(*d, *e, gamma=0.99, lam=0.95)))
+        if shape in ((512, 32), (2048, 16)):
+            ratios.append(Ratio("advantage", "gae_speedup", params, "speedup",
+                                cases[-2].key, cases[-1].key))
+    return cases, ratios
+
+
+def _floor_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: float):
+    """PPO's maths in bare torch (categorical policy), to price the library's overhead.
+
+    Returns (loss, approx_kl, clip_fraction), the same figures ``ppo_loss`` computes.
+    """
+    obs, action = batch[keys.OBSERVATION], batch[keys.ACTION]
+    old_log_prob, advantage, target = batch[keys.LOG_PROB], batch[keys.ADVANTAGE], batch[keys.VALUE_TARGET]
+    log_probs = F.log_softmax(agent.policy.net(obs), -1)
+    log_prob = log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+    entropy = -(log_probs.exp() * log_probs).sum(-1)
+    advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+    log_ratio = log_prob - old_log_prob
+    ratio = log_ratio.exp()
+    policy = -torch.min(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage).mean()
+    value = agent.value.net(obs).squeeze(-1)
+    value_loss = (value - target).square().mean()
+    with torch.no_grad():
+        approx_kl = ((ratio - 1) - log_ratio).mean()
+        clip_fraction = ((ratio - 1).abs() > clip_epsilon).float().mean()
+    return policy + value_coef * value_loss - 0.0 * entropy.mean(), approx_kl, clip_fraction
+
+
+def _algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
+    """One preset per algorithm of the table: the first shipped one that uses it."""
+    chosen: dict[str, RunConfig] = {}
+    for cfg in preset_configs(opts, *extra).values():
+        if cfg.algo.name in ALGORITHMS:
+            chosen.setdefault(cfg.algo.name, cfg)
+    return chosen
+
+
+@suite("loss")
+def loss_suite(opts: BenchOptions) -> SuiteOutput:
+    """Forward and forward+backward calls/s of each algorithm's loss, batches 256 and 4096."""
+    cases, ratios = [], []
+    for algo_name, cfg in _algorithm_presets(opts, "collector.frames_per_batch=4096").items():
+        run = build_run(cfg)
+        timer = Timer(run.device)
+        batch = run.algo.advantages(run.collector.collect(timer))
+        flat = batch[batch[keys.VALID]].clone()
+        run.close()
+        algo = run.algo
+        loss = torch.compile(algo.loss) if opts.compile else algo.loss
+        generator = torch.Generator().manual_seed(0)
+        for size in (256, 4096):
+            index = torch.randint(flat.batch_size[0], (size,), generator=generator).to(flat.device)
+            minibatch = flat[index]
+            params = {"preset": cfg.run.name, "batch": size, "compile": opts.compile}
+
+            def backward(minibatch=minibatch):
+                algo.optimizer.zero_grad(set_to_none=True)
+                loss(minibatch)["loss/total"].backward()
+
+            cases.append(Case("loss", f"{algo_name}.forward", params, "calls/s", 1,
+                              lambda minibatch=minibatch: loss(minibatch)))
+            cases.append(Case("loss", f"{algo_name}.forward_backward", params, "calls/s", 1, backward))
+            discrete = flat[keys.ACTION].dtype == torch.int64
+            if algo_name == "ppo" and discrete:
+                def floor(minibatch=minibatch):
+                    algo.optimizer.zero_grad(set_to_none=True)
+                    _floor_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef)[0].backward()
+
+                cases.append(Case("loss", "ppo.bare_torch_forward_backward", params, "calls/s", 1, floor))
+                ratios.append(Ratio("loss", "ppo.slowdown_vs_bare_torch", params, "slowdown",
+                                    cases[-1].key, cases[-2].key))
+    return cases, ratios
+
+
+@suite("update")
+def update_suite(opts: BenchOptions) -> SuiteOutput:
+    """One whole optimisation round per preset, as frames of rollout consumed per second."""
+    cases = []
+    for name, cfg in preset_configs(opts).items():
+        run = build_run(cfg)
+        timer = Timer(run.device)
+        batch = run.algo.advantages(run.collector.collect(timer)).clone()
+        run.close()
+        cases.append(Case("update", name, {"frames_per_batch": cfg.collector.frames_per_batch},
+                          "frames/s", cfg.collector.frames_per_batch,
+                          lambda algo=run.algo, batch=batch, timer=timer: algo.update(batch, timer)))
+    return cases, []
+
+
+@suite("train")
+def train_suite(opts: BenchOptions) -> SuiteOutput:
+    """End-to-end frames/s of a short run of each preset through the real trainer."""
+    cases = []
+    folder = tempfile.TemporaryDirectory(prefix="rlcli-bench-")
+    names = ["ppo_cartpole"] if opts.quick else available_presets()
+    for name, cfg in preset_configs(opts, f'run.output_dir="{Path(folder.name).as_posix()}"').items():
+        if name not in names:
+            continue
+        frames = max(8 * cfg.collector.frames_per_batch, 8192)
+        cfg = cfg.model_copy(update={
+            "collector": cfg.collector.model_copy(update={"total_frames": frames}),
+            "run": cfg.run.model_copy(update={"stop_at_return": None}),
+        })
+        cases.append(Case("train", name, {"frames": frames}, "frames/s", frames,
+                          lambda cfg=cfg: train(build_run(cfg), hooks=Hooks())))
+    if cases:
+        cases[-1].close = folder.cleanup
+    return cases, []
+

@@ -1,0 +1,107 @@
+"""``rlcli bench``: throughput of the components and of whole runs, with a baseline gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from rlcli.bench import SUITES, run_bench
+from rlcli.bench.compare import Comparison, compare, load_report, regressions
+from rlcli.cli.render import user_errors
+from rlcli.console import console, err_console
+
+EXIT_REGRESSION = 1
+COLOURS = {"better": "green", "worse": "red", "same": "", "only here": "dim", "only in baseline": "dim"}
+
+
+def _figure(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def bench(
+    suite: Annotated[
+        Optional[list[str]],
+        typer.Option(help=f"Suite to run (repeatable; default all): {', '.join(SUITES)}."),
+    ] = None,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
+    repeat: Annotated[int, typer.Option(min=1, help="Timed repetitions per figure (median reported).")] = 5,
+    threads: Annotated[int, typer.Option(min=1, help="torch intra-op threads.")] = 1,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write figures and machine info here.")] = None,
+    baseline: Annotated[
+        Optional[Path], typer.Option("--compare", help="A report from --json to compare against.")
+    ] = None,
+    max_regression: Annotated[
+        Optional[float],
+        typer.Option(min=0, help="With --compare: exit 1 when a figure is worse by more than this percent."),
+    ] = None,
+    noise: Annotated[float, typer.Option(min=0, help="Changes within this percent count as noise.")] = 5.0,
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller suites: seconds each.")] = False,
+    compile_: Annotated[bool, typer.Option("--compile", help="Also torch.compile the losses.")] = False,
+) -> None:
+    """Measure throughput: env, collector, advantage, loss, update and train suites."""
+    with user_errors():
+        old = load_report(baseline) if baseline is not None else None
+        if max_regression is not None and old is None:
+            err_console.print("[bold red]error:[/] --max-regression needs --compare BASELINE.json")
+            raise typer.Exit(2)
+        with console.status("benchmarking", spinner="dots") as status:
+            report = run_bench(
+                suite or [], device=device, repeat=repeat, threads=threads, quick=quick, compile=compile_,
+                on_result=lambda r: status.update(f"benchmarking: {r.key}"),
+            )
+    if json_out is not None:
+        json_out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    rows = compare(report, old, noise_pct=noise) if old is not None else None
+    console.print(_table(report, rows))
+    machine = report["machine"]
+    console.print(f"{machine['cpu']}, {machine['cores']} cores, torch {machine['torch']} "
+                  f"({machine['torch_threads']} threads), device {machine['device']}"
+                  + (f" ({machine['cuda_device']})" if machine["cuda_device"] else "")
+                  + (f", commit {report['commit'][:10]}" if report["commit"] else ""))
+    if json_out is not None:
+        console.print(f"wrote {json_out}")
+    if rows is not None and max_regression is not None:
+        worse = regressions(rows, max_regression)
+        if worse:
+            err_console.print(f"[bold red]{len(worse)} figure(s) worse than the baseline by more than "
+                              f"{max_regression:g}%:[/]")
+            for row in worse:
+                err_console.print(f"  {row.key}: {_figure(row.baseline)} -> {_figure(row.current)} "
+                                  f"{row.unit} ({row.change_pct:+.1f}%)")
+            raise typer.Exit(EXIT_REGRESSION)
+
+
+def _table(report: dict, rows: list[Comparison] | None) -> Table:
+    table = Table(title="rlcli bench" + (" (quick)" if report["options"]["quick"] else ""))
+    for column, justify in (("benchmark", "left"), ("parameters", "left"), ("median", "right"),
+                            ("unit", "left"), ("spread (min-max)", "right")):
+        table.add_column(column, justify=justify)
+    if rows is not None:
+        table.add_column("baseline", justify="right")
+        table.add_column("change %", justify="right")
+    results = {r["key"]: r for r in report["results"]}
+    keys = [r.key for r in rows] if rows is not None else list(results)
+    by_key = {r.key: r for r in rows or []}
+    for key in keys:
+        result = results.get(key)
+        name, _, params = key.partition("[")
+        cells = [name, params.rstrip("]").replace(",", ", ")]
+        if result is not None:
+            spread = ("-" if result["min"] == result["max"]
+                      else f"{_figure(result['min'])}-{_figure(result['max'])}")
+            cells += [_figure(result["median"]), result["unit"], spread]
+        else:
+            cells += ["-", by_key[key].unit, "-"]
+        if rows is not None:
+            row = by_key[key]
+            colour = COLOURS[row.verdict]
+            pct = "-" if row.change_pct is None else f"{row.change_pct:+.1f}%"
+            cells += [_figure(row.baseline), f"[{colour}]{pct}[/]" if colour else pct]
+        table.add_row(*cells)
+    return table

@@ -1,0 +1,116 @@
+"""``rlcli validate``: every shipped preset passes, every file in tests/broken_configs fails as expected."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import BROKEN_CONFIGS, MINIMAL_TOML, PRESET_FILES, assert_bad_input
+
+# file -> (dotted path, message fragment, line of the offending key or None).
+EXPECTED = {
+    "syntax_error.toml": ("", "TOML syntax error", 5),
+    "unknown_section.toml": ("optimizer", "unknown section [optimizer]; did you mean 'optim'?", 8),
+    "unknown_key.toml": ("algo.clip_epsilom", "did you mean 'clip_epsilon'?", 7),
+    "other_algo_key.toml": ("algo.clip_epsilon", "'clip_epsilon' belongs to ppo, not a2c", 7),
+    "wrong_type.toml": ("env.num_envs", "valid integer, unable to parse string as an integer (got 'eight')", 4),
+    "negative_lr.toml": ("optim.lr", "greater than 0 (got -0.001)", 9),
+    "gamma_above_one.toml": ("algo.gamma", "less than or equal to 1 (got 1.5)", 7),
+    "zero_envs.toml": ("env.num_envs", "greater than or equal to 1 (got 0)", 4),
+    "unknown_algo.toml": ("algo", "unknown algorithm 'dqn'; known algorithms: ppo, a2c", 5),
+    "unknown_env.toml": ("env.id", "unknown gymnasium env id 'CartPole-v2'; did you mean 'CartPole-v1'", 3),
+    "module_env.toml": ("env.id", "module-qualified env id 'os:system' is not allowed", 3),
+    "missing_env.toml": ("env", "missing required section [env]", None),
+    "extends_cycle_a.toml": ("", "extends cycle:", None),
+    "extends_cycle_b.toml": ("", "extends cycle:", None),
+    "extends_missing.toml": ("extends", "extends 'no_such_parent.toml': file not found", None),
+    "extends_bad_override.toml": ("algo.gamma", "less than or equal to 1 (got 2.0)", 5),
+    "frames_not_multiple.toml": (
+        "collector.frames_per_batch",
+        "frames_per_batch (100) must be a multiple of env.num_envs (8)",
+        11,
+    ),
+    "minibatch_too_big.toml": (
+        "algo.minibatch_size",
+        "minibatch_size (512) must not exceed collector.frames_per_batch (256)",
+        8,
+    ),
+    "total_below_batch.toml": (
+        "collector.total_frames",
+        "total_frames (100) must be at least frames_per_batch (256)",
+        12,
+    ),
+}
+
+
+def table_status(output: str) -> dict[str, str]:
+    """File -> status from the rows of validate's rich table (continuation rows have no file)."""
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in output.splitlines() if "│" in line]
+    return {cells[0]: cells[1] for cells in rows if len(cells) == 3 and cells[0] not in ("", "file")}
+
+
+def test_expected_table_covers_the_broken_folder():
+    checked = {p.name for p in BROKEN_CONFIGS.glob("*.toml") if not p.name.startswith("_")}
+    assert checked == set(EXPECTED)
+
+
+@pytest.fixture(scope="module")
+def broken_report(rlcli):
+    result = rlcli("validate", "--json", "tests/broken_configs")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def test_json_report_fails_the_whole_folder(broken_report):
+    assert broken_report["ok"] is False
+    files = [entry["file"] for entry in broken_report["files"]]
+    # Files starting with "_" are bases for extends, never checked alone.
+    assert sorted(files) == sorted(f"tests/broken_configs/{name}" for name in EXPECTED)
+    assert all(not entry["ok"] and entry["errors"] for entry in broken_report["files"])
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_json_report_locates_each_error(broken_report, name):
+    path, fragment, line = EXPECTED[name]
+    (entry,) = [e for e in broken_report["files"] if e["file"] == f"tests/broken_configs/{name}"]
+    matching = [e for e in entry["errors"] if e["path"] == path and fragment in e["message"]]
+    assert matching, entry["errors"]
+    if line is not None:
+        assert (matching[0]["source"], matching[0]["line"]) == (f"tests/broken_configs/{name}", line)
+
+
+def test_human_report_marks_every_broken_file_invalid(rlcli):
+    result = rlcli("validate", "tests/broken_configs")
+    output = assert_bad_input(result)
+    status = table_status(output)
+    assert status == {f"tests/broken_configs/{name}": "INVALID" for name in EXPECTED}
+    assert "OK" not in output.replace("INVALID", "")
+    assert "TOML syntax error" in output and "belongs to ppo, not a2c" in output
+
+
+def test_presets_are_valid(rlcli):
+    result = rlcli("validate", "presets/")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert table_status(output) == {f"presets/{p.name}": "OK" for p in PRESET_FILES}
+
+
+def test_presets_build(rlcli):
+    result = rlcli("validate", "--build", "--json", "presets/")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    assert sorted(e["file"] for e in report["files"]) == sorted(f"presets/{p.name}" for p in PRESET_FILES)
+    for entry in report["files"]:
+        # The build summary names the spaces and the parameter count.
+        assert "observation Box" in entry["summary"] and "parameters" in entry["summary"], entry
+
+
+def test_build_rejects_an_env_whose_observation_space_is_unsupported(rlcli, tmp_path):
+    text = MINIMAL_TOML.replace("CartPole-v1", "Blackjack-v1")
+    (tmp_path / "blackjack.toml").write_text(text, encoding="utf-8")
+    result = rlcli("validate", "--build", "blackjack.toml", cwd=tmp_path)
+    output = assert_bad_input(result, "blackjack.toml", "INVALID", "Blackjack-v1", "Tuple(", "supported")
+    assert "supported observation spaces: 1-D Box" in output

@@ -1,0 +1,118 @@
+"""``config/schema.py``: the models' bounds, env-id checks and cross-section checks."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+
+import pydantic
+import pytest
+
+from conftest import MINIMAL_TOML
+from rlcli.algos import ALGORITHMS
+from rlcli.config.errors import ConfigError
+from rlcli.config.load import validate_data
+from rlcli.config.schema import SECTIONS, RunConfig, json_schema
+
+BASE = tomllib.loads(MINIMAL_TOML)
+
+
+def with_changes(**sections: dict) -> dict:
+    data = copy.deepcopy(BASE)
+    for section, values in sections.items():
+        data.setdefault(section, {}).update(values)
+    return data
+
+
+def issues_of(data: dict) -> dict[str, str]:
+    with pytest.raises(ConfigError) as exc:
+        validate_data(data, "x.toml")
+    return {issue.path: issue.message for issue in exc.value.issues}
+
+
+def test_minimal_config_fills_defaults():
+    cfg = RunConfig.model_validate(BASE)
+    assert cfg.run.name == "run" and cfg.env.vectorization == "sync"
+    assert cfg.network.policy_sizes == cfg.network.value_sizes == [64, 64]
+    assert SECTIONS == ("run", "env", "network", "algo", "collector", "optim", "logger", "timing")
+
+
+def test_configs_are_frozen():
+    cfg = RunConfig.model_validate(BASE)
+    with pytest.raises(pydantic.ValidationError):
+        cfg.algo.gamma = 0.5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_algo_name_picks_the_model(name):
+    data = copy.deepcopy(BASE)
+    data["algo"] = {"name": name}
+    cfg = RunConfig.model_validate(data)
+    assert isinstance(cfg.algo, ALGORITHMS[name].CONFIG)
+
+
+@pytest.mark.parametrize(
+    ("sections", "path", "fragment"),
+    [
+        ({"env": {"id": "CartPole-v2"}}, "env.id", "did you mean 'CartPole-v1'"),
+        ({"env": {"id": "gymnasium.envs.classic_control:CartPoleEnv"}}, "env.id", "is not allowed"),
+        ({"env": {"id": "os:system"}}, "env.id", "a config cannot import code"),
+        (
+            {"env": {"id": "Pendulum-v1", "vectorization": "vector_entry_point"}},
+            "env.vectorization",
+            "no vector entry point",
+        ),
+        ({"env": {"vectorization": "threads"}}, "env.vectorization", "'sync', 'async' or 'vector_entry_point'"),
+        ({"network": {"hidden_sizes": [64, 0]}}, "network.hidden_sizes", "between 1 and 65536"),
+        ({"network": {"activation": "sigmoid"}}, "network.activation", "'tanh'"),
+        ({"run": {"device": "gpu"}}, "run.device", "should match pattern"),
+        ({"run": {"name": "a/b"}}, "run.name", "should match pattern"),
+        ({"optim": {"lr": 0}}, "optim.lr", "greater than 0"),
+        ({"logger": {"backends": ["wandb"]}}, "logger.backends.0", "'csv', 'jsonl' or 'tensorboard'"),
+        ({"algo": {"epochs": 0}}, "algo.epochs", "greater than or equal to 1"),
+        ({"algo": {"gamma": -0.1}}, "algo.gamma", "greater than or equal to 0"),
+    ],
+)
+def test_bad_values(sections, path, fragment):
+    issues = issues_of(with_changes(**sections))
+    assert fragment in issues[path], issues
+
+
+@pytest.mark.parametrize(
+    ("sections", "path", "message"),
+    [
+        (
+            {"collector": {"frames_per_batch": 66}},
+            "collector.frames_per_batch",
+            "frames_per_batch (66) must be a multiple of env.num_envs (4)",
+        ),
+        (
+            {"collector": {"total_frames": 32}},
+            "collector.total_frames",
+            "total_frames (32) must be at least frames_per_batch (64)",
+        ),
+        (
+            {"algo": {"minibatch_size": 128}},
+            "algo.minibatch_size",
+            "minibatch_size (128) must not exceed collector.frames_per_batch (64)",
+        ),
+    ],
+)
+def test_cross_section_checks(sections, path, message):
+    assert issues_of(with_changes(**sections)) == {path: message}
+
+
+def test_a2c_has_no_minibatch_to_check():
+    data = copy.deepcopy(BASE)
+    data["algo"] = {"name": "a2c"}
+    data["collector"] = {"frames_per_batch": 8, "total_frames": 80}
+    assert RunConfig.model_validate(data).collector.frames_per_batch == 8
+
+
+def test_json_schema_documents_every_field():
+    schema = json_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert set(schema["properties"]) == {*SECTIONS, "extends"}
+    for name, definition in schema["$defs"].items():
+        for field, spec in definition.get("properties", {}).items():
+            assert spec.get("description"), f"{name}.{field} has no description"

@@ -1,0 +1,91 @@
+"""Shared fixtures: the repository's folders and a runner for the real ``rlcli`` command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESETS = ROOT / "presets"
+PRESET_FILES = sorted(PRESETS.glob("*.toml"))
+BROKEN_CONFIGS = ROOT / "tests" / "broken_configs"
+
+# A small valid config for tests to start from: every size agrees with every other.
+MINIMAL_TOML = """\
+[env]
+id = "CartPole-v1"
+num_envs = 4
+
+[algo]
+name = "ppo"
+minibatch_size = 32
+
+[collector]
+frames_per_batch = 64
+total_frames = 640
+"""
+
+
+def rlcli_executable() -> str:
+    """The ``rlcli`` console script of this interpreter's environment, else the one on PATH."""
+    beside = Path(sys.executable).parent / "rlcli"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("rlcli")
+    if found is None:
+        pytest.fail("the rlcli console script is not installed (pip install -e .)")
+    return found
+
+
+RunCli = Callable[..., subprocess.CompletedProcess]
+
+
+@pytest.fixture(scope="session")
+def rlcli() -> RunCli:
+    """Run ``rlcli ARGS`` in a subprocess; returns the CompletedProcess with text output.
+
+    The terminal is made wide so that rich does not wrap the messages tests look for.
+    """
+    exe = rlcli_executable()
+
+    def run(*args: str | Path, cwd: str | Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
+        env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb"}
+        return subprocess.run(
+            [exe, *(str(a) for a in args)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run
+
+
+def assert_bad_input(result: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Check exit status 2, no traceback, and every fragment in the output; returns stdout + stderr."""
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, f"exit {result.returncode}, expected 2:\n{output}"
+    assert "Traceback" not in output, output
+    for fragment in fragments:
+        assert fragment in output, f"{fragment!r} not in:\n{output}"
+    return output
+
+
+@pytest.fixture
+def write_toml(tmp_path: Path) -> Callable[[str, str], Path]:
+    """Write ``text`` to ``tmp_path / name`` and return the path."""
+
+    def write(name: str, text: str) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
