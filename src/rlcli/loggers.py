@@ -81,10 +81,12 @@ class MetricLoggers:
 
     def __init__(self, backends: list[MetricLogger]):
         self.backends = backends
+        self.last_iteration = 0
 
     def write(self, row: Row) -> None:
         for backend in self.backends:
             backend.write(row)
+        self.last_iteration = int(row["iteration"])
 
     def close(self) -> None:
         for backend in self.backends:

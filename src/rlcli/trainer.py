@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +53,7 @@ class TrainState:
     solved_at: tuple[int, float] | None = None
     status: str = "running"
     error: str | None = None
+    stop_requested: bool = False
 
     @property
     def fps(self) -> float:
@@ -105,10 +109,13 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     state.started = time.perf_counter()
     pending: Row | None = None
     try:
-        while state.iteration < run.iterations and state.status == "running":
-            pending = _iteration(run, state, loggers, pending)
-            for hook in hooks.on_iteration_end:
-                hook(state)
+        with _stop_on_ctrl_c(state):
+            while state.iteration < run.iterations and state.status == "running":
+                pending = _iteration(run, state, loggers, pending)
+                for hook in hooks.on_iteration_end:
+                    hook(state)
+                if state.stop_requested and state.status == "running":
+                    state.status = "interrupted"
         if state.status == "running":
             state.status = "completed"
     except KeyboardInterrupt:
@@ -118,7 +125,7 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
         raise
     finally:
         state.wall_time = time.perf_counter() - state.started
-        if pending is not None:
+        if pending is not None and pending["iteration"] > loggers.last_iteration:
             loggers.write(pending)
         loggers.close()
         _save_final(state)
@@ -127,6 +134,27 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
         for hook in hooks.on_run_end:
             hook(state)
     return state
+
+
+@contextmanager
+def _stop_on_ctrl_c(state: TrainState) -> Iterator[None]:
+    """Turn the first Ctrl-C into a stop at the end of the iteration, so that the
+    metrics and weights saved are those of whole iterations; a second one stops at once.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def request_stop(signum, frame):
+        if state.stop_requested:
+            raise KeyboardInterrupt
+        state.stop_requested = True
+
+    previous = signal.signal(signal.SIGINT, request_stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None) -> Row | None:
@@ -138,10 +166,13 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
         with timer.phase("advantage"):
             batch = algo.advantages(batch)
         lr = algo.optimizer.param_groups[0]["lr"]
+        # Kept so that a failed run saves the last weights that gave finite losses.
+        last_good = {name: value.clone() for name, value in algo.agent.state_dict().items()}
         with timer.phase("update"):
             terms = algo.update(batch, timer)
         for name, value in terms.items():
             if not math.isfinite(value):
+                algo.agent.load_state_dict(last_good)
                 raise TrainingError(state.iteration + 1, name, value)
         with timer.phase("log"):
             # Rows are written one iteration late, so each holds its own log time.

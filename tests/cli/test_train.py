@@ -1,0 +1,477 @@
+"""``rlcli train`` run as the real command: run folders, metrics, exit codes and console output.
+
+Every test starts the installed ``rlcli`` console script in a subprocess and
+points ``--out`` at a temporary folder. Each process pays a few seconds of
+imports, so runs are short and one run serves several checks where it can.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Columns every on-policy run writes, whatever the algorithm adds.
+REQUIRED_COLUMNS = (
+    "iteration", "frames", "wall_time_s", "fps",
+    "rollout/episode_return_mean", "rollout/episode_length_mean",
+    "loss/policy", "loss/value", "loss/entropy", "optim/lr",
+    "time/collect_ms", "time/collect.env_step_ms", "time/collect.policy_ms", "time/advantage_ms",
+    "time/update_ms", "time/update.forward_ms", "time/update.backward_ms", "time/update.optimizer_ms",
+    "time/log_ms", "time/iteration_ms",
+)
+
+# Columns that measure the machine rather than the run: never part of a determinism check.
+CLOCK_COLUMNS = ("wall_time_s", "fps")
+
+# Cursor movement, line erasing and cursor hiding: what a live progress bar emits.
+# Colour codes (ESC [ ... m) are not cursor movement and are allowed.
+CURSOR_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-HJKSTfhlsu]")
+
+TIMING_TITLE = re.compile(r"^iteration (\d+)/(\d+)\s*$", re.MULTILINE)
+
+NAN_ERROR = re.compile(r"iteration (\d+): (loss/[\w.]+) is (nan|inf|-inf)")
+
+
+def rlcli_executable() -> str:
+    """The ``rlcli`` console script of this interpreter's environment, else the one on PATH."""
+    beside = Path(sys.executable).parent / "rlcli"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("rlcli")
+    if found is None:
+        pytest.fail("the rlcli console script is not installed (pip install -e .)")
+    return found
+
+
+def cli_env(**overrides: str) -> dict[str, str]:
+    """The environment of a non-interactive shell with a wide, colourless console.
+
+    A wide console keeps rich from wrapping the long run-folder paths tests look for;
+    the FORCE_COLOR family is dropped because it makes rich act as on a terminal.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "PYTHONBREAKPOINT")}
+    env.update({"COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb"})
+    env.update(overrides)
+    return env
+
+
+def command(*args: str | Path) -> list[str]:
+    return [rlcli_executable(), *(str(a) for a in args)]
+
+
+def rlcli(*args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None,
+          timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run ``rlcli ARGS`` to completion; text output captured (so stdout is not a terminal)."""
+    return subprocess.run(command(*args), cwd=cwd, env=env or cli_env(), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def output_of(result: subprocess.CompletedProcess) -> str:
+    return f"--- exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+
+
+def assert_exit(result: subprocess.CompletedProcess, code: int) -> None:
+    assert result.returncode == code, output_of(result)
+    assert "Traceback" not in result.stdout + result.stderr, output_of(result)
+
+
+def only_run_folder(out: Path, name: str) -> Path:
+    """The single ``<out>/<name>-<YYYYmmdd-HHMMSS>`` folder a run leaves."""
+    entries = sorted(out.iterdir())
+    assert len(entries) == 1, f"expected one run folder in {out}, found {[e.name for e in entries]}"
+    folder = entries[0]
+    assert folder.is_dir()
+    assert re.fullmatch(rf"{re.escape(name)}-\d{{8}}-\d{{6}}(-\d+)?", folder.name), folder.name
+    return folder
+
+
+def no_run_folder(out: Path) -> None:
+    assert not out.exists() or not any(out.iterdir()), f"bad input left {list(out.iterdir())}"
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """Header and rows of a metrics.csv, checking every row has the header's column count."""
+    with path.open(newline="", encoding="utf-8") as file:
+        lines = list(csv.reader(file))
+    if not lines:
+        return [], []
+    header, body = lines[0], lines[1:]
+    for number, row in enumerate(body, start=2):
+        assert len(row) == len(header), f"{path} line {number}: {len(row)} fields, header has {len(header)}"
+    return header, [dict(zip(header, row)) for row in body]
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def read_run_json(folder: Path) -> dict:
+    return json.loads((folder / "run.json").read_text(encoding="utf-8"))
+
+
+def load_final(folder: Path) -> dict:
+    """final.pt as the design promises it loads: plain tensors and containers, weights_only."""
+    payload = torch.load(folder / "final.pt", map_location="cpu", weights_only=True)
+    agent = payload["agent"]
+    assert isinstance(agent, dict) and agent, "final.pt holds no agent state dict"
+    for name, tensor in agent.items():
+        assert isinstance(tensor, torch.Tensor), name
+        if tensor.is_floating_point():
+            assert torch.isfinite(tensor).all(), f"{name} is not finite"
+    return payload
+
+
+def assert_iterations(rows: list[dict], *, count: int, frames_per_batch: int) -> None:
+    """Rows 1..count, one per iteration, each frames_per_batch frames after the last."""
+    assert [int(r["iteration"]) for r in rows] == list(range(1, count + 1))
+    assert [int(r["frames"]) for r in rows] == [frames_per_batch * i for i in range(1, count + 1)]
+
+
+@pytest.fixture(scope="module")
+def cartpole(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """One short ppo_cartpole run shared by the smoke tests: (result, --out folder, run folder)."""
+    out = tmp_path_factory.mktemp("smoke") / "runs"
+    result = rlcli("train", "ppo_cartpole", "--set", "collector.total_frames=4096", "--out", out)
+    assert_exit(result, 0)
+    return result, out, only_run_folder(out, "ppo_cartpole")
+
+
+def test_smoke_run_folder_holds_every_file(cartpole):
+    _, _, folder = cartpole
+    names = {p.name for p in folder.iterdir()}
+    assert {"config.toml", "metrics.csv", "metrics.jsonl", "final.pt", "run.json"} <= names
+    # Atomic writes go through hidden temporary files, which must not be left behind.
+    assert not [n for n in names if n.startswith(".")], names
+
+
+def test_smoke_config_toml_validates_and_reloads_to_the_same_config(cartpole):
+    from rlcli.config.load import load_config
+
+    _, out, folder = cartpole
+    saved = folder / "config.toml"
+    assert_exit(rlcli("validate", saved), 0)
+    expected = load_config("ppo_cartpole", ["collector.total_frames=4096",
+                                            f"run.output_dir={json.dumps(str(out))}"])
+    assert load_config(saved) == expected
+
+
+def test_smoke_metrics_have_one_row_per_iteration(cartpole):
+    _, _, folder = cartpole
+    header, rows = read_csv(folder / "metrics.csv")
+    assert set(REQUIRED_COLUMNS) <= set(header), sorted(set(REQUIRED_COLUMNS) - set(header))
+    assert_iterations(rows, count=8, frames_per_batch=512)
+    for row in rows:
+        for column in ("loss/policy", "loss/value", "loss/entropy", "optim/lr"):
+            assert math.isfinite(float(row[column])), (row["iteration"], column, row[column])
+        for column in header:
+            if column.startswith("time/"):
+                assert float(row[column]) >= 0, (column, row[column])
+    assert float(rows[0]["optim/lr"]) == pytest.approx(3e-3)
+
+    records = read_jsonl(folder / "metrics.jsonl")
+    assert set(REQUIRED_COLUMNS) <= set(records[0])
+    assert_iterations(records, count=8, frames_per_batch=512)
+    for row, record in zip(rows, records):
+        for column in ("loss/policy", "loss/value", "loss/entropy"):
+            assert float(row[column]) == record[column], column
+
+
+def test_smoke_final_checkpoint_loads_with_weights_only(cartpole):
+    _, _, folder = cartpole
+    payload = load_final(folder)
+    assert payload["frames"] == 4096
+    assert payload["iteration"] == 8
+
+
+def test_smoke_run_json_reports_the_finished_run(cartpole):
+    _, _, folder = cartpole
+    status = read_run_json(folder)
+    assert status["status"] in ("completed", "solved")
+    assert status["frames"] == 4096
+    assert status["iterations"] == 8
+    assert status["error"] is None
+    assert status["device"] == "cpu"
+
+
+def test_smoke_prints_the_run_folder_at_start_and_end(cartpole):
+    result, _, folder = cartpole
+    lines = [line.rstrip() for line in result.stdout.splitlines() if line.strip()]
+    assert str(folder) in lines[0], lines[0]
+    assert str(folder) in lines[-1], lines[-1]
+    assert re.search(r"^run (completed|solved)", result.stdout, re.MULTILINE), result.stdout
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "frames_per_batch", "iterations"),
+    [
+        ("a2c_cartpole", ["collector.total_frames=800"], 40, 20),
+        ("ppo_pendulum", ["collector.total_frames=8192", "collector.frames_per_batch=4096"], 4096, 2),
+    ],
+)
+def test_other_presets_train_to_their_frame_budget(tmp_path, preset, overrides, frames_per_batch, iterations):
+    out = tmp_path / "runs"
+    sets = [arg for text in overrides for arg in ("--set", text)]
+    result = rlcli("train", preset, *sets, "--quiet", "--out", out)
+    assert_exit(result, 0)
+    folder = only_run_folder(out, preset)
+    header, rows = read_csv(folder / "metrics.csv")
+    assert set(REQUIRED_COLUMNS) <= set(header), sorted(set(REQUIRED_COLUMNS) - set(header))
+    assert_iterations(rows, count=iterations, frames_per_batch=frames_per_batch)
+    assert_iterations(read_jsonl(folder / "metrics.jsonl"), count=iterations, frames_per_batch=frames_per_batch)
+    status = read_run_json(folder)
+    assert status["status"] in ("completed", "solved")
+    assert status["frames"] == frames_per_batch * iterations
+    assert status["iterations"] == iterations
+    assert load_final(folder)["frames"] == frames_per_batch * iterations
+
+
+def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
+    outs = {name: tmp_path / name for name in ("seed3a", "seed3b", "seed4")}
+    seeds = {"seed3a": 3, "seed3b": 3, "seed4": 4}
+    # Started together to save wall time; each process uses one torch thread.
+    procs = {
+        name: subprocess.Popen(
+            command("train", "ppo_cartpole", "--seed", str(seeds[name]), "--set", "collector.total_frames=4096",
+                    "--quiet", "--out", out),
+            cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for name, out in outs.items()
+    }
+    metrics = {}
+    for name, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=180)
+        assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{stdout}\n{stderr}"
+        header, rows = read_csv(only_run_folder(outs[name], "ppo_cartpole") / "metrics.csv")
+        assert len(rows) == 8
+        compared = [c for c in header if c not in CLOCK_COLUMNS and not c.startswith("time/")]
+        metrics[name] = (compared, [[row[c] for c in compared] for row in rows])
+
+    assert metrics["seed3a"] == metrics["seed3b"]
+    columns, rows3 = metrics["seed3a"]
+    columns4, rows4 = metrics["seed4"]
+    assert columns4 == columns
+    losses = [i for i, c in enumerate(columns) if c.startswith("loss/")]
+    assert any(a[i] != b[i] for a, b in zip(rows3, rows4) for i in losses), "seed 4 trained exactly like seed 3"
+
+
+def test_flags_win_over_set_and_quiet_prints_only_the_summary(tmp_path):
+    out = tmp_path / "runs"
+    ignored = tmp_path / "ignored"
+    result = rlcli(
+        "train", "ppo_cartpole",
+        "--set", "run.seed=1", "--seed", "7",
+        # On this CPU-only run a losing --device would make the run exit 2.
+        "--set", 'run.device="cuda:7"', "--device", "cpu",
+        "--set", f"run.output_dir={json.dumps(str(ignored))}", "--out", out,
+        # Without --quiet these would print a timing table every iteration.
+        "--set", "timing.every=1", "--set", "collector.total_frames=1024",
+        "--quiet",
+    )
+    assert_exit(result, 0)
+    assert not ignored.exists()
+    folder = only_run_folder(out, "ppo_cartpole")
+    saved = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+    assert saved["run"]["seed"] == 7
+    assert saved["run"]["device"] == "cpu"
+    assert read_run_json(folder)["device"] == "cpu"
+
+    assert "iteration 1/" not in result.stdout, result.stdout
+    assert not TIMING_TITLE.search(result.stdout), result.stdout
+    assert re.search(r"^run (completed|solved)", result.stdout, re.MULTILINE), result.stdout
+    assert result.stdout.count(str(folder)) >= 2, result.stdout
+
+
+def test_output_off_a_terminal_has_no_cursor_movement_and_tables_every_n(tmp_path):
+    out = tmp_path / "runs"
+    # A user's terminal settings, with output redirected to a file or pipe.
+    env = cli_env(TERM="xterm-256color")
+    env.pop("NO_COLOR")
+    result = rlcli("train", "ppo_cartpole", "--set", "collector.total_frames=4096", "--set", "timing.every=2",
+                   "--out", out, env=env)
+    assert_exit(result, 0)
+    for stream in (result.stdout, result.stderr):
+        assert not CURSOR_ESCAPE.search(stream), repr(stream[:2000])
+        assert "\r" not in stream, repr(stream[:2000])
+    titles = [(int(a), int(b)) for a, b in TIMING_TITLE.findall(result.stdout)]
+    assert titles == [(2, 8), (4, 8), (6, 8), (8, 8)], result.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_device_without_cuda_is_bad_input(tmp_path):
+    out = tmp_path / "runs"
+    result = rlcli("train", "ppo_cartpole", "--device", "cuda", "--out", out)
+    assert_exit(result, 2)
+    assert "CUDA" in result.stderr, output_of(result)
+    assert "run.device" in result.stderr, output_of(result)
+    no_run_folder(out)
+
+
+def test_env_kwargs_that_break_the_env_are_bad_input(tmp_path):
+    out = tmp_path / "runs"
+    result = rlcli("train", "ppo_cartpole", "--set", "env.kwargs={nonexistent_kwarg=1}", "--out", out)
+    assert_exit(result, 2)
+    assert "CartPole-v1" in result.stderr, output_of(result)
+    assert "nonexistent_kwarg" in result.stderr, output_of(result)
+    no_run_folder(out)
+
+
+def test_unsupported_observation_space_is_bad_input(tmp_path):
+    out = tmp_path / "runs"
+    config = tmp_path / "blackjack.toml"
+    config.write_text(
+        '[env]\nid = "Blackjack-v1"\nnum_envs = 4\n\n'
+        '[algo]\nname = "ppo"\nminibatch_size = 32\n\n'
+        "[collector]\nframes_per_batch = 64\ntotal_frames = 640\n",
+        encoding="utf-8",
+    )
+    result = rlcli("train", config, "--out", out)
+    assert_exit(result, 2)
+    assert "Blackjack-v1" in result.stderr, output_of(result)
+    assert "observation space" in result.stderr, output_of(result)
+    assert "Box" in result.stderr, output_of(result)
+    no_run_folder(out)
+
+
+def test_config_error_located_in_a_file_outside_the_working_folder_is_bad_input(tmp_path):
+    out = tmp_path / "runs"
+    # Run from tmp_path, so the message locates the error as [/abs/path/ppo_cartpole.toml:LINE],
+    # which rich would take for a closing markup tag if the message were not escaped.
+    result = rlcli("train", "ppo_cartpole", "--set", "env.id=Blackjack-v1", "--out", out, cwd=tmp_path)
+    assert_exit(result, 2)
+    assert "env.vectorization" in result.stderr, output_of(result)
+    assert "ppo_cartpole.toml:" in result.stderr, output_of(result)
+    no_run_folder(out)
+
+
+def test_non_finite_loss_stops_the_run_and_keeps_the_folder(tmp_path):
+    out = tmp_path / "runs"
+    # Plain SGD at a high rate with no gradient clipping and a heavy value loss:
+    # the weights blow up during the first update, so the second one is NaN.
+    result = rlcli(
+        "train", "ppo_cartpole",
+        "--set", "optim.name=sgd", "--set", "optim.lr=0.1", "--set", "optim.max_grad_norm=0",
+        "--set", "algo.value_coef=10", "--set", "collector.total_frames=8192",
+        "--quiet", "--out", out,
+    )
+    assert_exit(result, 1)
+    found = NAN_ERROR.search(result.stderr)
+    assert found, output_of(result)
+    failed_at = int(found.group(1))
+    assert failed_at >= 2, f"want a failure after some metrics were written:\n{output_of(result)}"
+
+    folder = only_run_folder(out, "ppo_cartpole")
+    status = read_run_json(folder)
+    assert status["status"] == "failed"
+    assert NAN_ERROR.search(status["error"] or ""), status
+    assert status["iterations"] == failed_at - 1
+    _, rows = read_csv(folder / "metrics.csv")
+    assert_iterations(rows, count=failed_at - 1, frames_per_batch=512)
+    assert len(read_jsonl(folder / "metrics.jsonl")) == failed_at - 1
+    assert (folder / "final.pt").is_file()
+    final = torch.load(folder / "final.pt", map_location="cpu", weights_only=True)
+    assert final["iteration"] == failed_at - 1
+    # The weights saved are the last ones that gave finite losses, not the diverged ones.
+    assert all(torch.isfinite(t).all() for t in final["agent"].values() if t.is_floating_point())
+
+
+def test_nan_in_env_kwargs_stops_the_run_naming_iteration_and_loss(tmp_path):
+    out = tmp_path / "runs"
+    # Pendulum with gravity NaN: observations, then every loss term, become NaN.
+    result = rlcli("train", "ppo_pendulum", "--set", "env.kwargs={g=nan}", "--set", "collector.total_frames=8192",
+                   "--set", "collector.frames_per_batch=4096", "--quiet", "--out", out)
+    assert_exit(result, 1)
+    found = NAN_ERROR.search(result.stderr)
+    assert found, output_of(result)
+    failed_at = int(found.group(1))
+
+    folder = only_run_folder(out, "ppo_pendulum")
+    status = read_run_json(folder)
+    assert status["status"] == "failed"
+    assert found.group(0) in (status["error"] or ""), status
+    assert status["iterations"] == failed_at - 1
+    _, rows = read_csv(folder / "metrics.csv")
+    assert_iterations(rows, count=failed_at - 1, frames_per_batch=4096)
+    # The config that failed is kept, NaN included, so the failure can be rerun.
+    saved = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+    assert math.isnan(saved["env"]["kwargs"]["g"])
+    assert (folder / "final.pt").is_file()
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_the_run_folder(tmp_path):
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        command("train", "ppo_cartpole", "--set", "collector.total_frames=10000000",
+                "--set", "run.stop_at_return=100000", "--quiet", "--out", out),
+        cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        written = 0
+        while written < 3:
+            assert proc.poll() is None, f"rlcli exited early with {proc.returncode}"
+            assert time.monotonic() < deadline, "no 3 metrics rows within 60 s"
+            time.sleep(0.05)
+            found = list(out.glob("ppo_cartpole-*/metrics.csv")) if out.exists() else []
+            if found:
+                written = len(found[0].read_text(encoding="utf-8").splitlines()) - 1
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    assert_exit(result, 130)
+    assert "interrupted" in stderr, output_of(result)
+
+    folder = only_run_folder(out, "ppo_cartpole")
+    status = read_run_json(folder)
+    assert status["status"] == "interrupted"
+    header, rows = read_csv(folder / "metrics.csv")
+    assert set(REQUIRED_COLUMNS) <= set(header)
+    assert len(rows) >= 3
+    assert_iterations(rows, count=len(rows), frames_per_batch=512)
+    assert status["iterations"] == len(rows)
+    assert status["frames"] == 512 * len(rows)
+    for line in (folder / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
+        json.loads(line)
+    payload = load_final(folder)
+    assert payload["iteration"] == status["iterations"]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+def test_cuda_run_writes_the_same_metrics_columns_as_cpu(tmp_path, cartpole):
+    out = tmp_path / "runs"
+    result = rlcli("train", "ppo_cartpole", "--device", "cuda", "--set", "collector.total_frames=2048",
+                   "--quiet", "--out", out)
+    assert_exit(result, 0)
+    folder = only_run_folder(out, "ppo_cartpole")
+    header, rows = read_csv(folder / "metrics.csv")
+    cpu_header, _ = read_csv(cartpole[2] / "metrics.csv")
+    assert header == cpu_header
+    assert_iterations(rows, count=4, frames_per_batch=512)
+    status = read_run_json(folder)
+    assert status["status"] in ("completed", "solved")
+    assert status["device"].startswith("cuda")
+    load_final(folder)
