@@ -35,6 +35,13 @@ def test_quickstart_commands_and_ci_agree():
     assert "pip install torch==2.13.0 -e . && rlcli train presets/ppo_cartpole.toml" in README
 
 
-@pytest.mark.parametrize("command", ["train", "validate", "show-config", "schema"])
+@pytest.mark.parametrize("command", ["train", "validate", "show-config", "schema", "bench"])
 def test_every_command_is_documented(command):
     assert f"### `rlcli {command}" in README
+
+
+def test_every_bench_suite_is_documented():
+    from rlcli.bench import SUITES
+
+    for suite in SUITES:
+        assert f"| `{suite}` |" in README

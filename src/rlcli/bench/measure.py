@@ -70,8 +70,7 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
     enough times to last ``min_seconds``; the figure is work per second per repetition.
     """
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    case.run()
-    sync()
+    # The warm-up call also sizes the repetitions (its first-call costs only make them shorter).
     start = time.perf_counter()
     case.run()
     sync()

@@ -172,7 +172,7 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
         for size in (256, 4096):
             index = torch.randint(flat.batch_size[0], (size,), generator=generator).to(flat.device)
             minibatch = flat[index]
-            params = {"preset": cfg.run.name, "batch": size, "compile": opts.compile}
+            params = {"preset": cfg.run.name, "batch": size} | ({"compile": True} if opts.compile else {})
 
             def backward(minibatch=minibatch):
                 algo.optimizer.zero_grad(set_to_none=True)
@@ -217,7 +217,7 @@ def train_suite(opts: BenchOptions) -> SuiteOutput:
     for name, cfg in preset_configs(opts, f'run.output_dir="{Path(folder.name).as_posix()}"').items():
         if name not in names:
             continue
-        frames = max(8 * cfg.collector.frames_per_batch, 8192)
+        frames = max(2 * cfg.collector.frames_per_batch, 8192)
         cfg = cfg.model_copy(update={
             "collector": cfg.collector.model_copy(update={"total_frames": frames}),
             "run": cfg.run.model_copy(update={"stop_at_return": None}),

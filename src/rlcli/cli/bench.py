@@ -21,7 +21,9 @@ COLOURS = {"better": "green", "worse": "red", "same": "", "only here": "dim", "o
 def _figure(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
 
 
 def bench(
