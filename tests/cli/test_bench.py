@@ -1,21 +1,9 @@
 """``rlcli bench`` through the real command: quick suite, JSON report, compare and gate."""
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 
-def rlcli(*args, cwd=None):
-    script = Path(sys.executable).with_name("rlcli")
-    command = [str(script) if script.exists() else shutil.which("rlcli"), *map(str, args)]
-    env = {**os.environ, "COLUMNS": "250"}
-    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
-
-
-def test_quick_advantage_suite_json_round_trips_through_compare(tmp_path):
+def test_quick_advantage_suite_json_round_trips_through_compare(rlcli, tmp_path):
     out = tmp_path / "out.json"
     first = rlcli("bench", "--quick", "--suite", "advantage", "--repeat", "2", "--json", out)
     assert first.returncode == 0, first.stderr
@@ -50,7 +38,7 @@ def test_quick_advantage_suite_json_round_trips_through_compare(tmp_path):
     assert "Traceback" not in gated.stderr
 
 
-def test_foreign_baseline_and_unknown_suite_are_bad_input(tmp_path):
+def test_foreign_baseline_and_unknown_suite_are_bad_input(rlcli, tmp_path):
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"benchmarks": []}))
     result = rlcli("bench", "--quick", "--suite", "advantage", "--compare", foreign)

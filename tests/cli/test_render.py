@@ -8,7 +8,6 @@ same mistakes in bulk through ``validate --json``.
 
 from __future__ import annotations
 
-import pytest
 
 from conftest import MINIMAL_TOML, assert_bad_input
 

@@ -12,7 +12,6 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import rlcli_executable
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,17 +49,6 @@ CURSOR_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-HJKSTfhlsu]")
 TIMING_TITLE = re.compile(r"^iteration (\d+)/(\d+)\s*$", re.MULTILINE)
 
 NAN_ERROR = re.compile(r"iteration (\d+): (loss/[\w.]+) is (nan|inf|-inf)")
-
-
-def rlcli_executable() -> str:
-    """The ``rlcli`` console script of this interpreter's environment, else the one on PATH."""
-    beside = Path(sys.executable).parent / "rlcli"
-    if beside.is_file():
-        return str(beside)
-    found = shutil.which("rlcli")
-    if found is None:
-        pytest.fail("the rlcli console script is not installed (pip install -e .)")
-    return found
 
 
 def cli_env(**overrides: str) -> dict[str, str]:

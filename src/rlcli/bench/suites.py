@@ -125,7 +125,7 @@ def advantage_suite(opts: BenchOptions) -> SuiteOutput:
     return cases, ratios
 
 
-def _floor_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: float):
+def _floor_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: float, entropy_coef: float):
     """PPO's maths in bare torch (categorical policy), to price the library's overhead.
 
     Returns (loss, approx_kl, clip_fraction), the same figures ``ppo_loss`` computes.
@@ -144,7 +144,7 @@ def _floor_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: f
     with torch.no_grad():
         approx_kl = ((ratio - 1) - log_ratio).mean()
         clip_fraction = ((ratio - 1).abs() > clip_epsilon).float().mean()
-    return policy + value_coef * value_loss - 0.0 * entropy.mean(), approx_kl, clip_fraction
+    return policy + value_coef * value_loss - entropy_coef * entropy.mean(), approx_kl, clip_fraction
 
 
 def _algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
@@ -159,38 +159,44 @@ def _algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
 @suite("loss")
 def loss_suite(opts: BenchOptions) -> SuiteOutput:
     """Forward and forward+backward calls/s of each algorithm's loss, batches 256 and 4096."""
-    cases, ratios = [], []
+    cases: list[Case] = []
+    ratios: list[Ratio] = []
     for algo_name, cfg in _algorithm_presets(opts, "collector.frames_per_batch=4096").items():
         run = build_run(cfg)
-        timer = Timer(run.device)
-        batch = run.algo.advantages(run.collector.collect(timer))
-        flat = batch[batch[keys.VALID]].clone()
-        run.close()
-        algo = run.algo
-        loss = torch.compile(algo.loss) if opts.compile else algo.loss
+        try:
+            batch = run.algo.advantages(run.collector.collect(Timer(run.device)))
+            flat = batch[batch[keys.VALID]].clone()
+        finally:
+            run.close()
         generator = torch.Generator().manual_seed(0)
         for size in (256, 4096):
             index = torch.randint(flat.batch_size[0], (size,), generator=generator).to(flat.device)
-            minibatch = flat[index]
-            params = {"preset": cfg.run.name, "batch": size} | ({"compile": True} if opts.compile else {})
-
-            def backward(minibatch=minibatch):
-                algo.optimizer.zero_grad(set_to_none=True)
-                loss(minibatch)["loss/total"].backward()
-
-            cases.append(Case("loss", f"{algo_name}.forward", params, "calls/s", 1,
-                              lambda minibatch=minibatch: loss(minibatch)))
-            cases.append(Case("loss", f"{algo_name}.forward_backward", params, "calls/s", 1, backward))
-            discrete = flat[keys.ACTION].dtype == torch.int64
-            if algo_name == "ppo" and discrete:
-                def floor(minibatch=minibatch):
-                    algo.optimizer.zero_grad(set_to_none=True)
-                    _floor_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef)[0].backward()
-
-                cases.append(Case("loss", "ppo.bare_torch_forward_backward", params, "calls/s", 1, floor))
-                ratios.append(Ratio("loss", "ppo.slowdown_vs_bare_torch", params, "slowdown",
-                                    cases[-1].key, cases[-2].key))
+            _loss_cases(cases, ratios, opts, algo_name, cfg, run.algo, flat[index])
     return cases, ratios
+
+
+def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo_name: str,
+                cfg: RunConfig, algo, minibatch: TensorDict) -> None:
+    """Append the loss cases of one algorithm at one batch size."""
+    loss = torch.compile(algo.loss) if opts.compile else algo.loss
+    params = {"preset": cfg.run.name, "batch": minibatch.batch_size[0]} | ({"compile": True} if opts.compile else {})
+
+    def backward():
+        algo.optimizer.zero_grad(set_to_none=True)
+        loss(minibatch)["loss/total"].backward()
+
+    cases.append(Case("loss", f"{algo_name}.forward", params, "calls/s", 1, lambda: loss(minibatch)))
+    cases.append(Case("loss", f"{algo_name}.forward_backward", params, "calls/s", 1, backward))
+    # The floor covers the preset's PPO: categorical policy, no value clipping.
+    if algo_name == "ppo" and minibatch[keys.ACTION].dtype == torch.int64 and cfg.algo.clip_value is None:
+        def floor():
+            algo.optimizer.zero_grad(set_to_none=True)
+            _floor_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef,
+                            cfg.algo.entropy_coef)[0].backward()
+
+        cases.append(Case("loss", "ppo.bare_torch_forward_backward", params, "calls/s", 1, floor))
+        ratios.append(Ratio("loss", "ppo.slowdown_vs_bare_torch", params, "slowdown",
+                            cases[-1].key, cases[-2].key))
 
 
 @suite("update")

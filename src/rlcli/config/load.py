@@ -12,9 +12,12 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from rlcli.config.schema import RunConfig
 
 from rlcli.config.errors import ConfigError, ConfigIssue, single
 

@@ -1,0 +1,42 @@
+import torch
+
+from rlcli.algos import ALGORITHMS
+from rlcli.bench.measure import Case, measure
+from rlcli.bench.suites import SUITES, BenchOptions, gae_loop
+from rlcli.advantages import gae
+
+QUICK = BenchOptions(device=torch.device("cpu"), quick=True, compile=False)
+
+
+def test_loss_cases_call_their_own_algorithm():
+    cases, ratios = SUITES["loss"](QUICK)
+    try:
+        names = {case.name.split(".")[0] for case in cases}
+        assert set(ALGORITHMS) <= names
+        for case in cases:
+            if case.name.endswith(".forward"):
+                terms = case.run()
+                # PPO's loss reports its KL estimate; A2C's has none.
+                assert ("stats/approx_kl" in terms) == case.name.startswith("ppo"), case.key
+        assert {r.name for r in ratios} == {"ppo.slowdown_vs_bare_torch"}
+    finally:
+        for case in cases:
+            case.close()
+
+
+def test_the_baseline_loop_computes_the_same_advantages():
+    g = torch.Generator().manual_seed(0)
+    data = [torch.randn(64, 3, generator=g) for _ in range(3)]
+    done = [torch.rand(64, 3, generator=g) < p for p in (0.1, 0.05)]
+    fast, _ = gae(*data, *done, gamma=0.99, lam=0.9)
+    slow, _ = gae_loop(*data, *done, gamma=0.99, lam=0.9)
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
+
+
+def test_measure_reports_work_per_second_with_its_spread():
+    calls = []
+    case = Case("unit", "count", {"n": 1}, "calls/s", 10, lambda: calls.append(1))
+    result = measure(case, repeat=3, min_seconds=0.001, device=torch.device("cpu"))
+    assert result.key == "unit/count[n=1]"
+    assert result.min <= result.median <= result.max
+    assert result.median > 0 and len(calls) >= 4
