@@ -63,13 +63,15 @@ def main() -> None:
         for seed in range(args.seeds):
             status = run_seed(args.preset, seed, args.threshold, args.extra, Path(tmp))
             hit = status["solved_at_frames"] is not None
+            best = status["best_return"]
             if hit:
                 solved.append(status)
             table.add_row(
                 str(seed), "yes" if hit else "no",
                 f"{status['solved_at_frames'] or status['frames']:,}",
                 f"{status['solved_at_seconds'] or status['wall_time_s']:.2f}",
-                f"{status['process_s']:.2f}", f"{status['fps']:,.0f}", f"{status['best_return']}",
+                f"{status['process_s']:.2f}", f"{status['fps']:,.0f}",
+                "-" if best is None else f"{best:.1f}",
             )
     console.print(table)
     console.print(f"solved on {len(solved)} of {args.seeds} seeds")

@@ -8,17 +8,17 @@ import torch
 from rlcli.config.errors import single
 
 
-def resolve_device(name: str) -> torch.device:
+def resolve_device(name: str, *, source: str | None = None) -> torch.device:
     """``auto`` -> CUDA when available, else CPU; a CUDA name without CUDA is a config error."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(name)
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise single(None, f"device {name!r} requested but CUDA is not available here; use \"cpu\" or \"auto\"",
+            raise single(source, f"device {name!r} requested but CUDA is not available here; use \"cpu\" or \"auto\"",
                          path="run.device")
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise single(None, f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s) present",
+            raise single(source, f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s) present",
                          path="run.device")
     return device
 

@@ -56,11 +56,8 @@ class TensorBoardLogger:
     """Scalars in ``tensorboard/``, stepped by frames (needs the ``tensorboard`` extra)."""
 
     def __init__(self, run_dir: Path):
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise single(None, "the tensorboard backend needs the tensorboard package: "
-                               "pip install 'rlcli[tensorboard]'", path="logger.backends") from None
+        from torch.utils.tensorboard import SummaryWriter
+
         self.writer = SummaryWriter(str(run_dir / "tensorboard"))
 
     def write(self, row: Row) -> None:
@@ -91,6 +88,16 @@ class MetricLoggers:
     def close(self) -> None:
         for backend in self.backends:
             backend.close()
+
+
+def check_backends(cfg, *, source: str | None = None) -> None:
+    """Raise a ConfigError when a backend of ``cfg`` (a LoggerConfig) cannot run here."""
+    if "tensorboard" in cfg.backends:
+        try:
+            import tensorboard  # noqa: F401
+        except ImportError:
+            raise single(source, "the tensorboard backend needs the tensorboard package: "
+                                 "pip install 'rlcli[tensorboard]'", path="logger.backends") from None
 
 
 def make_loggers(cfg, run_dir: Path) -> MetricLoggers:

@@ -16,6 +16,7 @@ from rlcli.config.errors import ConfigError, single
 from rlcli.config.schema import RunConfig
 from rlcli.devices import resolve_device
 from rlcli.envs import describe_space, make_envs
+from rlcli.loggers import check_backends
 from rlcli.models.actor_critic import ActorCritic
 from rlcli.normalization import RewardScaler
 from rlcli.timing import Timer
@@ -64,7 +65,8 @@ def build_run(cfg: RunConfig, *, source: str | None = None) -> Run:
         ConfigError: when the config validates but cannot run here (no CUDA,
             env that fails to make, spaces the algorithm does not support).
     """
-    device = resolve_device(cfg.run.device)
+    device = resolve_device(cfg.run.device, source=source)
+    check_backends(cfg.logger, source=source)
     torch.manual_seed(cfg.run.seed)
     torch.set_num_threads(cfg.run.threads)
     envs = make_envs(cfg.env, source=source)
