@@ -75,19 +75,21 @@ def _discounted_reverse_sum(x: torch.Tensor, decay: float) -> torch.Tensor:
 
     Inside blocks of ``_CHUNK`` steps the sum is one matrix product with the
     upper-triangular ``decay^(j - i)``; the blocks are joined the same way, one
-    level up. All weights are <= 1, so nothing overflows for long rollouts.
+    level up, so memory stays linear in T. All weights are <= 1, so nothing
+    overflows for long rollouts.
     """
     steps, envs = x.shape
+    if steps <= _CHUNK:
+        return torch.matmul(_decay_matrix(steps, decay, x), x)
     chunks = -(-steps // _CHUNK)
     padded = torch.zeros(chunks * _CHUNK, envs, dtype=x.dtype, device=x.device)
     padded[:steps] = x
     blocks = padded.view(chunks, _CHUNK, envs)
     inner = _decay_matrix(_CHUNK, decay, x)
     within = torch.matmul(inner, blocks)
-    # within[c, 0] is block c's sum seen from its first step; chain blocks from the back.
-    heads = within[:, 0]
-    outer = _decay_matrix(chunks, decay**_CHUNK, x)
-    carried = torch.matmul(outer, heads)
+    # within[c, 0] is block c's sum seen from its first step; chaining the blocks
+    # from the back is the same sum one level up, with decay^_CHUNK per block.
+    carried = _discounted_reverse_sum(within[:, 0], decay**_CHUNK)
     next_head = torch.cat([carried[1:], carried.new_zeros(1, envs)])
     offsets = torch.arange(_CHUNK, 0, -1, device=x.device, dtype=x.dtype)
     result = within + (decay**offsets).view(1, _CHUNK, 1) * next_head.unsqueeze(1)
@@ -98,4 +100,4 @@ def _decay_matrix(size: int, decay: float, like: torch.Tensor) -> torch.Tensor:
     """[size, size] with ``decay^(j - i)`` for j >= i and 0 below the diagonal."""
     index = torch.arange(size, device=like.device, dtype=like.dtype)
     power = index.unsqueeze(0) - index.unsqueeze(1)
-    return torch.where(power >= 0, torch.pow(decay, power.clamp(min=0)), torch.zeros((), dtype=like.dtype))
+    return torch.where(power >= 0, torch.pow(decay, power.clamp(min=0)), power.new_zeros(()))

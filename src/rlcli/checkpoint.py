@@ -11,11 +11,30 @@ from typing import Any
 import torch
 
 
+def to_cpu(value: Any) -> Any:
+    """``value`` with every tensor in its dicts and lists moved to the CPU (loadable anywhere)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: to_cpu(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_cpu(item) for item in value)
+    return value
+
+
 def save(path: Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` with torch.save so that ``path`` is either the old or the new file, never half."""
     with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
         torch.save(payload, tmp)
-    os.replace(tmp.name, path)
+    _publish(tmp.name, path)
+
+
+def _publish(temporary: str, path: Path) -> None:
+    # NamedTemporaryFile creates 0600 files; give the result the usual permissions.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)
+    os.replace(temporary, path)
 
 
 def load(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -29,4 +48,4 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
                                      encoding="utf-8") as tmp:
         json.dump(data, tmp, indent=2)
         tmp.write("\n")
-    os.replace(tmp.name, path)
+    _publish(tmp.name, path)

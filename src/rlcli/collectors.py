@@ -68,7 +68,14 @@ class RolloutCollector:
         self.valid = np.ones((steps, n), dtype=bool)
         self.to_device = HostToDevice((n, *obs_shape), torch.float32, device)
         self.steps = steps
-        self.obs, _ = envs.reset(seed=seed)
+        # Actions are sampled from the collector's own generator, never torch's global one.
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(seed)
+        try:
+            self.obs, _ = envs.reset(seed=seed)
+        # Like make_envs: whatever the env raises at its first reset is bad input here.
+        except Exception as exc:  # noqa: BLE001
+            raise single(None, f"cannot reset the env: {type(exc).__name__}: {exc}", path="env") from None
         # NEXT_STEP envs spend the step after an episode end on the reset:
         # that step carries no transition.
         self.resetting = np.zeros(n, dtype=bool)
@@ -83,9 +90,12 @@ class RolloutCollector:
         final_values: list[tuple[int, np.ndarray, torch.Tensor]] = []
         same_step = self.mode is AutoresetMode.SAME_STEP
         for t in range(self.steps):
+            # The observation of a NEXT_STEP reset step was already seen as a final one.
+            fresh = ~self.resetting
             with timer.phase("collect.policy"):
-                obs = agent.obs_norm(self.to_device(self.obs), update=True)
-                action, log_prob, value = agent.act(obs)
+                update = True if fresh.all() else torch.from_numpy(fresh).to(self.batch.device)
+                obs = agent.obs_norm(self.to_device(self.obs), update=update)
+                action, log_prob, value = agent.act(obs, self.generator)
                 obs_buf[t] = obs
                 act_buf[t] = action
                 logp_buf[t] = log_prob
@@ -95,14 +105,14 @@ class RolloutCollector:
                 self.obs, reward, terminated, truncated, info = self.envs.step(env_action)
             done = terminated | truncated
             self.reward[t] = self.reward_scaler(torch.from_numpy(reward.astype(np.float32)),
-                                                torch.from_numpy(done)).numpy()
+                                                torch.from_numpy(done), torch.from_numpy(fresh)).numpy()
             self.terminated[t] = terminated
             self.truncated[t] = truncated
             if same_step:
                 if truncated.any():
                     final_values.append((t, truncated.copy(), self._final_value(info, truncated)))
             else:
-                self.valid[t] = ~self.resetting
+                self.valid[t] = fresh
                 self.resetting = done
         self.frames += self.steps * self.envs.num_envs
         with torch.no_grad():

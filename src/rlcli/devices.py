@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import torch
 
@@ -10,6 +12,8 @@ from rlcli.config.errors import single
 
 def resolve_device(name: str, *, source: str | None = None) -> torch.device:
     """``auto`` -> CUDA when available, else CPU; a CUDA name without CUDA is a config error."""
+    if not re.fullmatch(r"auto|cpu|cuda(:[0-9]+)?", name):
+        raise single(source, f"unknown device {name!r}; allowed: auto, cpu, cuda, cuda:N", path="run.device")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(name)

@@ -4,7 +4,8 @@ Every rollout batch is time-major with batch shape ``[T, N]``.
 """
 
 OBSERVATION = "observation"
-"""[T, N, *obs_shape] float32, the raw observation the policy acted on."""
+"""[T, N, *obs_shape] float32, the observation as the policy saw it (normalized when
+``env.normalize_observation`` is on)."""
 ACTION = "action"
 """[T, N, *act_shape], int64 for Discrete, float32 (unclipped sample) for Box."""
 LOG_PROB = "log_prob"

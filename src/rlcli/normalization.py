@@ -44,10 +44,15 @@ class ObservationNormalizer(nn.Module):
         self.stats = RunningMeanStd(shape)
 
     @torch.no_grad()
-    def forward(self, obs: torch.Tensor, *, update: bool = False) -> torch.Tensor:
+    def forward(self, obs: torch.Tensor, *, update: torch.Tensor | bool = False) -> torch.Tensor:
+        """Normalize ``obs`` ([B, *shape]); ``update`` (True or a [B] bool mask) first folds
+        those rows into the statistics."""
         if not self.enabled:
             return obs
-        if update:
+        if isinstance(update, torch.Tensor):
+            if update.any():
+                self.stats.update(obs[update])
+        elif update:
             self.stats.update(obs)
         std = (self.stats.var + 1e-8).sqrt()
         return ((obs - self.stats.mean) / std).clamp_(-self.clip, self.clip).to(obs.dtype)
@@ -69,12 +74,18 @@ class RewardScaler(nn.Module):
         self.register_buffer("returns", torch.zeros(num_envs, dtype=torch.float64))
 
     @torch.no_grad()
-    def forward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
-        """Scale ``reward`` ([N] float) and reset the return of envs whose episode ended ([N] bool)."""
+    def forward(self, reward: torch.Tensor, done: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """Scale ``reward`` ([N] float) and reset the return of envs whose episode ended ([N] bool).
+
+        Envs where ``valid`` ([N] bool) is False took no real step and leave the statistics alone.
+        """
         if not self.enabled:
             return reward
-        self.returns.mul_(self.gamma).add_(reward)
-        self.stats.update(self.returns)
+        if valid is None:
+            valid = torch.ones_like(done)
+        self.returns.copy_(torch.where(valid, self.returns * self.gamma + reward, self.returns))
+        if valid.any():
+            self.stats.update(self.returns[valid])
         self.returns.masked_fill_(done, 0.0)
         scaled = reward / (self.stats.var + 1e-8).sqrt()
         return scaled.clamp_(-self.clip, self.clip).to(reward.dtype)

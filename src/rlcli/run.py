@@ -58,8 +58,9 @@ class Run:
 def build_run(cfg: RunConfig, *, source: str | None = None) -> Run:
     """Build envs, networks, algorithm and collector for ``cfg``.
 
-    Seeds torch's global generator (which ``torch.distributions`` samples from)
-    and sets torch's thread count, both process-wide.
+    Networks are initialised from ``run.seed`` inside a forked RNG, and actions
+    and minibatches are drawn from generators of their own, so torch's global
+    generator is neither used nor changed. Sets torch's thread count (process-wide).
 
     Raises:
         ConfigError: when the config validates but cannot run here (no CUDA,
@@ -67,7 +68,6 @@ def build_run(cfg: RunConfig, *, source: str | None = None) -> Run:
     """
     device = resolve_device(cfg.run.device, source=source)
     check_backends(cfg.logger, source=source)
-    torch.manual_seed(cfg.run.seed)
     torch.set_num_threads(cfg.run.threads)
     envs = make_envs(cfg.env, source=source)
     try:
@@ -75,10 +75,12 @@ def build_run(cfg: RunConfig, *, source: str | None = None) -> Run:
         obs_space, act_space = envs.single_observation_space, envs.single_action_space
         check_spaces(cfg.algo.name, module.SUPPORTS, cfg.env.id, obs_space, act_space, source)
         iterations = cfg.collector.total_frames // cfg.collector.frames_per_batch
-        algo = module.build(
-            cfg.algo, spaces=(obs_space, act_space), network=cfg.network, env=cfg.env,
-            optim=cfg.optim, iterations=iterations, device=device,
-        )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.run.seed)
+            algo = module.build(
+                cfg.algo, spaces=(obs_space, act_space), network=cfg.network, env=cfg.env,
+                optim=cfg.optim, iterations=iterations, device=device,
+            )
         algo.seed(cfg.run.seed)
         reward_scaler = RewardScaler(cfg.env.num_envs, gamma=cfg.algo.gamma, enabled=cfg.env.normalize_reward)
         collector = RolloutCollector(

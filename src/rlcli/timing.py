@@ -18,6 +18,7 @@ class Timer:
     """
 
     def __init__(self, device: torch.device):
+        self.device = device
         self.sync = device.type == "cuda"
         self.current: dict[str, float] = {}
         self.totals: dict[str, float] = {}
@@ -26,13 +27,13 @@ class Timer:
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
         if self.sync:
-            torch.cuda.synchronize()
+            torch.cuda.synchronize(self.device)
         start = time.perf_counter()
         try:
             yield
         finally:
             if self.sync:
-                torch.cuda.synchronize()
+                torch.cuda.synchronize(self.device)
             self.current[name] = self.current.get(name, 0.0) + time.perf_counter() - start
 
     def end_iteration(self) -> dict[str, float]:

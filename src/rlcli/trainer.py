@@ -13,9 +13,11 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from rlcli import checkpoint
 from rlcli.config.dump import to_toml
+from rlcli.config.errors import single
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.run import Run
 from rlcli.timing import Timer
@@ -28,11 +30,12 @@ PHASES = (
 
 
 class TrainingError(Exception):
-    """Training cannot go on: a loss term became NaN or infinite."""
+    """Training cannot go on: a loss term or the weights became NaN or infinite."""
 
     def __init__(self, iteration: int, term: str, value: float):
         self.iteration, self.term, self.value = iteration, term, value
-        super().__init__(f"iteration {iteration}: {term} is {value}; training stopped")
+        super().__init__(f"iteration {iteration}: {term} is {value}; training stopped "
+                         "(final.pt holds the weights of the iteration before)")
 
 
 @dataclass
@@ -75,7 +78,7 @@ class Hooks:
 def make_run_dir(output_dir: str | Path, name: str) -> Path:
     """A new folder ``<output_dir>/<name>-<timestamp>`` (suffixed when the second is taken)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path(output_dir) / f"{name}-{stamp}"
+    base = Path(output_dir).expanduser() / f"{name}-{stamp}"
     candidate, suffix = base, 1
     while True:
         try:
@@ -99,11 +102,16 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     """
     hooks = hooks or Hooks()
     cfg = run.cfg
-    run_dir = make_run_dir(cfg.run.output_dir, cfg.run.name)
-    (run_dir / "config.toml").write_text(to_toml(cfg), encoding="utf-8")
-    state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device))
-    _write_status(state)
-    loggers = make_loggers(cfg.logger, run_dir)
+    try:
+        run_dir = make_run_dir(cfg.run.output_dir, cfg.run.name)
+        (run_dir / "config.toml").write_text(to_toml(cfg), encoding="utf-8")
+        state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device))
+        _write_status(state)
+        loggers = make_loggers(cfg.logger, run_dir)
+    except OSError as exc:
+        run.close()
+        raise single(None, f"cannot write the run folder under {cfg.run.output_dir!r}: {exc}",
+                     path="run.output_dir") from None
     for hook in hooks.on_run_start:
         hook(state)
     state.started = time.perf_counter()
@@ -123,10 +131,15 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     except TrainingError as exc:
         state.status, state.error = "failed", str(exc)
         raise
+    except Exception as exc:
+        state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+        raise
     finally:
         state.wall_time = time.perf_counter() - state.started
-        if pending is not None and pending["iteration"] > loggers.last_iteration:
-            loggers.write(pending)
+        # The rows not yet written: the one due by logger.interval, and always the last one.
+        for row in (pending, state.row):
+            if row and row["iteration"] > loggers.last_iteration:
+                loggers.write(row)
         loggers.close()
         _save_final(state)
         _write_status(state)
@@ -174,6 +187,10 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
             if not math.isfinite(value):
                 algo.agent.load_state_dict(last_good)
                 raise TrainingError(state.iteration + 1, name, value)
+        # A finite loss can still leave non-finite weights (an inf gradient through clipping).
+        if not torch.nn.utils.parameters_to_vector(algo.agent.parameters()).isfinite().all():
+            algo.agent.load_state_dict(last_good)
+            raise TrainingError(state.iteration + 1, "a network weight", math.nan)
         with timer.phase("log"):
             # Rows are written one iteration late, so each holds its own log time.
             if pending is not None:
@@ -187,7 +204,8 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     if math.isfinite(state.last_return) and not state.best_return >= state.last_return:
         state.best_return = state.last_return
     target = cfg.run.stop_at_return
-    if target is not None and state.last_return >= target:
+    # "Solved" means the mean of a full window of 100 episodes, never of the first few.
+    if target is not None and len(returns) == returns.maxlen and state.last_return >= target:
         state.solved_at = (state.frames, state.wall_time)
         state.status = "solved"
     state.row = _row(state, terms, lr)
@@ -216,7 +234,7 @@ def _row(state: TrainState, terms: dict[str, float], lr: float) -> Row:
 
 def _save_final(state: TrainState) -> None:
     run = state.run
-    checkpoint.save(state.run_dir / "final.pt", {
+    checkpoint.save(state.run_dir / "final.pt", checkpoint.to_cpu({
         "format": 1,
         "algo": run.cfg.algo.name,
         "env": run.cfg.env.id,
@@ -225,7 +243,7 @@ def _save_final(state: TrainState) -> None:
         "agent": run.algo.agent.state_dict(),
         "reward_scaler": run.reward_scaler.state_dict(),
         "algo_state": run.algo.state_dict(),
-    })
+    }))
 
 
 def _write_status(state: TrainState) -> None:

@@ -11,7 +11,7 @@ import pytest
 from conftest import MINIMAL_TOML
 from rlcli.algos import ALGORITHMS
 from rlcli.config.errors import ConfigError
-from rlcli.config.load import validate_data
+from rlcli.config.load import load_config, validate_data
 from rlcli.config.schema import SECTIONS, RunConfig, json_schema
 
 BASE = tomllib.loads(MINIMAL_TOML)
@@ -116,3 +116,16 @@ def test_json_schema_documents_every_field():
     for name, definition in schema["$defs"].items():
         for field, spec in definition.get("properties", {}).items():
             assert spec.get("description"), f"{name}.{field} has no description"
+
+
+@pytest.mark.parametrize("override", ["algo.entropy_coef=inf", "run.stop_at_return=nan", "optim.max_grad_norm=inf"])
+def test_typed_floats_reject_inf_and_nan(override):
+    with pytest.raises(ConfigError) as info:
+        load_config("ppo_cartpole", [override])
+    assert "finite number" in info.value.render()
+
+
+def test_dates_in_env_kwargs_are_rejected():
+    with pytest.raises(ConfigError) as info:
+        load_config("ppo_cartpole", ["env.kwargs={start = 1979-05-27}"])
+    assert "env.kwargs" in info.value.render() and "dates" in info.value.render()

@@ -18,7 +18,7 @@ from rlcli.timing import Timer
 
 class A2CConfig(BaseModel):
     # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: Literal["a2c"] = Field(description="Advantage Actor-Critic.")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")

@@ -19,7 +19,7 @@ from rlcli.timing import Timer
 class PPOConfig(BaseModel):
     # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
     # MuJoCo runs); presets override them with RL-Zoo's tuned values.
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: Literal["ppo"] = Field(description="Proximal Policy Optimization.")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")

@@ -69,7 +69,10 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
     """Time ``case`` after one warm-up call: ``repeat`` repetitions, each calling it
     enough times to last ``min_seconds``; the figure is work per second per repetition.
     """
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
     # The warm-up call also sizes the repetitions (its first-call costs only make them shorter).
     start = time.perf_counter()
     case.run()

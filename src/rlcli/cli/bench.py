@@ -12,6 +12,7 @@ from rich.table import Table
 from rlcli.bench import SUITES, run_bench
 from rlcli.bench.compare import Comparison, compare, load_report, regressions
 from rlcli.cli.render import user_errors
+from rlcli.config.errors import single
 from rlcli.console import console, err_console
 
 EXIT_REGRESSION = 1
@@ -48,6 +49,8 @@ def bench(
 ) -> None:
     """Measure throughput: env, collector, advantage, loss, update and train suites."""
     with user_errors():
+        if json_out is not None and not json_out.parent.is_dir():
+            raise single(json_out, f"--json: folder {json_out.parent} does not exist")
         old = load_report(baseline) if baseline is not None else None
         if max_regression is not None and old is None:
             err_console.print("[bold red]error:[/] --max-regression needs --compare BASELINE.json")

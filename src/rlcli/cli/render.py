@@ -17,10 +17,14 @@ SET_HELP = "Override a config field, KEY=VALUE with a TOML value (repeatable): -
 
 
 @contextmanager
-def user_errors() -> Iterator[None]:
-    """Print a :class:`ConfigError` without a traceback and exit with status 2."""
+def user_errors(file: str | None = None) -> Iterator[None]:
+    """Print a :class:`ConfigError` without a traceback and exit with status 2.
+
+    ``file`` names the config in errors that do not name one themselves.
+    """
     try:
         yield
     except ConfigError as exc:
+        exc.file = exc.file or file
         err_console.print(f"[bold red]error:[/] {escape(exc.render())}", soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None

@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from rlcli.cli.render import user_errors
+from rlcli.config.errors import single
 from rlcli.config.schema import json_schema
 from rlcli.console import console
 
@@ -22,5 +24,9 @@ def schema(
     if output is None:
         console.print(text, markup=False, highlight=False, soft_wrap=True, end="")
     else:
-        output.write_text(text, encoding="utf-8")
+        with user_errors():
+            try:
+                output.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise single(output, f"cannot write the schema: {exc}") from None
         console.print(f"wrote {output}")

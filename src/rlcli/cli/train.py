@@ -38,12 +38,13 @@ def train(
         overrides.append(f"run.seed={seed}")
     if out is not None:
         overrides.append(f"run.output_dir={json.dumps(str(out))}")
-    with user_errors():
+    with user_errors(preset):
         cfg = load_config(preset, overrides)
         run = build_run(cfg, source=preset)
     report = ConsoleReport(console, quiet=quiet)
     try:
-        state = train_run(run, hooks=report.hooks())
+        with user_errors(preset):
+            state = train_run(run, hooks=report.hooks())
     except TrainingError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None

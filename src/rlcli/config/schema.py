@@ -6,6 +6,7 @@ its only documentation; ``rlcli schema`` and ``show-config`` read it.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 from typing import Any, Literal
 
@@ -15,7 +16,8 @@ from pydantic_core import PydanticCustomError
 
 from rlcli.algos import AlgoConfig
 
-STRICT = ConfigDict(extra="forbid", frozen=True)
+# Typed floats reject inf and nan: a coefficient of inf is never meant.
+STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def cross_field_error(field: str, message: str) -> PydanticCustomError:
@@ -77,6 +79,23 @@ class EnvConfig(BaseModel):
     clip_observation: float = Field(
         10.0, gt=0, description="Clip normalized observations to [-clip, clip]."
     )
+
+    @field_validator("kwargs")
+    @classmethod
+    def _plain_values(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
+        def check(value: Any, path: str) -> None:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    check(item, f"{path}.{key}")
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    check(item, f"{path}[{index}]")
+            elif isinstance(value, (datetime.date, datetime.time)):
+                raise ValueError(f"{path}: dates and times are not allowed as env arguments (got {value})")
+
+        for key, value in kwargs.items():
+            check(value, key)
+        return kwargs
 
     @field_validator("id")
     @classmethod

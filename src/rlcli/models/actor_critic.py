@@ -23,10 +23,10 @@ class ActorCritic(nn.Module):
         self.value = value
 
     @torch.no_grad()
-    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def act(self, obs: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample actions for normalized ``obs`` ([N, *obs]): (action, log_prob [N], value [N])."""
         dist = self.policy(obs)
-        action = dist.sample()
+        action = self.policy.sample(dist, generator)
         return action, self.policy.log_prob(dist, action), self.value(obs)
 
     def evaluate(

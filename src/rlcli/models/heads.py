@@ -19,6 +19,11 @@ class CategoricalHead(nn.Module):
     def forward(self, obs: torch.Tensor) -> Categorical:
         return Categorical(logits=self.net(obs), validate_args=False)
 
+    @staticmethod
+    def sample(dist: Categorical, generator: torch.Generator) -> torch.Tensor:
+        """One action per row, drawn with ``generator`` (torch.distributions' sample has none)."""
+        return torch.multinomial(dist.probs, 1, generator=generator).squeeze(-1)
+
     # Categorical normalizes its logits once; reading them directly skips the
     # broadcast, clamp and softmax that its generic log_prob and entropy add to
     # every training step (the logits of a network are always finite).
@@ -52,6 +57,12 @@ class GaussianHead(nn.Module):
     def forward(self, obs: torch.Tensor) -> Normal:
         mean = self.net(obs)
         return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)
+
+    @staticmethod
+    def sample(dist: Normal, generator: torch.Generator) -> torch.Tensor:
+        """One action per row, drawn with ``generator`` (torch.distributions' sample has none)."""
+        noise = torch.randn(dist.loc.shape, generator=generator, device=dist.loc.device, dtype=dist.loc.dtype)
+        return dist.loc + dist.scale * noise
 
     @staticmethod
     def log_prob(dist: Normal, action: torch.Tensor) -> torch.Tensor:
