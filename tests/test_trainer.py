@@ -1,0 +1,104 @@
+"""The training loop in process: stop condition, rows written, run-folder errors, RNG isolation."""
+
+import csv
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from rlcli import keys
+from rlcli.config.errors import ConfigError
+from rlcli.config.load import validate_data
+from rlcli.run import build_run
+from rlcli.timing import Timer
+from rlcli.trainer import train
+
+
+class OneStep(gym.Env):
+    """Every episode is one step with reward 1."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 1.0, True, False, {}
+
+
+if "rlcli-test/OneStep-v0" not in gym.registry:
+    gym.register("rlcli-test/OneStep-v0", entry_point=OneStep)
+
+
+def config(tmp_path, **sections):
+    data = {
+        "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
+        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
+        "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 1},
+        "collector": {"frames_per_batch": 64, "total_frames": 320},
+        "timing": {"enabled": False},
+    }
+    for name, values in sections.items():
+        data[name] = {**data.get(name, {}), **values}
+    return validate_data(data)
+
+
+def test_stop_at_return_waits_for_a_full_window_of_100_episodes(tmp_path):
+    # 4 one-step episodes per env step, 8 per iteration: 100 episodes end in iteration 13.
+    cfg = config(tmp_path, env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
+                 collector={"frames_per_batch": 8, "total_frames": 800}, run={"stop_at_return": 0.5},
+                 algo={"minibatch_size": 8})
+    state = train(build_run(cfg))
+    assert state.status == "solved"
+    assert state.iteration == 13 and state.solved_at[0] == 104
+
+
+def test_last_row_is_written_whatever_the_interval(tmp_path):
+    state = train(build_run(config(tmp_path, logger={"interval": 3})))
+    with (state.run_dir / "metrics.csv").open() as file:
+        iterations = [int(row["iteration"]) for row in csv.DictReader(file)]
+    assert state.iteration == 5
+    assert iterations == [3, 5]
+
+
+def test_an_unwritable_output_dir_is_a_config_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    run = build_run(config(tmp_path, run={"output_dir": str(blocker)}))
+    with pytest.raises(ConfigError) as info:
+        train(run)
+    assert "run.output_dir" in info.value.render()
+
+
+def test_runs_draw_from_their_own_generators(tmp_path):
+    def actions(interleave: bool) -> torch.Tensor:
+        first = build_run(config(tmp_path))
+        other = build_run(config(tmp_path, run={"seed": 9})) if interleave else None
+        timer = Timer(first.device)
+        try:
+            if other is not None:
+                other.collector.collect(timer)
+                torch.rand(100)
+            return first.collector.collect(timer)[keys.ACTION].clone()
+        finally:
+            first.close()
+            if other is not None:
+                other.close()
+
+    assert torch.equal(actions(False), actions(True))
+
+
+def test_observation_statistics_skip_next_step_reset_steps(tmp_path):
+    cfg = config(tmp_path, env={"max_episode_steps": 5, "normalize_observation": True})
+    run = build_run(cfg)
+    try:
+        batch = run.collector.collect(Timer(run.device))
+        count = float(run.algo.agent.obs_norm.stats.count)
+    finally:
+        run.close()
+    # One observation per valid step; the reset steps show a final observation again.
+    assert count == pytest.approx(float(batch[keys.VALID].sum()), abs=1e-3)
+    assert not batch[keys.VALID].all()
