@@ -44,7 +44,8 @@ class RunSection(BaseModel):
     output_dir: str = Field("runs", min_length=1, description="Folder that receives run folders.")
     stop_at_return: float | None = Field(
         None,
-        description="Stop once the rolling mean of the last 100 episode returns reaches this value.",
+        description="Stop once the mean return of the last 100 episodes reaches this value "
+        "(counted only once 100 episodes have ended).",
     )
     threads: int = Field(
         1,
