@@ -53,3 +53,36 @@ def clip_gradients(params: list[torch.nn.Parameter], max_norm: float) -> None:
     """Clip the global gradient norm; ``max_norm`` 0 leaves gradients as they are."""
     if max_norm > 0:
         torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
+
+
+class GradientStep:
+    """The optimizer, its schedule and gradient clipping of ``[optim]`` over some parameters.
+
+    Algorithms hold one and call it with each loss; the trainer reads its ``lr``.
+    """
+
+    def __init__(self, cfg, params: Iterable[torch.nn.Parameter], iterations: int):
+        self.params = list(params)
+        self.optimizer = make_optimizer(cfg, self.params)
+        self.scheduler = make_scheduler(cfg, self.optimizer, iterations)
+        self.max_grad_norm = cfg.max_grad_norm
+
+    @property
+    def lr(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]
+
+    def __call__(self, loss: torch.Tensor, timer) -> None:
+        """Backpropagate ``loss`` (a scalar), clip and take one optimizer step, timed by ``timer``."""
+        with timer.phase("update.backward"):
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+        with timer.phase("update.optimizer"):
+            clip_gradients(self.params, self.max_grad_norm)
+            self.optimizer.step()
+
+    def end_iteration(self) -> None:
+        """Advance the learning-rate schedule by one iteration."""
+        self.scheduler.step()
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}

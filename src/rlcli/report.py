@@ -25,6 +25,7 @@ def timing_table(state: TrainState) -> Table:
                  f"return (last 100) {_fmt_return(state.last_return)}"),
         title_justify="left",
         caption_justify="left",
+        min_width=64,
     )
     table.add_column("phase")
     table.add_column("ms", justify="right")

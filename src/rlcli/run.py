@@ -19,6 +19,7 @@ from rlcli.envs import describe_space, make_envs
 from rlcli.loggers import check_backends
 from rlcli.models.actor_critic import ActorCritic
 from rlcli.normalization import RewardScaler
+from rlcli.optim import GradientStep
 from rlcli.timing import Timer
 
 
@@ -26,7 +27,7 @@ class OnPolicyAlgorithm(Protocol):
     """What the trainer needs of an on-policy algorithm."""
 
     agent: ActorCritic
-    optimizer: torch.optim.Optimizer
+    step: GradientStep
 
     def seed(self, seed: int) -> None: ...
 

@@ -178,7 +178,7 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
             batch = run.collector.collect(timer)
         with timer.phase("advantage"):
             batch = algo.advantages(batch)
-        lr = algo.optimizer.param_groups[0]["lr"]
+        lr = algo.step.lr
         # Kept so that a failed run saves the last weights that gave finite losses.
         last_good = {name: value.clone() for name, value in algo.agent.state_dict().items()}
         with timer.phase("update"):

@@ -92,7 +92,7 @@ def test_clip_schedule_and_lr_schedule_decay_linearly():
         timer = Timer(run.device)
         lrs, clips = [], []
         for _ in range(3):
-            lrs.append(run.algo.optimizer.param_groups[0]["lr"])
+            lrs.append(run.algo.step.lr)
             stats = run.algo.update(run.algo.advantages(run.collector.collect(timer)), timer)
             clips.append(stats["stats/clip_epsilon"])
     finally:

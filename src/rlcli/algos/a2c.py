@@ -12,7 +12,7 @@ from tensordict import TensorDict
 from rlcli import keys
 from rlcli.advantages import add_gae
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
-from rlcli.optim import clip_gradients, make_optimizer, make_scheduler
+from rlcli.optim import GradientStep
 from rlcli.timing import Timer
 
 
@@ -55,10 +55,7 @@ class A2C:
     def __init__(self, cfg: A2CConfig, *, agent: ActorCritic, optim, iterations: int):
         self.cfg = cfg
         self.agent = agent
-        self.params = list(agent.parameters())
-        self.optimizer = make_optimizer(optim, self.params)
-        self.scheduler = make_scheduler(optim, self.optimizer, iterations)
-        self.max_grad_norm = optim.max_grad_norm
+        self.step = GradientStep(optim, agent.parameters(), iterations)
 
     def seed(self, seed: int) -> None:
         """A2C draws no random numbers of its own."""
@@ -80,17 +77,12 @@ class A2C:
         flat = batch[batch[keys.VALID]]
         with timer.phase("update.forward"):
             terms = self.loss(flat)
-        with timer.phase("update.backward"):
-            self.optimizer.zero_grad(set_to_none=True)
-            terms["loss/total"].backward()
-        with timer.phase("update.optimizer"):
-            clip_gradients(self.params, self.max_grad_norm)
-            self.optimizer.step()
-        self.scheduler.step()
+        self.step(terms["loss/total"], timer)
+        self.step.end_iteration()
         return {name: float(value.detach()) for name, value in terms.items()}
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+        return self.step.state_dict()
 
 
 def build(cfg: A2CConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, optim,

@@ -12,7 +12,7 @@ from tensordict import TensorDict
 from rlcli import keys
 from rlcli.advantages import add_gae
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
-from rlcli.optim import SCHEDULES, clip_gradients, make_optimizer, make_scheduler
+from rlcli.optim import SCHEDULES, GradientStep
 from rlcli.timing import Timer
 
 
@@ -93,10 +93,7 @@ class PPO:
     def __init__(self, cfg: PPOConfig, *, agent: ActorCritic, optim, iterations: int, device: torch.device):
         self.cfg = cfg
         self.agent = agent
-        self.params = list(agent.parameters())
-        self.optimizer = make_optimizer(optim, self.params)
-        self.scheduler = make_scheduler(optim, self.optimizer, iterations)
-        self.max_grad_norm = optim.max_grad_norm
+        self.step = GradientStep(optim, agent.parameters(), iterations)
         self.clip_factor = SCHEDULES[cfg.clip_schedule]
         self.iterations = iterations
         self.done = 0
@@ -143,16 +140,11 @@ class PPO:
                 if cfg.target_kl is not None and terms["stats/approx_kl"] > cfg.target_kl:
                     stopped = True
                     break
-                with timer.phase("update.backward"):
-                    self.optimizer.zero_grad(set_to_none=True)
-                    terms["loss/total"].backward()
-                with timer.phase("update.optimizer"):
-                    clip_gradients(self.params, self.max_grad_norm)
-                    self.optimizer.step()
+                self.step(terms["loss/total"], timer)
                 for name, value in terms.items():
                     sums[name] = sums.get(name, 0.0) + value.detach()
                 steps += 1
-        self.scheduler.step()
+        self.step.end_iteration()
         self.done += 1
         stats = {name: float(total) / max(steps, 1) for name, total in sums.items()}
         stats["stats/gradient_steps"] = float(steps)
@@ -160,7 +152,7 @@ class PPO:
         return stats
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+        return self.step.state_dict()
 
 
 def build(cfg: PPOConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, optim,

@@ -182,7 +182,7 @@ def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo
     params = {"preset": cfg.run.name, "batch": minibatch.batch_size[0]} | ({"compile": True} if opts.compile else {})
 
     def backward():
-        algo.optimizer.zero_grad(set_to_none=True)
+        algo.step.optimizer.zero_grad(set_to_none=True)
         loss(minibatch)["loss/total"].backward()
 
     cases.append(Case("loss", f"{algo_name}.forward", params, "calls/s", 1, lambda: loss(minibatch)))
@@ -190,7 +190,7 @@ def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo
     # The floor covers the preset's PPO: categorical policy, no value clipping.
     if algo_name == "ppo" and minibatch[keys.ACTION].dtype == torch.int64 and cfg.algo.clip_value is None:
         def floor():
-            algo.optimizer.zero_grad(set_to_none=True)
+            algo.step.optimizer.zero_grad(set_to_none=True)
             _floor_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef,
                             cfg.algo.entropy_coef)[0].backward()
 
