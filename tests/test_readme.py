@@ -41,7 +41,7 @@ def test_every_command_is_documented(command):
 
 
 def test_every_bench_suite_is_documented():
-    from rlcli.bench import SUITES
+    from rlcli.bench.suites import SUITES
 
     for suite in SUITES:
         assert f"| `{suite}` |" in README

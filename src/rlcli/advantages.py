@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
-from tensordict import TensorDict
 
 from rlcli import keys
+
+if TYPE_CHECKING:
+    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
+    from tensordict import TensorDict
 
 _CHUNK = 32
 

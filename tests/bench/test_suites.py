@@ -40,3 +40,13 @@ def test_measure_reports_work_per_second_with_its_spread():
     assert result.key == "unit/count[n=1]"
     assert result.min <= result.median <= result.max
     assert result.median > 0 and len(calls) >= 4
+
+
+def test_cli_help_names_every_suite():
+    import typing
+
+    from rlcli.cli import bench as cli
+
+    option = typing.get_type_hints(cli.bench, include_extras=True)["suite"].__metadata__[0]
+    for name in SUITES:
+        assert name in option.help

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from gymnasium import spaces as gspaces
 from pydantic import BaseModel, ConfigDict, Field
-from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.advantages import add_gae
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
 from rlcli.optim import SCHEDULES, GradientStep
 from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
+    from tensordict import TensorDict
 
 
 class PPOConfig(BaseModel):

@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from rlcli.bench import SUITES, run_bench
 from rlcli.bench.compare import Comparison, compare, load_report, regressions
 from rlcli.cli.render import user_errors
 from rlcli.config.errors import single
@@ -30,7 +29,8 @@ def _figure(value: float | None) -> str:
 def bench(
     suite: Annotated[
         Optional[list[str]],
-        typer.Option(help=f"Suite to run (repeatable; default all): {', '.join(SUITES)}."),
+        typer.Option(help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
+                          "update, train."),
     ] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
     repeat: Annotated[int, typer.Option(min=1, help="Timed repetitions per figure (median reported).")] = 5,
@@ -48,6 +48,9 @@ def bench(
     compile_: Annotated[bool, typer.Option("--compile", help="Also torch.compile the losses.")] = False,
 ) -> None:
     """Measure throughput: env, collector, advantage, loss, update and train suites."""
+    # Imported here so that other commands start without the training stack.
+    from rlcli.bench.runner import run_bench
+
     with user_errors():
         if json_out is not None and not json_out.parent.is_dir():
             raise single(json_out, f"--json: folder {json_out.parent} does not exist")

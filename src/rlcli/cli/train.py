@@ -11,9 +11,6 @@ import typer
 from rlcli.cli.render import SET_HELP, user_errors
 from rlcli.config.load import load_config
 from rlcli.console import console, err_console
-from rlcli.report import ConsoleReport
-from rlcli.run import build_run
-from rlcli.trainer import TrainingError, train as train_run
 
 EXIT_TRAINING_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -30,6 +27,12 @@ def train(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary.")] = False,
 ) -> None:
     """Train an agent; Ctrl-C stops cleanly and keeps the run folder."""
+    # Imported here so that other commands start without the training stack.
+    from rlcli.report import ConsoleReport
+    from rlcli.run import build_run
+    from rlcli.trainer import TrainingError
+    from rlcli.trainer import train as train_run
+
     overrides = list(set_ or [])
     # The flags are shorthands that win over the file and over --set.
     if device is not None:

@@ -44,8 +44,6 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
 
 def check_files(paths: Sequence[str | Path], *, build: bool = False) -> list[CheckResult]:
     """Load (and with ``build`` construct) every config under ``paths``."""
-    from rlcli.run import check_build
-
     results = []
     for file in expand_paths(paths):
         name = display_path(file) if file.exists() else str(file)
@@ -53,6 +51,9 @@ def check_files(paths: Sequence[str | Path], *, build: bool = False) -> list[Che
             cfg = load_config(file)
             summary = f"{cfg.algo.name} on {cfg.env.id}"
             if build:
+                # The training stack loads only when something is built.
+                from rlcli.run import check_build
+
                 summary = check_build(cfg, source=name)
         except ConfigError as exc:
             results.append(CheckResult(name, tuple(exc.issues)))

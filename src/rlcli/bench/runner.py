@@ -1,0 +1,97 @@
+"""Run benchmark suites and gather their figures into one report."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlcli.bench.compare import FORMAT
+from rlcli.bench.measure import Result, measure
+from rlcli.bench.suites import SUITES, BenchOptions
+from rlcli.config.errors import single
+from rlcli.devices import resolve_device
+
+def run_bench(
+    suites: Sequence[str] = (),
+    *,
+    device: str = "auto",
+    repeat: int = 5,
+    threads: int = 1,
+    quick: bool = False,
+    compile: bool = False,
+    on_result: Callable[[Result], None] = lambda result: None,
+) -> dict[str, Any]:
+    """Run the named suites (all when empty) and return the report ``--json`` writes.
+
+    ``threads`` sets torch's intra-op threads for the whole process, as
+    ``run.threads`` does for training (one is fastest for small networks).
+    """
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise single(None, f"unknown suite(s) {', '.join(unknown)}; known suites: {', '.join(SUITES)}",
+                     path="--suite")
+    opts = BenchOptions(device=resolve_device(device), quick=quick, compile=compile)
+    torch.set_num_threads(threads)
+    min_seconds = 0.05 if quick else 0.2
+    results: list[Result] = []
+    for name in suites or list(SUITES):
+        cases, ratios = SUITES[name](opts)
+        measured: dict[str, Result] = {}
+        try:
+            for case in cases:
+                result = measure(case, repeat=repeat, min_seconds=min_seconds, device=opts.device)
+                measured[case.key] = result
+                results.append(result)
+                on_result(result)
+        finally:
+            for case in cases:
+                case.close()
+        for ratio in ratios:
+            derived = ratio.compute(measured)
+            if derived is not None:
+                results.append(derived)
+                on_result(derived)
+    return {
+        "format": FORMAT,
+        "machine": machine_info(opts.device),
+        "commit": git_commit(),
+        "options": {"suites": list(suites or SUITES), "device": str(opts.device), "repeat": repeat,
+                    "threads": threads, "quick": quick, "compile": compile},
+        "results": [r.to_json() for r in results],
+    }
+
+
+def machine_info(device: torch.device) -> dict[str, Any]:
+    """CPU model, cores, torch version and threads, CUDA device name."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+        "cuda_device": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+    }
+
+
+def git_commit() -> str | None:
+    """The commit of the working folder's git checkout, when there is one."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
