@@ -12,7 +12,7 @@ from tensordict import TensorDict
 
 from rlcli.algos import ALGORITHMS
 from rlcli.collectors import RolloutCollector
-from rlcli.config.errors import ConfigError, single
+from rlcli.config.errors import single
 from rlcli.config.schema import RunConfig
 from rlcli.devices import resolve_device
 from rlcli.envs import describe_space, make_envs
@@ -123,5 +123,3 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
     finally:
         run.close()
 
-
-__all__ = ["Run", "build_run", "check_build", "check_spaces", "ConfigError"]

@@ -210,8 +210,6 @@ def load_config(preset: str | Path, overrides: Sequence[str] = ()) -> "RunConfig
     Raises:
         ConfigError: with every problem found, each located as precisely as the TOML allows.
     """
-    from rlcli.config.schema import RunConfig
-
     path = find_preset(preset)
     data, chain = load_layers(path)
     override_paths: dict[str, str] = {}
@@ -219,24 +217,31 @@ def load_config(preset: str | Path, overrides: Sequence[str] = ()) -> "RunConfig
         keys, value = parse_override(text)
         apply_override(data, keys, value, text)
         override_paths[".".join(keys)] = text
-    try:
-        return RunConfig.model_validate(data)
-    except ValidationError as exc:
-        issues = [_issue(err, data, chain, override_paths) for err in exc.errors(include_url=False)]
-        raise ConfigError(display_path(path), issues) from None
+    return validate_data(data, display_path(path), chain=chain, overrides=override_paths)
 
 
-def validate_data(data: dict[str, Any], file: str | None = None) -> "RunConfig":
-    """Validate already-parsed config data, raising :class:`ConfigError`."""
+def validate_data(
+    data: dict[str, Any],
+    file: str | None = None,
+    *,
+    chain: Sequence[Path] = (),
+    overrides: dict[str, str] | None = None,
+) -> "RunConfig":
+    """Validate already-parsed config data, raising :class:`ConfigError`.
+
+    ``chain`` (the files it came from, child first) and ``overrides`` (dotted
+    path -> ``--set`` text) let each error point at the line or flag behind it.
+    """
     from rlcli.config.schema import RunConfig
 
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(file, [_issue(e, data, [], {}) for e in exc.errors(include_url=False)]) from None
+        issues = [_issue(err, list(chain), overrides or {}) for err in exc.errors(include_url=False)]
+        raise ConfigError(file, issues) from None
 
 
-def _issue(err: dict[str, Any], data: dict[str, Any], chain: list[Path], overrides: dict[str, str]) -> ConfigIssue:
+def _issue(err: dict[str, Any], chain: list[Path], overrides: dict[str, str]) -> ConfigIssue:
     loc = tuple(str(part) for part in err["loc"])
     ctx = err.get("ctx") or {}
     kind = err["type"]
@@ -244,7 +249,7 @@ def _issue(err: dict[str, Any], data: dict[str, Any], chain: list[Path], overrid
         path, message = ctx["field"], ctx["message"]
     else:
         path = ".".join(_without_tags(loc))
-        message = _message(kind, err, loc, data)
+        message = _message(kind, err, loc)
     source, line = _locate(path, chain, overrides)
     return ConfigIssue(message, path=path, source=source, line=line)
 
@@ -258,7 +263,7 @@ def _without_tags(loc: tuple[str, ...]) -> list[str]:
     return list(loc)
 
 
-def _message(kind: str, err: dict[str, Any], loc: tuple[str, ...], data: dict[str, Any]) -> str:
+def _message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
     from rlcli.algos import ALGORITHMS
 
     known_algos = ", ".join(ALGORITHMS)
