@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -58,7 +59,7 @@ def summary_table(state: TrainState) -> Table:
                    if state.solved_at else "not reached")
         table.add_row(f"return >= {target:g}", reached)
     if state.error:
-        table.add_row("error", state.error)
+        table.add_row("error", escape(state.error))
     return table
 
 
@@ -81,7 +82,7 @@ class ConsoleReport:
 
     def start(self, state: TrainState) -> None:
         cfg = state.run.cfg
-        self.console.print(f"run folder: {state.run_dir}")
+        self.console.print(f"run folder: {escape(str(state.run_dir))}")
         if self.quiet:
             return
         self.console.print(
@@ -114,4 +115,4 @@ class ConsoleReport:
         if self.progress is not None:
             self.progress.stop()
         self.console.print(summary_table(state))
-        self.console.print(f"run folder: {state.run_dir}")
+        self.console.print(f"run folder: {escape(str(state.run_dir))}")

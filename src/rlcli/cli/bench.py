@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from rlcli.bench.compare import Comparison, compare, load_report, regressions
@@ -73,14 +74,14 @@ def bench(
                   + (f" ({machine['cuda_device']})" if machine["cuda_device"] else "")
                   + (f", commit {report['commit'][:10]}" if report["commit"] else ""))
     if json_out is not None:
-        console.print(f"wrote {json_out}")
+        console.print(f"wrote {escape(str(json_out))}")
     if rows is not None and max_regression is not None:
         worse = regressions(rows, max_regression)
         if worse:
             err_console.print(f"[bold red]{len(worse)} figure(s) worse than the baseline by more than "
                               f"{max_regression:g}%:[/]")
             for row in worse:
-                err_console.print(f"  {row.key}: {_figure(row.baseline)} -> {_figure(row.current)} "
+                err_console.print(f"  {escape(row.key)}: {_figure(row.baseline)} -> {_figure(row.current)} "
                                   f"{row.unit} ({row.change_pct:+.1f}%)")
             raise typer.Exit(EXIT_REGRESSION)
 
@@ -99,7 +100,7 @@ def _table(report: dict, rows: list[Comparison] | None) -> Table:
     for key in keys:
         result = results.get(key)
         name, _, params = key.partition("[")
-        cells = [name, params.rstrip("]").replace(",", ", ")]
+        cells = [escape(name), escape(params.rstrip("]").replace(",", ", "))]
         if result is not None:
             spread = ("-" if result["min"] == result["max"]
                       else f"{_figure(result['min'])}-{_figure(result['max'])}")

@@ -29,4 +29,4 @@ def schema(
                 output.write_text(text, encoding="utf-8")
             except OSError as exc:
                 raise single(output, f"cannot write the schema: {exc}") from None
-        console.print(f"wrote {output}")
+        console.print(f"wrote {output}", markup=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from rlcli.cli.render import SET_HELP, user_errors
 from rlcli.config.load import load_config
@@ -49,7 +50,7 @@ def train(
         with user_errors(preset):
             state = train_run(run, hooks=report.hooks())
     except TrainingError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
     if state.status == "interrupted":
         err_console.print("interrupted: the run folder holds the metrics and weights so far")
