@@ -17,6 +17,7 @@ from rlcli.bench.suites import SUITES, BenchOptions
 from rlcli.config.errors import single
 from rlcli.devices import resolve_device
 
+
 def run_bench(
     suites: Sequence[str] = (),
     *,

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -156,22 +157,28 @@ def _algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
     return chosen
 
 
+def _one_rollout(cfg: RunConfig) -> tuple[Any, TensorDict]:
+    """The algorithm of ``cfg`` and one collected batch with its advantages; the envs are closed."""
+    run = build_run(cfg)
+    try:
+        batch = run.algo.advantages(run.collector.collect(Timer(run.device)))
+        return run.algo, batch.clone()
+    finally:
+        run.close()
+
+
 @suite("loss")
 def loss_suite(opts: BenchOptions) -> SuiteOutput:
     """Forward and forward+backward calls/s of each algorithm's loss, batches 256 and 4096."""
     cases: list[Case] = []
     ratios: list[Ratio] = []
     for algo_name, cfg in _algorithm_presets(opts, "collector.frames_per_batch=4096").items():
-        run = build_run(cfg)
-        try:
-            batch = run.algo.advantages(run.collector.collect(Timer(run.device)))
-            flat = batch[batch[keys.VALID]].clone()
-        finally:
-            run.close()
+        algo, batch = _one_rollout(cfg)
+        flat = batch[batch[keys.VALID]]
         generator = torch.Generator().manual_seed(0)
         for size in (256, 4096):
             index = torch.randint(flat.batch_size[0], (size,), generator=generator).to(flat.device)
-            _loss_cases(cases, ratios, opts, algo_name, cfg, run.algo, flat[index])
+            _loss_cases(cases, ratios, opts, algo_name, cfg, algo, flat[index])
     return cases, ratios
 
 
@@ -204,13 +211,10 @@ def update_suite(opts: BenchOptions) -> SuiteOutput:
     """One whole optimisation round per preset, as frames of rollout consumed per second."""
     cases = []
     for name, cfg in preset_configs(opts).items():
-        run = build_run(cfg)
-        timer = Timer(run.device)
-        batch = run.algo.advantages(run.collector.collect(timer)).clone()
-        run.close()
+        algo, batch = _one_rollout(cfg)
         cases.append(Case("update", name, {"frames_per_batch": cfg.collector.frames_per_batch},
                           "frames/s", cfg.collector.frames_per_batch,
-                          lambda algo=run.algo, batch=batch, timer=timer: algo.update(batch, timer)))
+                          lambda algo=algo, batch=batch, timer=Timer(batch.device): algo.update(batch, timer)))
     return cases, []
 
 
