@@ -212,9 +212,10 @@ def update_suite(opts: BenchOptions) -> SuiteOutput:
     cases = []
     for name, cfg in preset_configs(opts).items():
         algo, batch = _one_rollout(cfg)
+        timer = Timer(batch.device)
         cases.append(Case("update", name, {"frames_per_batch": cfg.collector.frames_per_batch},
                           "frames/s", cfg.collector.frames_per_batch,
-                          lambda algo=algo, batch=batch, timer=Timer(batch.device): algo.update(batch, timer)))
+                          lambda algo=algo, batch=batch, timer=timer: algo.update(batch, timer)))
     return cases, []
 
 
