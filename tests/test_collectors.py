@@ -9,16 +9,33 @@ from rlcli.run import build_run
 from rlcli.timing import Timer
 
 
-def short_episode_config(vectorization: str, env_id: str = "CartPole-v1"):
+def short_episode_config(vectorization: str, env_id: str = "CartPole-v1", algo: str = "ppo", **env):
+    extra = {"minibatch_size": 32} if algo == "ppo" else {"learning_starts": 0}
     return validate_data({
         "run": {"seed": 5, "device": "cpu"},
-        "env": {"id": env_id, "num_envs": 4, "vectorization": vectorization, "max_episode_steps": 5},
-        "algo": {"name": "ppo", "minibatch_size": 32},
+        "env": {"id": env_id, "num_envs": 4, "vectorization": vectorization, "max_episode_steps": 5, **env},
+        "algo": {"name": algo, **extra},
         "collector": {"frames_per_batch": 64, "total_frames": 640},
     })
 
 
-def test_next_step_autoreset_masks_reset_steps_and_bootstraps_from_final_obs():
+def replay(cfg, actions: torch.Tensor):
+    """Step a fresh copy of the envs with ``actions`` ([T, N]); yields what each step returned."""
+    envs = make_envs(cfg.env)
+    try:
+        obs, _ = envs.reset(seed=cfg.run.seed)
+        for t in range(actions.shape[0]):
+            action = actions[t].numpy()
+            if action.dtype != np.int64:
+                action = np.clip(action, -2.0, 2.0)
+            before = obs
+            obs, reward, terminated, truncated, info = envs.step(action)
+            yield before, obs, reward, terminated, truncated, info
+    finally:
+        envs.close()
+
+
+def test_next_step_autoreset_masks_reset_steps_and_keeps_final_observations():
     run = build_run(short_episode_config("vector_entry_point"))
     try:
         assert run.collector.mode is AutoresetMode.NEXT_STEP
@@ -29,15 +46,16 @@ def test_next_step_autoreset_masks_reset_steps_and_bootstraps_from_final_obs():
         assert batch[keys.VALID][0].all()
         assert torch.equal(batch[keys.VALID][1:], ~done[:-1])
         assert batch[keys.TRUNCATED].any()
-        for t, n in batch[keys.TRUNCATED][:-1].nonzero().tolist():
-            # The observation after a truncated step is the final one: its value is the bootstrap.
-            assert batch[keys.NEXT_VALUE][t, n] == batch[keys.VALUE][t + 1, n]
+        obs, next_obs = batch[keys.OBSERVATION], batch[keys.NEXT_OBSERVATION]
+        # Every next observation is the observation the env showed next; at an episode end
+        # that is the final one, which the reset step shows again.
+        assert torch.equal(next_obs[:-1], obs[1:])
         assert run.collector.frames == 64
     finally:
         run.close()
 
 
-def test_same_step_autoreset_bootstraps_truncation_from_info_final_obs():
+def test_same_step_autoreset_stores_the_true_final_observation():
     cfg = short_episode_config("sync", "Pendulum-v1")
     run = build_run(cfg)
     try:
@@ -48,22 +66,65 @@ def test_same_step_autoreset_bootstraps_truncation_from_info_final_obs():
     assert batch[keys.VALID].all()
     truncated = batch[keys.TRUNCATED]
     assert truncated.sum() >= 4
-    # Replay the same actions in a fresh copy of the envs to see the final observations.
-    replay = make_envs(cfg.env)
-    replay.reset(seed=cfg.run.seed)
-    agent = run.algo.agent
-    for t in range(batch.batch_size[0]):
-        action = np.clip(batch[keys.ACTION][t].numpy(), -2.0, 2.0)
-        obs, _, _, trunc, info = replay.step(action)
+    for t, (before, after, reward, _, trunc, info) in enumerate(replay(cfg, batch[keys.ACTION])):
+        torch.testing.assert_close(batch[keys.OBSERVATION][t], torch.as_tensor(before, dtype=torch.float32))
+        torch.testing.assert_close(batch[keys.REWARD][t], torch.as_tensor(reward, dtype=torch.float32))
+        expected = torch.as_tensor(after, dtype=torch.float32).clone()
         if trunc.any():
-            final = torch.as_tensor(np.stack(info["final_obs"][trunc]), dtype=torch.float32)
-            with torch.no_grad():
-                expected = agent.value(final)
-            torch.testing.assert_close(batch[keys.NEXT_VALUE][t][torch.from_numpy(trunc)], expected)
+            final = np.stack(info["final_obs"][trunc])
+            expected[torch.from_numpy(trunc)] = torch.as_tensor(final, dtype=torch.float32)
             if t + 1 < batch.batch_size[0]:
-                # The next row holds the reset observation, not the final one.
-                assert not torch.allclose(batch[keys.VALUE][t + 1][torch.from_numpy(trunc)], expected)
-    replay.close()
+                # The next row starts a new episode: its observation is not the final one.
+                mask = torch.from_numpy(trunc)
+                assert not torch.allclose(batch[keys.OBSERVATION][t + 1][mask], expected[mask])
+        torch.testing.assert_close(batch[keys.NEXT_OBSERVATION][t], expected)
+
+
+def test_observations_and_rewards_are_stored_raw_and_statistics_do_not_move():
+    cfg = short_episode_config("sync", "Pendulum-v1", normalize_observation=True, normalize_reward=True)
+    run = build_run(cfg)
+    try:
+        stats = {k: v.clone() for k, v in run.algo.agent.obs_norm.state_dict().items()}
+        batch = run.collector.collect(Timer(run.device)).clone()
+        after = run.algo.agent.obs_norm.state_dict()
+    finally:
+        run.close()
+    assert all(torch.equal(stats[k], after[k]) for k in stats)
+    # Pendulum's angular velocity reaches several units: raw, not clipped or scaled.
+    for t, (before, _, reward, *_) in enumerate(replay(cfg, batch[keys.ACTION])):
+        torch.testing.assert_close(batch[keys.OBSERVATION][t], torch.as_tensor(before, dtype=torch.float32))
+        torch.testing.assert_close(batch[keys.REWARD][t], torch.as_tensor(reward, dtype=torch.float32))
+
+
+def test_box_actions_are_clipped_for_the_env_and_stored_as_sampled():
+    cfg = short_episode_config("sync", "Pendulum-v1")
+    run = build_run(cfg)
+    try:
+        # A wide policy samples far outside Pendulum's [-2, 2].
+        run.algo.agent.policy.log_std.data.fill_(2.0)
+        batch = run.collector.collect(Timer(run.device)).clone()
+    finally:
+        run.close()
+    assert batch[keys.ACTION].abs().max() > 2.0
+    # Replaying the clipped actions reproduces every reward.
+    for t, (_, _, reward, *_) in enumerate(replay(cfg, batch[keys.ACTION])):
+        torch.testing.assert_close(batch[keys.REWARD][t], torch.as_tensor(reward, dtype=torch.float32))
+
+
+def test_actor_keys_are_stored_beside_the_env_keys():
+    run = build_run(short_episode_config("vector_entry_point"))
+    try:
+        batch = run.collector.collect(Timer(run.device))
+        assert {keys.LOG_PROB, keys.VALUE} <= set(batch.keys())
+    finally:
+        run.close()
+    dqn = build_run(short_episode_config("vector_entry_point", algo="dqn"))
+    try:
+        batch = dqn.collector.collect(Timer(dqn.device))
+        assert keys.LOG_PROB not in batch.keys()
+        assert batch[keys.ACTION].dtype == torch.int64
+    finally:
+        dqn.close()
 
 
 def test_batch_is_reused_and_filled_in_place():
@@ -71,9 +132,9 @@ def test_batch_is_reused_and_filled_in_place():
     try:
         timer = Timer(run.device)
         first = run.collector.collect(timer)
-        pointer = first[keys.OBSERVATION].data_ptr()
+        pointers = {key: first[key].data_ptr() for key in first.keys()}
         second = run.collector.collect(timer)
-        assert second[keys.OBSERVATION].data_ptr() == pointer
+        assert {key: second[key].data_ptr() for key in second.keys()} == pointers
         assert run.collector.frames == 128
         assert timer.current["collect.env_step"] > 0 and timer.current["collect.policy"] > 0
     finally:

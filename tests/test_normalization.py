@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 
 from rlcli.normalization import ObservationNormalizer, RewardScaler, RunningMeanStd
@@ -18,7 +19,9 @@ def test_running_mean_std_matches_numpy_over_batches():
 def test_observation_normalizer_standardizes_and_clips():
     norm = ObservationNormalizer((2,), enabled=True, clip=3.0)
     data = torch.randn(1000, 2) * torch.tensor([10.0, 0.1]) + torch.tensor([5.0, -1.0])
-    out = norm(data, update=True)
+    assert norm(data) is not data and torch.equal(norm(data), data.clamp(-3, 3))
+    norm.observe(data)
+    out = norm(data)
     assert out.dtype == torch.float32
     assert torch.allclose(out.mean(0), torch.zeros(2), atol=0.05)
     assert torch.allclose(out.std(0), torch.ones(2), atol=0.05)
@@ -30,15 +33,45 @@ def test_observation_normalizer_standardizes_and_clips():
 def test_disabled_normalizer_is_identity():
     norm = ObservationNormalizer((2,), enabled=False, clip=3.0)
     data = torch.tensor([[100.0, -100.0]])
-    assert norm(data, update=True) is data
+    norm.observe(data)
+    assert norm(data) is data
+    assert float(norm.stats.count) < 1
+
+
+def test_observe_skips_invalid_rows():
+    norm = ObservationNormalizer((1,), enabled=True, clip=10.0)
+    obs = torch.tensor([[[1.0], [100.0]], [[3.0], [100.0]]])
+    valid = torch.tensor([[True, False], [True, False]])
+    norm.observe(obs, valid)
+    assert float(norm.stats.count) == pytest.approx(2.0, abs=1e-3)
+    assert float(norm.stats.mean[0]) == pytest.approx(2.0, abs=1e-3)
 
 
 def test_reward_scaler_divides_by_return_std_and_resets_on_done():
     scaler = RewardScaler(2, gamma=0.9, enabled=True)
-    done = torch.tensor([False, True])
-    for _ in range(50):
-        scaled = scaler(torch.tensor([1.0, 1.0]), done)
+    steps = 50
+    reward = torch.ones(steps, 2)
+    done = torch.zeros(steps, 2, dtype=torch.bool)
+    done[:, 1] = True
+    scaler.observe(reward, done, torch.ones(steps, 2, dtype=torch.bool))
     assert scaler.returns[1] == 0.0
-    assert scaler.returns[0] > 5.0
-    std = float(scaler.stats.var.sqrt())
-    assert abs(float(scaled[0]) - 1.0 / std) < 1e-5
+    # The return of env 0 runs on across the whole rollout: sum of 0.9^k.
+    assert float(scaler.returns[0]) == pytest.approx((1 - 0.9**steps) / (1 - 0.9), rel=1e-6)
+    # The statistics hold every step's running return: env 0's grow, env 1's stay 1.
+    expected = np.concatenate([[(1 - 0.9 ** (t + 1)) / (1 - 0.9) for t in range(steps)], np.ones(steps)])
+    assert float(scaler.stats.var) == pytest.approx(expected.var(), rel=1e-3)
+    scaled = scaler(torch.tensor([1.0, 1.0]))
+    assert float(scaled[0]) == pytest.approx(1.0 / float(scaler.stats.var.sqrt()), rel=1e-5)
+
+
+def test_reward_scaler_ignores_invalid_steps_and_is_identity_when_disabled():
+    scaler = RewardScaler(1, gamma=0.5, enabled=True)
+    reward = torch.tensor([[1.0], [50.0], [1.0]])
+    valid = torch.tensor([[True], [False], [True]])
+    scaler.observe(reward, torch.zeros(3, 1, dtype=torch.bool), valid)
+    # The invalid 50 neither adds to the return nor to the statistics.
+    assert float(scaler.returns[0]) == pytest.approx(1.5)
+    assert float(scaler.stats.count) == pytest.approx(2.0, abs=1e-3)
+    off = RewardScaler(1, gamma=0.5, enabled=False)
+    off.observe(reward, torch.zeros(3, 1, dtype=torch.bool), valid)
+    assert off(reward) is reward

@@ -42,7 +42,9 @@ def config(tmp_path, **sections):
         "timing": {"enabled": False},
     }
     for name, values in sections.items():
-        data[name] = {**data.get(name, {}), **values}
+        # Another algorithm replaces the section; other values update it.
+        replace = name == "algo" and values.get("name", "ppo") != "ppo"
+        data[name] = values if replace else {**data.get(name, {}), **values}
     return validate_data(data)
 
 
@@ -91,11 +93,17 @@ def test_runs_draw_from_their_own_generators(tmp_path):
     assert torch.equal(actions(False), actions(True))
 
 
-def test_observation_statistics_skip_next_step_reset_steps(tmp_path):
-    cfg = config(tmp_path, env={"max_episode_steps": 5, "normalize_observation": True})
+@pytest.mark.parametrize("algo", [{"name": "ppo", "minibatch_size": 32, "epochs": 1},
+                                  {"name": "dqn", "learning_starts": 0, "batch_size": 16}], ids=["ppo", "dqn"])
+def test_observation_statistics_take_in_valid_steps_when_learning(tmp_path, algo):
+    cfg = config(tmp_path, env={"max_episode_steps": 5, "normalize_observation": True}, algo=algo)
     run = build_run(cfg)
     try:
-        batch = run.collector.collect(Timer(run.device))
+        timer = Timer(run.device)
+        batch = run.collector.collect(timer)
+        # Acting never moves the statistics: a rollout is normalized with one frozen set.
+        assert float(run.algo.agent.obs_norm.stats.count) < 1e-3
+        run.algo.learn(batch, timer)
         count = float(run.algo.agent.obs_norm.stats.count)
     finally:
         run.close()

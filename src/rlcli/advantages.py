@@ -12,22 +12,51 @@ if TYPE_CHECKING:
     # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
     from tensordict import TensorDict
 
+    from rlcli.models.actor_critic import ActorCritic
+    from rlcli.normalization import RewardScaler
+
 _CHUNK = 32
 
 
-def add_gae(batch: TensorDict, *, gamma: float, lam: float) -> TensorDict:
+def add_gae(batch: TensorDict, *, gamma: float, lam: float, reward: torch.Tensor | None = None) -> TensorDict:
     """Write ``advantage`` and ``value_target`` into a ``[T, N]`` rollout by :func:`gae`.
 
-    Reads ``reward``, ``value``, ``next_value``, ``terminated`` and ``truncated``.
+    Reads ``reward`` (unless a scaled ``reward`` [T, N] is given), ``value``,
+    ``next_value``, ``terminated`` and ``truncated``.
     """
     advantage, target = gae(
-        batch[keys.REWARD], batch[keys.VALUE], batch[keys.NEXT_VALUE],
+        batch[keys.REWARD] if reward is None else reward, batch[keys.VALUE], batch[keys.NEXT_VALUE],
         batch[keys.TERMINATED], batch[keys.TRUNCATED],
         gamma=gamma, lam=lam,
     )
     batch[keys.ADVANTAGE] = advantage
     batch[keys.VALUE_TARGET] = target
     return batch
+
+
+@torch.no_grad()
+def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: TensorDict, *,
+                    gamma: float, lam: float) -> TensorDict:
+    """Make a raw on-policy ``[T, N]`` batch ready for the update.
+
+    Writes ``input`` (the observations normalized with the statistics the
+    rollout was collected under, so the update sees exactly what produced
+    ``log_prob`` and ``value``), ``next_value`` (the critic on
+    ``next_observation``, the true final observation at episode ends),
+    ``advantage`` and ``value_target``. Rewards are scaled by ``reward_scaler``
+    after it has seen this rollout's returns; the batch's ``reward`` stays raw.
+    """
+    norm = agent.obs_norm
+    batch[keys.INPUT] = norm(batch[keys.OBSERVATION])
+    batch[keys.NEXT_VALUE] = agent.value(norm(batch[keys.NEXT_OBSERVATION]))
+    reward = batch[keys.REWARD]
+    reward_scaler.observe(reward, batch[keys.TERMINATED] | batch[keys.TRUNCATED], batch[keys.VALID])
+    return add_gae(batch, gamma=gamma, lam=lam, reward=reward_scaler(reward))
+
+
+def valid_rows(batch: TensorDict, *names: str) -> TensorDict:
+    """The rows of a ``[T, N]`` batch whose ``valid`` is True, flattened to [B], with only ``names``."""
+    return batch.select(*names)[batch[keys.VALID]]
 
 
 def gae(
@@ -106,3 +135,40 @@ def _decay_matrix(size: int, decay: float, like: torch.Tensor) -> torch.Tensor:
     index = torch.arange(size, device=like.device, dtype=like.dtype)
     power = index.unsqueeze(0) - index.unsqueeze(1)
     return torch.where(power >= 0, torch.pow(decay, power.clamp(min=0)), power.new_zeros(()))
+
+
+def n_step_returns(
+    reward: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    *,
+    gamma: float,
+    n: int,
+    starts: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Discounted n-step reward sums for the first ``starts`` steps of a rollout.
+
+    A window starting at step s sums ``gamma^k r_{s+k}`` for k < n and stops
+    early at the step that ends its episode (terminated or truncated); the
+    caller bootstraps from the observation after the window's last step with
+    ``gamma ** steps`` unless that step terminated. Windows never run past the
+    rollout: ``starts + n - 1`` must not exceed T.
+
+    Args:
+        reward: [T, N] float32.
+        terminated, truncated: [T, N] bool.
+
+    Returns:
+        (returns [S, N] float32, last [S, N] int64, the index of each window's
+        last step, and discount [S, N] float32, ``gamma ** steps``), S = ``starts``.
+    """
+    done = terminated | truncated
+    returns = torch.zeros_like(reward[:starts])
+    last = torch.arange(starts, device=reward.device).unsqueeze(1).expand(starts, reward.shape[1]).clone()
+    open_ = torch.ones_like(done[:starts])
+    for k in range(n):
+        returns += open_ * (gamma**k) * reward[k:k + starts]
+        last = torch.where(open_, last.new_full((), k) + torch.arange(starts, device=reward.device)[:, None], last)
+        open_ = open_ & ~done[k:k + starts]
+    steps = last - torch.arange(starts, device=reward.device)[:, None] + 1
+    return returns, last, torch.pow(gamma, steps.to(reward.dtype))

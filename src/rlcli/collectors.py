@@ -1,42 +1,44 @@
-"""On-policy rollouts: ``[T, N]`` TensorDicts written in place, step by step."""
+"""Transitions of vector envs: ``[T, N]`` TensorDicts written in place, step by step."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
-from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.config.errors import single
 from rlcli.devices import HostToDevice
 from rlcli.envs import autoreset_mode
-from rlcli.models.actor_critic import ActorCritic
-from rlcli.normalization import RewardScaler
 from rlcli.timing import Timer
 
+if TYPE_CHECKING:
+    from tensordict import TensorDict
 
-class RolloutCollector:
-    """Steps ``envs`` with ``agent`` for ``steps`` steps per call and returns one batch.
+    from rlcli.algos import Algorithm
 
-    The policy runs on ``device``, the envs on the CPU. The returned TensorDict
-    (batch ``[steps, num_envs]``, keys in :mod:`rlcli.keys`) is reused by the
-    next call: consume it before collecting again.
+
+class Collector:
+    """Steps ``envs`` with ``actor.act`` for ``steps`` steps per call and returns one raw batch.
+
+    The batch (``[steps, num_envs]``, on ``device``) holds ``observation``,
+    ``next_observation``, ``action``, ``reward``, ``terminated``, ``truncated``,
+    ``valid`` and every key the actor returns beside ``action``. Env data is
+    stored raw: normalization and scaling belong to whoever learns from it.
+    The batch is reused by the next call: consume it before collecting again.
+
+    Env outputs are written into host tensors (pinned on CUDA) and moved to the
+    device once per rollout; on the CPU the host tensors are the batch itself.
     """
 
-    def __init__(
-        self,
-        envs: VectorEnv,
-        agent: ActorCritic,
-        *,
-        steps: int,
-        device: torch.device,
-        reward_scaler: RewardScaler,
-        seed: int,
-    ):
+    def __init__(self, envs: VectorEnv, actor: Algorithm, *, steps: int, device: torch.device, seed: int):
+        from tensordict import TensorDict
+
         self.envs = envs
-        self.agent = agent
-        self.reward_scaler = reward_scaler
+        self.actor = actor
         self.mode = autoreset_mode(envs)
         if self.mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
             raise single(None, f"autoreset mode {self.mode} is not supported; "
@@ -44,28 +46,24 @@ class RolloutCollector:
         n = envs.num_envs
         obs_shape = envs.single_observation_space.shape
         act_space = envs.single_action_space
-        discrete = act_space.shape == () and np.issubdtype(act_space.dtype, np.integer)
-        self.batch = TensorDict(
-            {
-                keys.OBSERVATION: torch.zeros(steps, n, *obs_shape),
-                keys.ACTION: torch.zeros(steps, n, *act_space.shape,
-                                         dtype=torch.int64 if discrete else torch.float32),
-                keys.LOG_PROB: torch.zeros(steps, n),
-                keys.VALUE: torch.zeros(steps, n),
-                keys.NEXT_VALUE: torch.zeros(steps, n),
-                keys.REWARD: torch.zeros(steps, n),
-                keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
-                keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
-                keys.VALID: torch.ones(steps, n, dtype=torch.bool),
-            },
-            batch_size=[steps, n],
-            device=device,
-        )
-        # Env outputs stay in host arrays during the rollout and move once at its end.
-        self.reward = np.zeros((steps, n), dtype=np.float32)
-        self.terminated = np.zeros((steps, n), dtype=bool)
-        self.truncated = np.zeros((steps, n), dtype=bool)
-        self.valid = np.ones((steps, n), dtype=bool)
+        self.bounds = ((act_space.low.astype(np.float32), act_space.high.astype(np.float32))
+                       if isinstance(act_space, spaces.Box) else None)
+        self.device = device
+        pin = device.type == "cuda"
+        self.host = TensorDict({
+            keys.OBSERVATION: torch.zeros(steps, n, *obs_shape),
+            keys.NEXT_OBSERVATION: torch.zeros(steps, n, *obs_shape),
+            keys.REWARD: torch.zeros(steps, n),
+            keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
+            keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
+            keys.VALID: torch.ones(steps, n, dtype=torch.bool),
+        }, batch_size=[steps, n])
+        if pin:
+            self.host = self.host.pin_memory()
+        # numpy views of the host tensors: the env's arrays are copied straight in.
+        self.arrays = {key: value.numpy() for key, value in self.host.items()}
+        # The actor's keys are allocated at the first step, from what it returns.
+        self.batch = self.host if not pin else self.host.to(device)
         self.to_device = HostToDevice((n, *obs_shape), torch.float32, device)
         self.steps = steps
         # Actions are sampled from the collector's own generator, never torch's global one.
@@ -80,56 +78,50 @@ class RolloutCollector:
         # that step carries no transition.
         self.resetting = np.zeros(n, dtype=bool)
         self.frames = 0
+        self.actor_buffers: dict[str, torch.Tensor] | None = None
+
+    def _allocate(self, out: TensorDict) -> dict[str, torch.Tensor]:
+        """Batch buffers for the keys the actor returns, shaped by its first output."""
+        for key, value in out.items():
+            self.batch.set(key, torch.zeros(self.steps, *value.shape, dtype=value.dtype, device=self.device))
+        return {key: self.batch.get(key) for key in out.keys()}
 
     def collect(self, timer: Timer) -> TensorDict:
-        """Run one rollout; returns the batch with every key of :mod:`rlcli.keys` but the advantages."""
-        agent, batch = self.agent, self.batch
-        obs_buf, act_buf = batch[keys.OBSERVATION], batch[keys.ACTION]
-        logp_buf, value_buf = batch[keys.LOG_PROB], batch[keys.VALUE]
-        next_value = batch[keys.NEXT_VALUE]
-        final_values: list[tuple[int, np.ndarray, torch.Tensor]] = []
+        """Run one rollout of ``steps`` env steps; returns the batch."""
+        arrays = self.arrays
+        obs_buf, next_buf = arrays[keys.OBSERVATION], arrays[keys.NEXT_OBSERVATION]
+        reward_buf, valid_buf = arrays[keys.REWARD], arrays[keys.VALID]
+        term_buf, trunc_buf = arrays[keys.TERMINATED], arrays[keys.TRUNCATED]
         same_step = self.mode is AutoresetMode.SAME_STEP
         for t in range(self.steps):
-            # The observation of a NEXT_STEP reset step was already seen as a final one.
-            fresh = ~self.resetting
             with timer.phase("collect.policy"):
-                update = True if fresh.all() else torch.from_numpy(fresh).to(self.batch.device)
-                obs = agent.obs_norm(self.to_device(self.obs), update=update)
-                action, log_prob, value = agent.act(obs, self.generator)
-                obs_buf[t] = obs
-                act_buf[t] = action
-                logp_buf[t] = log_prob
-                value_buf[t] = value
-                env_action = agent.policy.to_env(action.cpu())
+                out = self.actor.act(self.to_device(self.obs), self.generator)
+                if self.actor_buffers is None:
+                    self.actor_buffers = self._allocate(out)
+                for key, buffer in self.actor_buffers.items():
+                    buffer[t] = out.get(key)
+                env_action = out.get(keys.ACTION).cpu().numpy()
+                if self.bounds is not None:
+                    env_action = np.clip(env_action, *self.bounds)
+            obs_buf[t] = self.obs
             with timer.phase("collect.env_step"):
                 self.obs, reward, terminated, truncated, info = self.envs.step(env_action)
+            next_buf[t] = self.obs
+            reward_buf[t] = reward
+            term_buf[t] = terminated
+            trunc_buf[t] = truncated
             done = terminated | truncated
-            self.reward[t] = self.reward_scaler(torch.from_numpy(reward.astype(np.float32)),
-                                                torch.from_numpy(done), torch.from_numpy(fresh)).numpy()
-            self.terminated[t] = terminated
-            self.truncated[t] = truncated
             if same_step:
-                if truncated.any():
-                    final_values.append((t, truncated.copy(), self._final_value(info, truncated)))
+                # The env has already reset: the observation returned is the next
+                # episode's first, and the true final one is in info.
+                if done.any():
+                    next_buf[t][done] = np.stack(info["final_obs"][done])
             else:
-                self.valid[t] = fresh
+                # The observation of a NEXT_STEP reset step was already seen as a final one.
+                valid_buf[t] = ~self.resetting
                 self.resetting = done
         self.frames += self.steps * self.envs.num_envs
-        with torch.no_grad():
-            last = agent.value(agent.obs_norm(self.to_device(self.obs)))
-        next_value[:-1] = value_buf[1:]
-        next_value[-1] = last
-        for t, mask, values in final_values:
-            next_value[t, torch.from_numpy(mask).to(next_value.device)] = values
-        batch[keys.REWARD].copy_(torch.from_numpy(self.reward))
-        batch[keys.TERMINATED].copy_(torch.from_numpy(self.terminated))
-        batch[keys.TRUNCATED].copy_(torch.from_numpy(self.truncated))
-        batch[keys.VALID].copy_(torch.from_numpy(self.valid))
-        return batch
-
-    @torch.no_grad()
-    def _final_value(self, info: dict, truncated: np.ndarray) -> torch.Tensor:
-        """V of the final observations of truncated episodes (SAME_STEP envs report them in ``info``)."""
-        final = np.stack(info["final_obs"][truncated]).astype(np.float32)
-        obs = torch.from_numpy(final).to(self.batch.device)
-        return self.agent.value(self.agent.obs_norm(obs))
+        if self.batch is not self.host:
+            for key, value in self.host.items():
+                self.batch.get(key).copy_(value, non_blocking=True)
+        return self.batch

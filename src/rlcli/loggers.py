@@ -20,16 +20,15 @@ class MetricLogger(Protocol):
 
 
 class CSVLogger:
-    """``metrics.csv``; the columns are those of the first row, later new keys are dropped."""
+    """``metrics.csv`` with the run's fixed columns; a term not reported yet is left empty."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, columns: list[str]):
         self.file: IO[str] = (run_dir / "metrics.csv").open("w", newline="", encoding="utf-8")
-        self.writer: csv.DictWriter | None = None
+        self.writer = csv.DictWriter(self.file, fieldnames=columns, extrasaction="ignore", restval="")
+        self.writer.writeheader()
+        self.file.flush()
 
     def write(self, row: Row) -> None:
-        if self.writer is None:
-            self.writer = csv.DictWriter(self.file, fieldnames=list(row), extrasaction="ignore", restval="")
-            self.writer.writeheader()
         self.writer.writerow(row)
         self.file.flush()
 
@@ -38,13 +37,15 @@ class CSVLogger:
 
 
 class JSONLLogger:
-    """``metrics.jsonl``, one JSON object per row; NaN becomes null."""
+    """``metrics.jsonl``, one JSON object per row with every column; NaN and missing terms become null."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, columns: list[str]):
         self.file: IO[str] = (run_dir / "metrics.jsonl").open("w", encoding="utf-8")
+        self.columns = columns
 
     def write(self, row: Row) -> None:
-        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+        values = {key: row.get(key) for key in self.columns}
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in values.items()}
         self.file.write(json.dumps(clean) + "\n")
         self.file.flush()
 
@@ -55,7 +56,7 @@ class JSONLLogger:
 class TensorBoardLogger:
     """Scalars in ``tensorboard/``, stepped by frames (needs the ``tensorboard`` extra)."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, columns: list[str]):
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(str(run_dir / "tensorboard"))
@@ -100,6 +101,6 @@ def check_backends(cfg, *, source: str | None = None) -> None:
                                  "pip install 'rlcli[tensorboard]'", path="logger.backends") from None
 
 
-def make_loggers(cfg, run_dir: Path) -> MetricLoggers:
-    """The backends named by ``cfg`` (a LoggerConfig), writing under ``run_dir``."""
-    return MetricLoggers([LOGGERS[name](run_dir) for name in dict.fromkeys(cfg.backends)])
+def make_loggers(cfg, run_dir: Path, columns: list[str]) -> MetricLoggers:
+    """The backends named by ``cfg`` (a LoggerConfig), writing rows of ``columns`` under ``run_dir``."""
+    return MetricLoggers([LOGGERS[name](run_dir, columns) for name in dict.fromkeys(cfg.backends)])

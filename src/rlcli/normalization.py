@@ -2,6 +2,8 @@
 
 Both are ``nn.Module`` buffers, so their statistics are saved and restored
 with the model and a trained policy sees the inputs it was trained on.
+Statistics change only when an algorithm's ``learn`` folds a batch in, never
+while acting: a rollout is normalized with one frozen set of statistics.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class RunningMeanStd(nn.Module):
         """Fold ``batch`` ([B, *shape]) into the statistics."""
         batch = batch.to(torch.float64)
         n = batch.shape[0]
+        if n == 0:
+            return
         mean = batch.mean(0)
         var = batch.var(0, unbiased=False)
         delta = mean - self.mean
@@ -44,18 +48,22 @@ class ObservationNormalizer(nn.Module):
         self.stats = RunningMeanStd(shape)
 
     @torch.no_grad()
-    def forward(self, obs: torch.Tensor, *, update: torch.Tensor | bool = False) -> torch.Tensor:
-        """Normalize ``obs`` ([B, *shape]); ``update`` (True or a [B] bool mask) first folds
-        those rows into the statistics."""
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Normalize ``obs`` ([*B, *shape]) with the current statistics (``obs`` itself when disabled)."""
         if not self.enabled:
             return obs
-        if isinstance(update, torch.Tensor):
-            if update.any():
-                self.stats.update(obs[update])
-        elif update:
-            self.stats.update(obs)
         std = (self.stats.var + 1e-8).sqrt()
         return ((obs - self.stats.mean) / std).clamp_(-self.clip, self.clip).to(obs.dtype)
+
+    @torch.no_grad()
+    def observe(self, obs: torch.Tensor, valid: torch.Tensor | None = None) -> None:
+        """Fold ``obs`` ([T, N, *shape]) into the statistics, skipping rows where ``valid`` ([T, N]) is False."""
+        if not self.enabled:
+            return
+        rows = obs.reshape(-1, *self.stats.mean.shape)
+        if valid is not None and not bool(valid.all()):
+            rows = rows[valid.reshape(-1)]
+        self.stats.update(rows)
 
 
 class RewardScaler(nn.Module):
@@ -74,18 +82,29 @@ class RewardScaler(nn.Module):
         self.register_buffer("returns", torch.zeros(num_envs, dtype=torch.float64))
 
     @torch.no_grad()
-    def forward(self, reward: torch.Tensor, done: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
-        """Scale ``reward`` ([N] float) and reset the return of envs whose episode ended ([N] bool).
+    def observe(self, reward: torch.Tensor, done: torch.Tensor, valid: torch.Tensor) -> None:
+        """Fold the discounted returns of a ``[T, N]`` rollout into the statistics.
 
-        Envs where ``valid`` ([N] bool) is False took no real step and leave the statistics alone.
+        Args:
+            reward: [T, N] float, raw rewards.
+            done: [T, N] bool, the episode ended at that step (its return restarts).
+            valid: [T, N] bool; invalid steps took no real step and leave the return alone.
         """
         if not self.enabled:
+            return
+        returns = torch.empty(reward.shape, dtype=torch.float64, device=reward.device)
+        running = self.returns.to(reward.device)
+        for t in range(reward.shape[0]):
+            running = torch.where(valid[t], running * self.gamma + reward[t], running)
+            returns[t] = running
+            running = running.masked_fill(done[t], 0.0)
+        self.returns.copy_(running)
+        self.stats.update(returns[valid])
+
+    @torch.no_grad()
+    def forward(self, reward: torch.Tensor) -> torch.Tensor:
+        """``reward`` (any shape) divided by the return's running std and clipped; unchanged when disabled."""
+        if not self.enabled:
             return reward
-        if valid is None:
-            valid = torch.ones_like(done)
-        self.returns.copy_(torch.where(valid, self.returns * self.gamma + reward, self.returns))
-        if valid.any():
-            self.stats.update(self.returns[valid])
-        self.returns.masked_fill_(done, 0.0)
         scaled = reward / (self.stats.var + 1e-8).sqrt()
         return scaled.clamp_(-self.clip, self.clip).to(reward.dtype)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable
 
 import torch
@@ -82,7 +83,15 @@ class GradientStep:
 
     def end_iteration(self) -> None:
         """Advance the learning-rate schedule by one iteration."""
-        self.scheduler.step()
+        # The schedule runs over the whole run, warm-up iterations (no optimizer step
+        # yet, as in off-policy methods) included; torch warns about exactly that.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step", category=UserWarning)
+            self.scheduler.step()
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from rlcli.trainer import PHASES, Hooks, TrainState
+from rlcli.trainer import Hooks, TrainState
 
 
 def _fmt_return(value: float) -> str:
@@ -32,7 +32,7 @@ def timing_table(state: TrainState) -> Table:
     table.add_column("ms", justify="right")
     table.add_column("mean ms", justify="right")
     table.add_column("share", justify="right")
-    for phase in PHASES:
+    for phase in state.run.phases:
         if phase not in timer.totals:
             continue
         seconds = state.phases.get(phase, 0.0)

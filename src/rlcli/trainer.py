@@ -1,4 +1,4 @@
-"""The training loop: collect -> advantages -> update -> log, with hooks at named points."""
+"""The training loop: collect -> learn -> check -> log, the same for every algorithm, with hooks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +21,17 @@ from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.run import Run
 from rlcli.timing import Timer
 
-# Phases every row reports, in display order; sub-phases follow their parent.
-PHASES = (
-    "collect", "collect.policy", "collect.env_step", "advantage",
-    "update", "update.forward", "update.backward", "update.optimizer", "log", "iteration",
+# Row keys before the algorithm's own METRICS; the timing columns follow them.
+BASE_COLUMNS = (
+    "iteration", "frames", "wall_time_s", "fps",
+    "rollout/episode_return_mean", "rollout/episode_length_mean", "rollout/episodes",
 )
+
+
+def columns(run: Run) -> list[str]:
+    """Every column of the run's rows, fixed before the first one: a term that appears
+    late (after an off-policy warm-up) still has its column, empty until then."""
+    return [*BASE_COLUMNS, *run.metrics, *(f"time/{phase}_ms" for phase in run.phases)]
 
 
 class TrainingError(Exception):
@@ -75,18 +80,25 @@ class Hooks:
     on_run_end: list[Hook] = field(default_factory=list)
 
 
-def make_run_dir(output_dir: str | Path, name: str) -> Path:
-    """A new folder ``<output_dir>/<name>-<timestamp>`` (suffixed when the second is taken)."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path(output_dir).expanduser() / f"{name}-{stamp}"
-    candidate, suffix = base, 1
-    while True:
-        try:
-            candidate.mkdir(parents=True)
-            return candidate
-        except FileExistsError:
-            suffix += 1
-            candidate = base.with_name(f"{base.name}-{suffix}")
+class WeightsSnapshot:
+    """A preallocated copy of the agent's state (every network, targets and statistics included),
+    refreshed in place each iteration so that a failed run can save the last finite weights."""
+
+    def __init__(self, agent: torch.nn.Module):
+        self.agent = agent
+        self.saved = {name: value.detach().clone() for name, value in agent.state_dict().items()}
+
+    def take(self) -> None:
+        torch._foreach_copy_(list(self.saved.values()), list(self.agent.state_dict().values()))
+
+    def restore(self) -> None:
+        self.agent.load_state_dict(self.saved)
+
+
+def weights_finite(agent: torch.nn.Module) -> bool:
+    """Whether every parameter is finite (the norm of a tensor with an inf or NaN is not)."""
+    norms = torch._foreach_norm([p.detach() for p in agent.parameters()])
+    return bool(torch.stack(norms).isfinite().all()) if norms else True
 
 
 def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
@@ -103,15 +115,19 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     hooks = hooks or Hooks()
     cfg = run.cfg
     try:
-        run_dir = make_run_dir(cfg.run.output_dir, cfg.run.name)
+        run_dir = run.folder.path
         (run_dir / "config.toml").write_text(to_toml(cfg), encoding="utf-8")
         state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device))
         _write_status(state)
-        loggers = make_loggers(cfg.logger, run_dir)
+        loggers = make_loggers(cfg.logger, run_dir, columns(run))
     except OSError as exc:
         run.close()
         raise single(None, f"cannot write the run folder under {cfg.run.output_dir!r}: {exc}",
                      path="run.output_dir") from None
+    except BaseException:
+        run.close()
+        raise
+    snapshot = WeightsSnapshot(run.algo.agent)
     for hook in hooks.on_run_start:
         hook(state)
     state.started = time.perf_counter()
@@ -119,7 +135,7 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     try:
         with _stop_on_ctrl_c(state):
             while state.iteration < run.iterations and state.status == "running":
-                pending = _iteration(run, state, loggers, pending)
+                pending = _iteration(run, state, loggers, pending, snapshot)
                 for hook in hooks.on_iteration_end:
                     hook(state)
                 if state.stop_requested and state.status == "running":
@@ -170,26 +186,24 @@ def _stop_on_ctrl_c(state: TrainState) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None) -> Row | None:
-    """One collect -> advantages -> update -> log round; returns the row still to write."""
+def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None,
+               snapshot: WeightsSnapshot) -> Row | None:
+    """One collect -> learn -> check -> log round; returns the row still to write."""
     timer, algo, cfg = state.timer, run.algo, run.cfg
     with timer.phase("iteration"):
         with timer.phase("collect"):
             batch = run.collector.collect(timer)
-        with timer.phase("advantage"):
-            batch = algo.advantages(batch)
-        lr = algo.step.lr
         # Kept so that a failed run saves the last weights that gave finite losses.
-        last_good = {name: value.clone() for name, value in algo.agent.state_dict().items()}
+        snapshot.take()
         with timer.phase("update"):
-            terms = algo.update(batch, timer)
+            terms = algo.learn(batch, timer)
         for name, value in terms.items():
             if not math.isfinite(value):
-                algo.agent.load_state_dict(last_good)
+                snapshot.restore()
                 raise TrainingError(state.iteration + 1, name, value)
         # A finite loss can still leave non-finite weights (an inf gradient through clipping).
-        if not torch.nn.utils.parameters_to_vector(algo.agent.parameters()).isfinite().all():
-            algo.agent.load_state_dict(last_good)
+        if not weights_finite(algo.agent):
+            snapshot.restore()
             raise TrainingError(state.iteration + 1, "a network weight", math.nan)
         with timer.phase("log"):
             # Rows are written one iteration late, so each holds its own log time.
@@ -208,13 +222,13 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     if target is not None and len(returns) == returns.maxlen and state.last_return >= target:
         state.solved_at = (state.frames, state.wall_time)
         state.status = "solved"
-    state.row = _row(state, terms, lr)
+    state.row = _row(state, terms)
     if state.iteration % cfg.logger.interval == 0 or state.status != "running":
         return state.row
     return None
 
 
-def _row(state: TrainState, terms: dict[str, float], lr: float) -> Row:
+def _row(state: TrainState, terms: dict[str, float]) -> Row:
     lengths = state.run.envs.length_queue
     row: Row = {
         "iteration": state.iteration,
@@ -225,9 +239,8 @@ def _row(state: TrainState, terms: dict[str, float], lr: float) -> Row:
         "rollout/episode_length_mean": float(np.mean(lengths)) if lengths else math.nan,
         "rollout/episodes": int(state.run.envs.episode_count),
         **terms,
-        "optim/lr": lr,
     }
-    for phase in PHASES:
+    for phase in state.run.phases:
         row[f"time/{phase}_ms"] = round(state.phases.get(phase, 0.0) * 1000, 3)
     return row
 
@@ -241,7 +254,6 @@ def _save_final(state: TrainState) -> None:
         "iteration": state.iteration,
         "frames": state.frames,
         "agent": run.algo.agent.state_dict(),
-        "reward_scaler": run.reward_scaler.state_dict(),
         "algo_state": run.algo.state_dict(),
     }))
 

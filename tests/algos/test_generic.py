@@ -1,7 +1,9 @@
-"""Checks every algorithm in the table gets for free."""
+"""Checks every algorithm in the table gets for free, derived from its module's
+``SUPPORTS``, ``PHASES`` and ``METRICS``."""
 
 import math
 
+import gymnasium as gym
 import pytest
 import torch
 
@@ -11,43 +13,121 @@ from rlcli.config.load import validate_data
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
+ENVS = ["CartPole-v1", "Pendulum-v1"]
+LOOP_PHASES = {"collect", "collect.policy", "collect.env_step", "update", "log", "iteration"}
 
-def config(name: str, env_id: str, **algo):
+
+def supported(name: str, env_id: str) -> bool:
+    env = gym.make(env_id)
+    try:
+        module = ALGORITHMS[name]
+        return (isinstance(env.observation_space, module.SUPPORTS["observation"])
+                and isinstance(env.action_space, module.SUPPORTS["action"]))
+    finally:
+        env.close()
+
+
+def config(name: str, env_id: str, seed: int = 1):
+    module = ALGORITHMS[name]
+    algo = {"name": name}
+    # Small batches so that a few iterations are enough to learn something.
+    for field, value in (("minibatch_size", 32), ("batch_size", 16), ("learning_starts", 64)):
+        if field in module.CONFIG.model_fields:
+            algo[field] = value
+    if "replay" in module.CONFIG.model_fields:
+        algo["replay"] = {"capacity": 1000}
     return validate_data({
-        "run": {"seed": 1, "device": "cpu"},
+        "run": {"seed": seed, "device": "cpu"},
         "env": {"id": env_id, "num_envs": 4, "vectorization": "sync"},
-        "algo": {"name": name, **algo},
+        "algo": algo,
         "collector": {"frames_per_batch": 64, "total_frames": 640},
     })
 
 
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
-def test_one_update_returns_finite_named_terms_and_changes_weights(name, env_id):
+PAIRS = [(name, env_id) for name in sorted(ALGORITHMS) for env_id in ENVS if supported(name, env_id)]
+UNSUPPORTED = [(name, env_id) for name in sorted(ALGORITHMS) for env_id in ENVS if not supported(name, env_id)]
+
+
+def learn_until_loss(run, timer, limit: int = 5) -> dict[str, float]:
+    """Collect and learn until ``learn`` reports a loss (off-policy methods warm up first)."""
+    for _ in range(limit):
+        terms = run.algo.learn(run.collector.collect(timer), timer)
+        if any(key.startswith("loss/") for key in terms):
+            return terms
+    pytest.fail(f"no loss term after {limit} iterations: {terms}")
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_learn_reports_its_metrics_times_its_phases_and_changes_weights(name, env_id):
     module = ALGORITHMS[name]
-    extra = {"minibatch_size": 32} if "minibatch_size" in module.CONFIG.model_fields else {}
-    run = build_run(config(name, env_id, **extra))
+    run = build_run(config(name, env_id))
     try:
         before = [p.detach().clone() for p in run.algo.agent.parameters()]
         timer = Timer(run.device)
-        batch = run.algo.advantages(run.collector.collect(timer))
-        terms = run.algo.update(batch, timer)
+        terms = learn_until_loss(run, timer)
     finally:
         run.close()
-    assert {"loss/policy", "loss/value", "loss/entropy"} <= set(terms)
-    assert all(math.isfinite(v) for v in terms.values())
+    assert set(terms) <= set(module.METRICS), set(terms) - set(module.METRICS)
+    assert "loss/total" in terms and "optim/lr" in terms
+    assert all(math.isfinite(v) for v in terms.values()), terms
     changed = [not torch.equal(a, b) for a, b in zip(before, run.algo.agent.parameters())]
     assert any(changed)
     assert {"update.forward", "update.backward", "update.optimizer"} <= set(timer.current)
+    assert set(timer.current) <= LOOP_PHASES | set(module.PHASES), set(timer.current) - set(module.PHASES)
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_run_columns_come_from_the_module(name, env_id):
+    module = ALGORITHMS[name]
+    run = build_run(config(name, env_id))
+    run.close()
+    assert run.metrics == tuple(module.METRICS)
+    assert set(module.PHASES) <= set(run.phases)
+    # Sub-phases follow their parent in the display order.
+    assert run.phases.index("update") < min(run.phases.index(p) for p in module.PHASES)
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_state_dict_round_trips_into_a_fresh_build(name, env_id):
+    run = build_run(config(name, env_id))
+    try:
+        timer = Timer(run.device)
+        learn_until_loss(run, timer)
+        agent_state = {k: v.clone() for k, v in run.algo.agent.state_dict().items()}
+        algo_state = run.algo.state_dict()
+    finally:
+        run.close()
+    fresh = build_run(config(name, env_id, seed=7))
+    try:
+        fresh.algo.agent.load_state_dict(agent_state)
+        fresh.algo.load_state_dict(algo_state)
+        reloaded = fresh.algo.state_dict()
+    finally:
+        fresh.close()
+    if "generator" in algo_state:
+        assert torch.equal(reloaded["generator"], algo_state["generator"])
+    assert reloaded["step"]["scheduler"] == algo_state["step"]["scheduler"]
+    assert reloaded["step"]["optimizer"]["state"].keys() == algo_state["step"]["optimizer"]["state"].keys()
+    for key, value in agent_state.items():
+        assert torch.equal(fresh.algo.agent.state_dict()[key], value), key
+
+
+@pytest.mark.parametrize(("name", "env_id"), UNSUPPORTED)
+def test_an_unsupported_space_is_a_config_error_naming_it(name, env_id):
+    with pytest.raises(ConfigError) as info:
+        build_run(config(name, env_id))
+    text = info.value.render()
+    assert env_id in text and name in text and "supported" in text and "Box" in text
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_unsupported_observation_space_is_a_config_error(name):
+    algo = {"name": name} | ({"minibatch_size": 32} if name == "ppo" else {})
     cfg = validate_data({
         "env": {"id": "Blackjack-v1", "num_envs": 2},
-        "algo": {"name": name},
+        "algo": algo,
         "collector": {"frames_per_batch": 64, "total_frames": 640},
-    } | ({"algo": {"name": name, "minibatch_size": 32}} if name == "ppo" else {}))
+    })
     with pytest.raises(ConfigError) as info:
         build_run(cfg)
     text = info.value.render()
@@ -59,4 +139,6 @@ def test_every_algorithm_module_has_the_table_interface(name):
     module = ALGORITHMS[name]
     assert module.CONFIG.model_fields["name"].annotation.__args__ == (name,)
     assert set(module.SUPPORTS) == {"observation", "action"}
+    assert all(phase.startswith("update.") for phase in module.PHASES)
+    assert all(key.split("/")[0] in {"loss", "stats", "optim"} for key in module.METRICS)
     assert callable(module.build)

@@ -2,6 +2,7 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
+from rlcli.advantages import prepare_rollout
 from rlcli.algos.ppo import ppo_loss
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
@@ -24,7 +25,7 @@ def minibatch(agent, size=16, seed=0):
     with torch.no_grad():
         log_prob, _, value = agent.evaluate(obs, action)
     return TensorDict({
-        keys.OBSERVATION: obs, keys.ACTION: action, keys.LOG_PROB: log_prob, keys.VALUE: value,
+        keys.INPUT: obs, keys.ACTION: action, keys.LOG_PROB: log_prob, keys.VALUE: value,
         keys.ADVANTAGE: torch.randn(size, generator=g), keys.VALUE_TARGET: torch.randn(size, generator=g),
     }, batch_size=[size])
 
@@ -37,14 +38,14 @@ def test_loss_matches_hand_computation_with_shifted_old_policy():
     # Pretend the acting policy gave other probabilities, so ratios move off 1.
     batch[keys.LOG_PROB] = batch[keys.LOG_PROB] + torch.linspace(-0.5, 0.5, 16)
     terms = ppo_loss(agent, batch, clip_epsilon=0.2, clip_value=None, normalize_advantage=True)
-    logits = agent.policy.net(batch[keys.OBSERVATION])
+    logits = agent.policy.net(batch[keys.INPUT])
     log_prob = torch.log_softmax(logits, -1).gather(1, batch[keys.ACTION][:, None]).squeeze(1)
     ratio = torch.exp(log_prob - batch[keys.LOG_PROB])
     adv = batch[keys.ADVANTAGE]
     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     expected = -torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean()
     torch.testing.assert_close(terms["loss/policy"], expected)
-    value = agent.value(batch[keys.OBSERVATION])
+    value = agent.value(batch[keys.INPUT])
     torch.testing.assert_close(terms["loss/value"], ((value - batch[keys.VALUE_TARGET]) ** 2).mean())
     assert 0 < terms["stats/clip_fraction"] < 1
     assert terms["stats/approx_kl"] > 0
@@ -64,39 +65,91 @@ def test_value_clipping_limits_the_value_update():
     assert plain["loss/value"] < clipped["loss/value"]
 
 
-def test_update_runs_epochs_of_minibatches_and_target_kl_stops_early():
-    full = make_run(epochs=4)
+def test_learn_runs_epochs_of_minibatches():
+    run = make_run(epochs=4)
     try:
-        timer = Timer(full.device)
-        batch = full.algo.advantages(full.collector.collect(timer))
+        timer = Timer(run.device)
+        batch = run.collector.collect(timer)
         valid = int(batch[keys.VALID].sum())
-        stats = full.algo.update(batch, timer)
+        stats = run.algo.learn(batch, timer)
     finally:
-        full.close()
+        run.close()
     per_epoch = -(-valid // 32)
+    # A one-sample tail is skipped, at most once per epoch.
     assert per_epoch * 4 - 4 <= stats["stats/gradient_steps"] <= per_epoch * 4
-    early = make_run(epochs=50, target_kl=1e-6)
+
+
+def test_target_kl_stops_inside_the_first_epoch():
+    run = make_run(epochs=50, target_kl=1e-6)
     try:
-        timer = Timer(early.device)
-        batch = early.algo.advantages(early.collector.collect(timer))
-        stats = early.algo.update(batch, timer)
+        timer = Timer(run.device)
+        batch = run.collector.collect(timer)
+        valid = int(batch[keys.VALID].sum())
+        stats = run.algo.learn(batch, timer)
     finally:
-        early.close()
-    assert stats["stats/gradient_steps"] < 50 * per_epoch / 2
+        run.close()
+    # The first minibatch sees the acting policy (KL 0) and steps; the second already
+    # exceeds 1e-6 and stops the update there, not at the end of its epoch.
+    assert -(-valid // 32) > 2
+    assert stats["stats/gradient_steps"] == 1
 
 
 def test_clip_schedule_and_lr_schedule_decay_linearly():
     run = make_run(clip_schedule="linear")
+    cfg = run.cfg.model_copy(update={"optim": run.cfg.optim.model_copy(update={"lr_schedule": "linear"})})
+    run.close()
+    run = build_run(cfg)
     try:
-        run.cfg  # noqa: B018
         timer = Timer(run.device)
         lrs, clips = [], []
         for _ in range(3):
-            lrs.append(run.algo.step.lr)
-            stats = run.algo.update(run.algo.advantages(run.collector.collect(timer)), timer)
+            stats = run.algo.learn(run.collector.collect(timer), timer)
+            lrs.append(stats["optim/lr"])
             clips.append(stats["stats/clip_epsilon"])
     finally:
         run.close()
-    # Constant lr by default; the clip range falls by 1/10 of 0.2 per iteration of 10.
-    assert lrs == [3e-4] * 3
+    # 10 iterations in the run: both fall by a tenth of their start value per iteration.
+    assert [round(lr, 9) for lr in lrs] == [3e-4, 2.7e-4, 2.4e-4]
     assert [round(c, 6) for c in clips] == [0.2, 0.18, 0.16]
+
+
+def test_constant_schedules_stay_constant():
+    run = make_run()
+    try:
+        timer = Timer(run.device)
+        stats = [run.algo.learn(run.collector.collect(timer), timer) for _ in range(3)]
+    finally:
+        run.close()
+    assert [s["optim/lr"] for s in stats] == [3e-4] * 3
+    assert [s["stats/clip_epsilon"] for s in stats] == [0.2] * 3
+
+
+def test_first_minibatch_ratio_is_one_with_observation_normalization():
+    run = build_run(validate_data({
+        "run": {"seed": 3, "device": "cpu"},
+        "env": {"id": "Pendulum-v1", "num_envs": 4, "vectorization": "sync", "normalize_observation": True},
+        "algo": {"name": "ppo", "minibatch_size": 64, "epochs": 2},
+        "collector": {"frames_per_batch": 128, "total_frames": 1280},
+    }))
+    try:
+        timer = Timer(run.device)
+        for _ in range(2):
+            run.algo.learn(run.collector.collect(timer), timer)
+        agent = run.algo.agent
+        # The statistics have moved away from their start, so stale inputs would show.
+        assert agent.obs_norm.stats.count > 200
+        batch = run.collector.collect(timer)
+        prepare_rollout(agent, run.algo.reward_scaler, batch, gamma=0.99, lam=0.95)
+        with torch.no_grad():
+            log_prob, _, value = agent.evaluate(batch[keys.INPUT].flatten(0, 1), batch[keys.ACTION].flatten(0, 1))
+        stored = batch[keys.LOG_PROB].flatten(0, 1)
+        torch.testing.assert_close(log_prob, stored, atol=1e-5, rtol=0)
+        torch.testing.assert_close(value, batch[keys.VALUE].flatten(0, 1), atol=1e-5, rtol=0)
+        # Had the statistics taken in this rollout first, the inputs (and ratios) would differ.
+        agent.obs_norm.observe(batch[keys.OBSERVATION])
+        with torch.no_grad():
+            moved, _, _ = agent.evaluate(agent.obs_norm(batch[keys.OBSERVATION]).flatten(0, 1),
+                                         batch[keys.ACTION].flatten(0, 1))
+        assert (moved - stored).abs().max() > 1e-4
+    finally:
+        run.close()

@@ -16,8 +16,11 @@ def test_loss_cases_call_their_own_algorithm():
         for case in cases:
             if case.name.endswith(".forward"):
                 terms = case.run()
-                # PPO's loss reports its KL estimate; A2C's has none.
+                assert "loss/total" in terms, case.key
+                # PPO's loss reports its KL estimate; the others have none.
                 assert ("stats/approx_kl" in terms) == case.name.startswith("ppo"), case.key
+                # DQN's loss reports its Q-values; the actor-critics have none.
+                assert ("stats/q_mean" in terms) == case.name.startswith("dqn"), case.key
         assert {r.name for r in ratios} == {"ppo.slowdown_vs_bare_torch"}
     finally:
         for case in cases:

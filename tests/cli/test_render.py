@@ -86,9 +86,9 @@ def test_out_of_range_values_are_all_reported_at_once(rlcli, tmp_path):
 
 
 def test_unknown_algorithm_lists_the_known_ones(rlcli, tmp_path):
-    text = '[env]\nid = "CartPole-v1"\n\n[algo]\nname = "dqn"\n'
+    text = '[env]\nid = "CartPole-v1"\n\n[algo]\nname = "muzero"\n'
     result = show_config_error(rlcli, tmp_path, text)
-    assert_bad_input(result, "invalid config bad.toml", "algo: unknown algorithm 'dqn'", "known algorithms: ppo, a2c")
+    assert_bad_input(result, "invalid config bad.toml", "algo: unknown algorithm 'muzero'", "known algorithms: ppo, a2c, dqn")
 
 
 def test_unknown_env_id_suggests_close_ids(rlcli, tmp_path):

@@ -50,7 +50,7 @@ def _ppo_cartpole() -> dict:
         (None, "optimizer", {"lr": 0.1}),  # unknown section
         ("env", "num_envs", "eight"),  # wrong type
         ("algo", "gamma", 2),  # out of range
-        ("algo", "name", "dqn"),  # unknown algorithm
+        ("algo", "name", "muzero"),  # unknown algorithm
         ("optim", "lr", -1e-3),  # out of range
     ],
 )

@@ -29,12 +29,12 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Columns every on-policy run writes, whatever the algorithm adds.
+# Columns every PPO or A2C run writes.
 REQUIRED_COLUMNS = (
     "iteration", "frames", "wall_time_s", "fps",
     "rollout/episode_return_mean", "rollout/episode_length_mean",
     "loss/policy", "loss/value", "loss/entropy", "optim/lr",
-    "time/collect_ms", "time/collect.env_step_ms", "time/collect.policy_ms", "time/advantage_ms",
+    "time/collect_ms", "time/collect.env_step_ms", "time/collect.policy_ms", "time/update.advantage_ms",
     "time/update_ms", "time/update.forward_ms", "time/update.backward_ms", "time/update.optimizer_ms",
     "time/log_ms", "time/iteration_ms",
 )

@@ -18,7 +18,7 @@ EXPECTED = {
     "negative_lr.toml": ("optim.lr", "greater than 0 (got -0.001)", 9),
     "gamma_above_one.toml": ("algo.gamma", "less than or equal to 1 (got 1.5)", 7),
     "zero_envs.toml": ("env.num_envs", "greater than or equal to 1 (got 0)", 4),
-    "unknown_algo.toml": ("algo", "unknown algorithm 'dqn'; known algorithms: ppo, a2c", 5),
+    "unknown_algo.toml": ("algo", "unknown algorithm 'muzero'; known algorithms: ppo, a2c, dqn", 5),
     "unknown_env.toml": ("env.id", "unknown gymnasium env id 'CartPole-v2'; did you mean 'CartPole-v1'", 3),
     "module_env.toml": ("env.id", "module-qualified env id 'os:system' is not allowed", 3),
     "missing_env.toml": ("env", "missing required section [env]", None),

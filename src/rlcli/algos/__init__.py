@@ -1,21 +1,73 @@
-"""The algorithm table: each entry maps a config ``name`` to its module.
+"""The algorithm table and the protocol every algorithm satisfies.
 
-Adding an algorithm means adding its module (which exposes ``CONFIG``,
-``SUPPORTS`` and ``build``) and one entry here; the ``AlgoConfig`` union,
-``validate --build`` and the generic tests all read this table.
+Each entry maps a config ``name`` to its module. A module exposes ``CONFIG``
+(its pydantic model), ``SUPPORTS`` (the space types it accepts), ``PHASES``
+(the timed sub-phases of its ``learn``), ``METRICS`` (the row keys its
+``learn`` reports) and ``build``. Adding an algorithm means adding its module
+and one entry here; the ``AlgoConfig`` union, ``validate --build``, the bench
+suites and the generic tests all read this table.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Protocol, Union
 
 from pydantic import Field
 
-from rlcli.algos import a2c, ppo
+from rlcli.algos import a2c, dqn, ppo
+
+if TYPE_CHECKING:
+    import torch
+    from tensordict import TensorDict
+    from torch import nn
+
+    from rlcli.timing import Timer
+
+
+class Algorithm(Protocol):
+    """What the trainer, the collector and checkpoints need of an algorithm.
+
+    The trainer loop is the same for every family: the collector calls
+    ``act`` for each env step, then the trainer hands the ``[T, N]`` batch to
+    ``learn``. On-policy methods compute their advantages and update there;
+    off-policy methods extend their replay buffer and take their gradient steps.
+    """
+
+    agent: nn.Module
+    """Every network, targets and normalization statistics included: one state_dict covers them."""
+
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """Actions for raw observations ([N, *obs] float32), with whatever ``learn`` needs stored
+        beside them (PPO: ``log_prob``, ``value``, ``input``). Batch size [N]; no statistics change."""
+        ...
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Everything an iteration does with a fresh ``[T, N]`` batch; returns the row terms."""
+        ...
+
+    def state_dict(self) -> dict:
+        """Optimizers, schedules, generators and counters (the agent's weights are saved apart)."""
+        ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+class Benchable(Protocol):
+    """The parts of an algorithm that the bench suites time and the tests probe on their own."""
+
+    def loss(self, minibatch: TensorDict) -> dict[str, torch.Tensor]:
+        """Named loss terms of one minibatch, ``loss/total`` the scalar to minimise."""
+        ...
+
+    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """A minibatch of ``size`` as ``learn`` would draw it after receiving ``batch``."""
+        ...
+
 
 ALGORITHMS = {
     "ppo": ppo,
     "a2c": a2c,
+    "dqn": dqn,
 }
 
 AlgoConfig = Annotated[

@@ -9,8 +9,9 @@ from gymnasium import spaces as gspaces
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlcli import keys
-from rlcli.advantages import add_gae
+from rlcli.advantages import prepare_rollout, valid_rows
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
+from rlcli.normalization import RewardScaler
 from rlcli.optim import GradientStep
 from rlcli.timing import Timer
 
@@ -31,17 +32,26 @@ class A2CConfig(BaseModel):
     normalize_advantage: bool = Field(False, description="Normalize advantages over the batch.")
 
 
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs: none for A2C."""
+        return []
+
+
 CONFIG = A2CConfig
 SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Discrete, gspaces.Box)}
+# What a2c_loss reads.
+LOSS_KEYS = (keys.INPUT, keys.ACTION, keys.ADVANTAGE, keys.VALUE_TARGET)
+PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
 
 
 def a2c_loss(agent: ActorCritic, batch: TensorDict, *, normalize_advantage: bool) -> dict[str, torch.Tensor]:
     """Policy-gradient loss, value loss and entropy of a batch.
 
-    Reads ``observation``, ``action``, ``advantage`` and ``value_target`` (each [B, ...]).
+    Reads ``input``, ``action``, ``advantage`` and ``value_target`` (each [B, ...]).
     Returns ``loss/policy``, ``loss/value`` and ``loss/entropy`` (the mean entropy).
     """
-    log_prob, entropy, value = agent.evaluate(batch[keys.OBSERVATION], batch[keys.ACTION])
+    log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
     advantage = batch[keys.ADVANTAGE]
     if normalize_advantage and advantage.numel() > 1:
         advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
@@ -53,19 +63,17 @@ def a2c_loss(agent: ActorCritic, batch: TensorDict, *, normalize_advantage: bool
 
 
 class A2C:
-    """A2C's update: one gradient step per rollout."""
+    """A2C's learning step: advantages, then one gradient step per rollout."""
 
-    def __init__(self, cfg: A2CConfig, *, agent: ActorCritic, optim, iterations: int):
+    def __init__(self, cfg: A2CConfig, *, agent: ActorCritic, reward_scaler: RewardScaler, optim, iterations: int):
         self.cfg = cfg
         self.agent = agent
+        self.reward_scaler = reward_scaler
         self.step = GradientStep(optim, agent.parameters(), iterations)
 
-    def seed(self, seed: int) -> None:
-        """A2C draws no random numbers of its own."""
-
-    def advantages(self, batch: TensorDict) -> TensorDict:
-        """Write ``advantage`` and ``value_target`` into ``batch`` ([T, N])."""
-        return add_gae(batch, gamma=self.cfg.gamma, lam=self.cfg.gae_lambda)
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """``action``, ``log_prob`` and ``value`` for raw ``observation`` ([N, *obs])."""
+        return self.agent.act(observation, generator)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`a2c_loss` terms of a batch plus ``loss/total``, the scalar to minimise."""
@@ -75,24 +83,43 @@ class A2C:
                                - cfg.entropy_coef * terms["loss/entropy"])
         return terms
 
-    def update(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
-        """One gradient step on the valid samples of ``batch``."""
-        flat = batch[batch[keys.VALID]]
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Advantages, one gradient step on the valid samples of ``batch``, then the statistics update."""
+        cfg = self.cfg
+        lr = self.step.lr
+        with timer.phase("update.advantage"):
+            prepare_rollout(self.agent, self.reward_scaler, batch, gamma=cfg.gamma, lam=cfg.gae_lambda)
+        flat = valid_rows(batch, *LOSS_KEYS)
         with timer.phase("update.forward"):
             terms = self.loss(flat)
         self.step(terms["loss/total"], timer)
         self.step.end_iteration()
-        return {name: float(value.detach()) for name, value in terms.items()}
+        # Only now: the update had to see the inputs the rollout was collected with.
+        self.agent.obs_norm.observe(batch[keys.OBSERVATION], batch[keys.VALID])
+        return {name: float(value.detach()) for name, value in terms.items()} | {"optim/lr": lr}
+
+    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """``size`` random valid rows of ``batch`` after its advantages are written."""
+        cfg = self.cfg
+        prepare_rollout(self.agent, self.reward_scaler, batch, gamma=cfg.gamma, lam=cfg.gae_lambda)
+        flat = valid_rows(batch, *LOSS_KEYS)
+        return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
 
     def state_dict(self) -> dict:
-        return self.step.state_dict()
+        return {"step": self.step.state_dict(), "reward_scaler": self.reward_scaler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step.load_state_dict(state["step"])
+        self.reward_scaler.load_state_dict(state["reward_scaler"])
 
 
-def build(cfg: A2CConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, optim,
-          iterations: int, device: torch.device) -> A2C:
+def build(cfg: A2CConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
+          device: torch.device, seed: int, run_folder=None, source=None) -> A2C:
     """A2C with an actor-critic sized from ``spaces`` = (observation space, action space).
 
-    ``network``, ``env`` and ``optim`` are the run's NetworkConfig, EnvConfig and OptimConfig.
+    ``network``, ``env``, ``collector`` and ``optim`` are the run's sections. A2C draws no
+    random numbers of its own, so ``seed`` is unused.
     """
     agent = build_actor_critic(network, env, *spaces).to(device)
-    return A2C(cfg, agent=agent, optim=optim, iterations=iterations)
+    reward_scaler = RewardScaler(env.num_envs, gamma=cfg.gamma, enabled=env.normalize_reward).to(device)
+    return A2C(cfg, agent=agent, reward_scaler=reward_scaler, optim=optim, iterations=collector.iterations)

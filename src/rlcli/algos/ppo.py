@@ -9,8 +9,9 @@ from gymnasium import spaces as gspaces
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlcli import keys
-from rlcli.advantages import add_gae
+from rlcli.advantages import prepare_rollout, valid_rows
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
+from rlcli.normalization import RewardScaler
 from rlcli.optim import SCHEDULES, GradientStep
 from rlcli.timing import Timer
 
@@ -44,8 +45,22 @@ class PPOConfig(BaseModel):
     )
 
 
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        fpb = collector.frames_per_batch
+        if self.minibatch_size > fpb:
+            return [("algo.minibatch_size",
+                     f"minibatch_size ({self.minibatch_size}) must not exceed collector.frames_per_batch ({fpb})")]
+        return []
+
+
 CONFIG = PPOConfig
 SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Discrete, gspaces.Box)}
+# What ppo_loss reads.
+LOSS_KEYS = (keys.INPUT, keys.ACTION, keys.LOG_PROB, keys.VALUE, keys.ADVANTAGE, keys.VALUE_TARGET)
+PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "stats/approx_kl",
+           "stats/clip_fraction", "stats/gradient_steps", "stats/clip_epsilon", "optim/lr")
 
 
 def ppo_loss(
@@ -58,12 +73,12 @@ def ppo_loss(
 ) -> dict[str, torch.Tensor]:
     """Clipped-surrogate policy loss, value loss and entropy of one minibatch.
 
-    Reads ``observation``, ``action``, ``log_prob``, ``value``, ``advantage`` and
+    Reads ``input``, ``action``, ``log_prob``, ``value``, ``advantage`` and
     ``value_target`` (each [B, ...]). Returns ``loss/policy``, ``loss/value``,
     ``loss/entropy`` (the mean entropy, to be maximised) and the detached
     statistics ``stats/approx_kl`` and ``stats/clip_fraction``.
     """
-    log_prob, entropy, value = agent.evaluate(batch[keys.OBSERVATION], batch[keys.ACTION])
+    log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
     advantage = batch[keys.ADVANTAGE]
     if normalize_advantage:
         advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
@@ -91,25 +106,25 @@ def ppo_loss(
 
 
 class PPO:
-    """PPO's update: ``epochs`` passes of shuffled minibatches over one rollout."""
+    """PPO's learning step: advantages, then ``epochs`` passes of shuffled minibatches over one rollout."""
 
-    def __init__(self, cfg: PPOConfig, *, agent: ActorCritic, optim, iterations: int, device: torch.device):
+    def __init__(self, cfg: PPOConfig, *, agent: ActorCritic, reward_scaler: RewardScaler, optim,
+                 iterations: int, device: torch.device, seed: int):
         self.cfg = cfg
         self.agent = agent
+        self.reward_scaler = reward_scaler
         self.step = GradientStep(optim, agent.parameters(), iterations)
         self.clip_factor = SCHEDULES[cfg.clip_schedule]
         self.iterations = iterations
         self.done = 0
         self.clip_epsilon = cfg.clip_epsilon
         self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(seed)
         self.device = device
 
-    def seed(self, seed: int) -> None:
-        self.generator.manual_seed(seed)
-
-    def advantages(self, batch: TensorDict) -> TensorDict:
-        """Write ``advantage`` and ``value_target`` into ``batch`` ([T, N])."""
-        return add_gae(batch, gamma=self.cfg.gamma, lam=self.cfg.gae_lambda)
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """``action``, ``log_prob`` and ``value`` for raw ``observation`` ([N, *obs])."""
+        return self.agent.act(observation, generator)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`ppo_loss` terms of a minibatch plus ``loss/total``, the scalar to minimise."""
@@ -120,11 +135,17 @@ class PPO:
                                - cfg.entropy_coef * terms["loss/entropy"])
         return terms
 
-    def update(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
-        """One optimisation round on ``batch``; returns the mean of each loss term and statistic."""
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Advantages of the rollout, one optimisation round, then the statistics take in the rollout.
+
+        Returns the mean of each loss term and statistic, and the learning rate used.
+        """
         cfg = self.cfg
+        lr = self.step.lr
+        with timer.phase("update.advantage"):
+            prepare_rollout(self.agent, self.reward_scaler, batch, gamma=cfg.gamma, lam=cfg.gae_lambda)
         self.clip_epsilon = cfg.clip_epsilon * max(self.clip_factor(self.done / self.iterations), 1e-8)
-        flat = batch[batch[keys.VALID]]
+        flat = valid_rows(batch, *LOSS_KEYS)
         size = flat.batch_size[0]
         sums: dict[str, torch.Tensor] = {}
         steps = 0
@@ -149,20 +170,39 @@ class PPO:
                 steps += 1
         self.step.end_iteration()
         self.done += 1
+        # Only now: the update had to see the inputs the rollout was collected with.
+        self.agent.obs_norm.observe(batch[keys.OBSERVATION], batch[keys.VALID])
         stats = {name: float(total) / max(steps, 1) for name, total in sums.items()}
         stats["stats/gradient_steps"] = float(steps)
         stats["stats/clip_epsilon"] = self.clip_epsilon
+        stats["optim/lr"] = lr
         return stats
 
+    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """``size`` random valid rows of ``batch`` after its advantages are written."""
+        cfg = self.cfg
+        prepare_rollout(self.agent, self.reward_scaler, batch, gamma=cfg.gamma, lam=cfg.gae_lambda)
+        flat = valid_rows(batch, *LOSS_KEYS)
+        return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
+
     def state_dict(self) -> dict:
-        return self.step.state_dict()
+        return {"step": self.step.state_dict(), "generator": self.generator.get_state(), "done": self.done,
+                "clip_epsilon": self.clip_epsilon, "reward_scaler": self.reward_scaler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step.load_state_dict(state["step"])
+        self.generator.set_state(state["generator"])
+        self.done, self.clip_epsilon = state["done"], state["clip_epsilon"]
+        self.reward_scaler.load_state_dict(state["reward_scaler"])
 
 
-def build(cfg: PPOConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, optim,
-          iterations: int, device: torch.device) -> PPO:
+def build(cfg: PPOConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
+          device: torch.device, seed: int, run_folder=None, source=None) -> PPO:
     """PPO with an actor-critic sized from ``spaces`` = (observation space, action space).
 
-    ``network``, ``env`` and ``optim`` are the run's NetworkConfig, EnvConfig and OptimConfig.
+    ``network``, ``env``, ``collector`` and ``optim`` are the run's sections.
     """
     agent = build_actor_critic(network, env, *spaces).to(device)
-    return PPO(cfg, agent=agent, optim=optim, iterations=iterations, device=device)
+    reward_scaler = RewardScaler(env.num_envs, gamma=cfg.gamma, enabled=env.normalize_reward).to(device)
+    return PPO(cfg, agent=agent, reward_scaler=reward_scaler, optim=optim, iterations=collector.iterations,
+               device=device, seed=seed)

@@ -131,7 +131,7 @@ def _floor_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: f
 
     Returns (loss, approx_kl, clip_fraction), the same figures ``ppo_loss`` computes.
     """
-    obs, action = batch[keys.OBSERVATION], batch[keys.ACTION]
+    obs, action = batch[keys.INPUT], batch[keys.ACTION]
     old_log_prob, advantage, target = batch[keys.LOG_PROB], batch[keys.ADVANTAGE], batch[keys.VALUE_TARGET]
     log_probs = F.log_softmax(agent.policy.net(obs), -1)
     log_prob = log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)
@@ -157,14 +157,21 @@ def _algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
     return chosen
 
 
-def _one_rollout(cfg: RunConfig) -> tuple[Any, TensorDict]:
-    """The algorithm of ``cfg`` and one collected batch with its advantages; the envs are closed."""
+def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
+    """The algorithm of ``cfg`` and a copy of one collected batch; the envs are closed."""
     run = build_run(cfg)
     try:
-        batch = run.algo.advantages(run.collector.collect(Timer(run.device)))
-        return run.algo, batch.clone()
+        return run.algo, run.collector.collect(Timer(run.device)).clone()
     finally:
         run.close()
+
+
+def _learning(algo, batch: TensorDict, timer: Timer, limit: int = 1000) -> None:
+    """Feed ``batch`` to ``learn`` until it reports a loss: off-policy methods warm up first."""
+    for _ in range(limit):
+        if any(key.startswith("loss/") for key in algo.learn(batch.clone(), timer)):
+            return
+    raise RuntimeError(f"no loss after {limit} calls of learn")
 
 
 @suite("loss")
@@ -173,12 +180,11 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
     cases: list[Case] = []
     ratios: list[Ratio] = []
     for algo_name, cfg in _algorithm_presets(opts, "collector.frames_per_batch=4096").items():
-        algo, batch = _one_rollout(cfg)
-        flat = batch[batch[keys.VALID]]
-        generator = torch.Generator().manual_seed(0)
+        algo, batch = _first_batch(cfg)
+        generator = torch.Generator(device=batch.device).manual_seed(0)
         for size in (256, 4096):
-            index = torch.randint(flat.batch_size[0], (size,), generator=generator).to(flat.device)
-            _loss_cases(cases, ratios, opts, algo_name, cfg, algo, flat[index])
+            minibatch = algo.minibatch(batch.clone(), size, generator)
+            _loss_cases(cases, ratios, opts, algo_name, cfg, algo, minibatch)
     return cases, ratios
 
 
@@ -189,7 +195,7 @@ def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo
     params = {"preset": cfg.run.name, "batch": minibatch.batch_size[0]} | ({"compile": True} if opts.compile else {})
 
     def backward():
-        algo.step.optimizer.zero_grad(set_to_none=True)
+        algo.agent.zero_grad(set_to_none=True)
         loss(minibatch)["loss/total"].backward()
 
     cases.append(Case("loss", f"{algo_name}.forward", params, "calls/s", 1, lambda: loss(minibatch)))
@@ -197,7 +203,7 @@ def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo
     # The floor covers the preset's PPO: categorical policy, no value clipping.
     if algo_name == "ppo" and minibatch[keys.ACTION].dtype == torch.int64 and cfg.algo.clip_value is None:
         def floor():
-            algo.step.optimizer.zero_grad(set_to_none=True)
+            algo.agent.zero_grad(set_to_none=True)
             _floor_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef,
                             cfg.algo.entropy_coef)[0].backward()
 
@@ -208,15 +214,81 @@ def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo
 
 @suite("update")
 def update_suite(opts: BenchOptions) -> SuiteOutput:
-    """One whole optimisation round per preset, as frames of rollout consumed per second."""
+    """Everything ``learn`` does with one batch, per preset, as frames of batch consumed per second
+    (off-policy presets are timed past their warm-up, with their gradient steps)."""
     cases = []
     for name, cfg in preset_configs(opts).items():
-        algo, batch = _one_rollout(cfg)
+        algo, batch = _first_batch(cfg)
         timer = Timer(batch.device)
+        _learning(algo, batch, timer)
         cases.append(Case("update", name, {"frames_per_batch": cfg.collector.frames_per_batch},
                           "frames/s", cfg.collector.frames_per_batch,
-                          lambda algo=algo, batch=batch, timer=timer: algo.update(batch, timer)))
+                          lambda algo=algo, batch=batch, timer=timer: algo.learn(batch.clone(), timer)))
     return cases, []
+
+
+# The bars' data shape: a MuJoCo-sized transition (HalfCheetah: 17-dim observation, 6-dim action).
+BUFFER_SPEC = {
+    keys.OBSERVATION: ((17,), torch.float32),
+    keys.NEXT_OBSERVATION: ((17,), torch.float32),
+    keys.ACTION: ((6,), torch.float32),
+    keys.REWARD: ((), torch.float32),
+    keys.TERMINATED: ((), torch.bool),
+}
+
+
+def random_transitions(shape: tuple[int, ...], generator: torch.Generator) -> TensorDict:
+    """A batch of ``shape`` random transitions of :data:`BUFFER_SPEC`, all valid."""
+    data = {}
+    for key, (item, dtype) in BUFFER_SPEC.items():
+        if dtype == torch.bool:
+            data[key] = torch.rand(*shape, *item, generator=generator) < 0.01
+        else:
+            data[key] = torch.randn(*shape, *item, generator=generator)
+    data[keys.VALID] = torch.ones(shape, dtype=torch.bool)
+    return TensorDict(data, batch_size=list(shape))
+
+
+@suite("buffer")
+def buffer_suite(opts: BenchOptions) -> SuiteOutput:
+    """Replay extend, uniform and prioritized sampling and priority updates at capacity 1M,
+    beside a bare-torch floor (``torch.randint`` + ``index_select`` per key) on the same storage."""
+    from rlcli.buffers import ReplayBuffer, ReplayConfig
+
+    capacity, size = 1_000_000, 256
+    generator = torch.Generator().manual_seed(0)
+    cases: list[Case] = []
+    buffers = {}
+    for prioritized in (False, True):
+        buffer = ReplayBuffer(ReplayConfig(capacity=capacity, prioritized=prioritized), BUFFER_SPEC,
+                              device=torch.device("cpu"))
+        for _ in range(10):
+            buffer.extend(random_transitions((100, 1000), generator))
+        buffers[prioritized] = buffer
+    uniform, prioritized = buffers[False], buffers[True]
+    step = random_transitions((16, 32), generator)
+    sample_generator = torch.Generator().manual_seed(1)
+    params = {"capacity": capacity, "batch": size}
+    cases.append(Case("buffer", "extend", {"capacity": capacity, "T": 16, "N": 32}, "calls/s", 1,
+                      lambda: uniform.extend(step)))
+    storage = list(uniform.tensors.values())
+
+    def floor():
+        index = torch.randint(capacity, (size,), generator=sample_generator)
+        return [tensor.index_select(0, index) for tensor in storage]
+
+    cases.append(Case("buffer", "bare_torch_sample", params, "calls/s", 1, floor))
+    cases.append(Case("buffer", "sample_uniform", params, "calls/s", 1,
+                      lambda: uniform.sample(size, sample_generator)))
+    cases.append(Case("buffer", "sample_prioritized", params, "calls/s", 1,
+                      lambda: prioritized.sample(size, sample_generator)))
+    index = torch.randint(capacity, (size,), generator=generator)
+    td_error = torch.rand(size, generator=generator)
+    cases.append(Case("buffer", "update_priorities", params, "calls/s", 1,
+                      lambda: prioritized.update_priorities(index, td_error)))
+    ratios = [Ratio("buffer", "sample_uniform.slowdown_vs_bare_torch", params, "slowdown",
+                    cases[1].key, cases[2].key)]
+    return cases, ratios
 
 
 @suite("train")

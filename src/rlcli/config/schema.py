@@ -173,6 +173,11 @@ class CollectorConfig(BaseModel):
     )
     total_frames: int = Field(100_000, ge=1, description="Env steps of the whole run.")
 
+    @property
+    def iterations(self) -> int:
+        """Training iterations of the run: whole batches of ``frames_per_batch``."""
+        return self.total_frames // self.frames_per_batch
+
 
 class OptimConfig(BaseModel):
     model_config = STRICT
@@ -236,12 +241,9 @@ class RunConfig(BaseModel):
                 f"total_frames ({self.collector.total_frames}) must be at least "
                 f"frames_per_batch ({fpb})",
             )
-        minibatch = getattr(self.algo, "minibatch_size", None)
-        if minibatch is not None and minibatch > fpb:
-            raise cross_field_error(
-                "algo.minibatch_size",
-                f"minibatch_size ({minibatch}) must not exceed collector.frames_per_batch ({fpb})",
-            )
+        # Each algorithm checks its own section against the others.
+        for field, message in self.algo.check(collector=self.collector, env=self.env):
+            raise cross_field_error(field, message)
         return self
 
 

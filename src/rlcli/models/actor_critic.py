@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlcli import keys
 from rlcli.models.critics import ValueCritic
 from rlcli.models.heads import CategoricalHead, GaussianHead
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
 
 
 class ActorCritic(nn.Module):
@@ -23,11 +29,18 @@ class ActorCritic(nn.Module):
         self.value = value
 
     @torch.no_grad()
-    def act(self, obs: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample actions for normalized ``obs`` ([N, *obs]): (action, log_prob [N], value [N])."""
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """Sample actions for raw ``observation`` ([N, *obs]).
+
+        Returns a [N] TensorDict with ``action``, ``log_prob`` and ``value``.
+        """
+        from tensordict import TensorDict
+
+        obs = self.obs_norm(observation)
         dist = self.policy(obs)
         action = self.policy.sample(dist, generator)
-        return action, self.policy.log_prob(dist, action), self.value(obs)
+        return TensorDict({keys.ACTION: action, keys.LOG_PROB: self.policy.log_prob(dist, action),
+                           keys.VALUE: self.value(obs)}, batch_size=observation.shape[:1])
 
     def evaluate(
         self, obs: torch.Tensor, action: torch.Tensor

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
@@ -35,15 +34,12 @@ class CategoricalHead(nn.Module):
     def entropy(dist: Categorical) -> torch.Tensor:
         return -(dist.logits.exp() * dist.logits).sum(-1)
 
-    def to_env(self, action: torch.Tensor) -> np.ndarray:
-        return action.numpy()
-
 
 class GaussianHead(nn.Module):
     """A diagonal Gaussian over ``Box`` actions with a state-independent log-std.
 
     Samples are unbounded and stored as sampled, so their log-probabilities
-    stay exact; :meth:`to_env` clips them to the Box bounds before the env
+    stay exact; the collector clips them to the Box bounds before the env
     sees them (clipping, not tanh squashing, as in PPO's reference code).
     """
 
@@ -51,8 +47,6 @@ class GaussianHead(nn.Module):
         super().__init__()
         self.net = net
         self.log_std = nn.Parameter(torch.full(space.shape, float(log_std_init)))
-        self.low = space.low.astype(np.float32)
-        self.high = space.high.astype(np.float32)
 
     def forward(self, obs: torch.Tensor) -> Normal:
         mean = self.net(obs)
@@ -71,6 +65,3 @@ class GaussianHead(nn.Module):
     @staticmethod
     def entropy(dist: Normal) -> torch.Tensor:
         return dist.entropy().sum(-1)
-
-    def to_env(self, action: torch.Tensor) -> np.ndarray:
-        return np.clip(action.numpy(), self.low, self.high)

@@ -1,0 +1,334 @@
+"""Deep Q-Networks (Mnih et al., 2015) with double Q-learning (van Hasselt et al., 2016),
+n-step returns and optional prioritized replay, on the shared replay buffer."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from gymnasium import spaces as gspaces
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+
+from rlcli import keys
+from rlcli.advantages import n_step_returns
+from rlcli.buffers import ReplayBuffer, ReplayConfig, Spec, check_storage
+from rlcli.models.mlp import mlp
+from rlcli.normalization import ObservationNormalizer, RewardScaler
+from rlcli.optim import GradientStep
+from rlcli.targets import TargetSchedule
+from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
+    from tensordict import TensorDict
+
+
+class DQNConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's DQN defaults (lr and max_grad_norm live in [optim]);
+    # presets override them with RL-Zoo's tuned values.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: Literal["dqn"] = Field(description="Deep Q-Network, for discrete actions.")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    double: bool = Field(True, description="Double DQN: the online network picks the next action, "
+                                           "the target network values it.")
+    loss: Literal["huber", "mse"] = Field("huber", description="TD loss: huber (smooth L1) or mse.")
+    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
+    batch_size: int = Field(32, ge=1, le=1_000_000, description="Transitions per gradient step.")
+    learning_starts: int = Field(
+        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
+    )
+    utd_ratio: float = Field(
+        0.25, gt=0, le=1024, description="Gradient steps per collected frame (update-to-data ratio)."
+    )
+    target_update_interval: int = Field(
+        10_000, ge=1, description="Gradient steps between target-network updates."
+    )
+    tau: float = Field(1.0, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
+    epsilon_start: float = Field(1.0, ge=0, le=1, description="Exploration rate at the start.")
+    epsilon_end: float = Field(0.05, ge=0, le=1, description="Exploration rate after the decay.")
+    exploration_fraction: float = Field(
+        0.1, ge=0, le=1, description="Fraction of total_frames over which epsilon decays linearly."
+    )
+    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        problems = []
+        if self.learning_starts > collector.total_frames:
+            problems.append(("algo.learning_starts",
+                             f"learning_starts ({self.learning_starts:,}) is larger than "
+                             f"collector.total_frames ({collector.total_frames:,}): the run would never learn"))
+        if self.batch_size > self.replay.capacity:
+            problems.append(("algo.batch_size", f"batch_size ({self.batch_size}) must not exceed "
+                                                f"algo.replay.capacity ({self.replay.capacity})"))
+        return problems
+
+
+CONFIG = DQNConfig
+SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Discrete,)}
+PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer",
+          "update.priority", "update.target")
+METRICS = ("loss/q", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps", "stats/epsilon",
+           "stats/buffer_size", "optim/lr")
+
+
+class QAgent(nn.Module):
+    """Online and target Q-networks over one observation normalizer."""
+
+    def __init__(self, obs_norm: ObservationNormalizer, q: nn.Module):
+        super().__init__()
+        self.obs_norm = obs_norm
+        self.q = q
+        self.target = copy.deepcopy(q).requires_grad_(False)
+
+
+def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, huber: bool
+             ) -> dict[str, torch.Tensor]:
+    """TD loss of one replay minibatch.
+
+    ``target = reward + discount * (1 - terminated) * Q_target(s', a')`` where
+    ``a'`` is the online network's argmax (double) or the target's own (plain),
+    and ``discount`` is the ``discount`` key (n-step) or ``gamma``. Truncated
+    transitions bootstrap like any other: only termination drops it.
+
+    Reads ``input``, ``action``, ``reward``, ``next_input``, ``terminated`` and,
+    when present, ``discount`` and ``weight`` (importance weights), each [B].
+    Returns ``loss/q``, ``stats/q_mean``, ``stats/td_abs`` and ``td_error``
+    ([B], detached, for priorities).
+    """
+    q = agent.q(batch[keys.INPUT]).gather(1, batch[keys.ACTION].unsqueeze(1)).squeeze(1)
+    with torch.no_grad():
+        next_input = batch[keys.NEXT_INPUT]
+        next_target = agent.target(next_input)
+        if double:
+            choice = agent.q(next_input).argmax(1, keepdim=True)
+            next_q = next_target.gather(1, choice).squeeze(1)
+        else:
+            next_q = next_target.max(1).values
+        discount = batch.get(keys.DISCOUNT, None)
+        discount = gamma if discount is None else discount
+        target = batch[keys.REWARD] + discount * (~batch[keys.TERMINATED]) * next_q
+    td = q - target
+    elementwise = F.smooth_l1_loss(q, target, reduction="none") if huber else td.square()
+    weight = batch.get(keys.WEIGHT, None)
+    loss = elementwise.mean() if weight is None else (weight * elementwise).mean()
+    return {"loss/q": loss, "stats/q_mean": q.detach().mean(), "stats/td_abs": td.detach().abs().mean(),
+            "td_error": td.detach()}
+
+
+class DQN:
+    """Epsilon-greedy collection; each batch extends the buffer, then ``utd_ratio`` gradient
+    steps per frame once ``learning_starts`` frames are in, and target updates on schedule."""
+
+    def __init__(self, cfg: DQNConfig, *, agent: QAgent, buffer: ReplayBuffer, reward_scaler: RewardScaler,
+                 optim, iterations: int, total_frames: int, num_actions: int, device: torch.device, seed: int):
+        self.cfg = cfg
+        self.agent = agent
+        self.buffer = buffer
+        self.reward_scaler = reward_scaler
+        self.step = GradientStep(optim, agent.q.parameters(), iterations)
+        self.target = TargetSchedule(agent.target, agent.q, tau=cfg.tau, interval=cfg.target_update_interval)
+        self.num_actions = num_actions
+        self.device = device
+        self.decay_frames = cfg.exploration_fraction * total_frames
+        # Replay samples are drawn where the storage lives.
+        self.generator = torch.Generator(device=buffer.storage_device)
+        self.generator.manual_seed(seed)
+        self.frames = 0
+        self.owed = 0.0
+        self.updates = 0
+        self.epsilon = self._epsilon()
+        self.carry: TensorDict | None = None
+
+    def _epsilon(self) -> float:
+        """Uniform actions during warm-up, then a linear decay over the first ``exploration_fraction``."""
+        cfg = self.cfg
+        if self.frames < cfg.learning_starts:
+            return 1.0
+        done = min(self.frames / self.decay_frames, 1.0) if self.decay_frames > 0 else 1.0
+        return cfg.epsilon_start + done * (cfg.epsilon_end - cfg.epsilon_start)
+
+    @torch.no_grad()
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs])."""
+        from tensordict import TensorDict
+
+        n = observation.shape[0]
+        uniform = torch.randint(self.num_actions, (n,), generator=generator, device=observation.device)
+        if self.epsilon >= 1.0:
+            action = uniform
+        else:
+            greedy = self.agent.q(self.agent.obs_norm(observation)).argmax(1)
+            explore = torch.rand(n, generator=generator, device=observation.device) < self.epsilon
+            action = torch.where(explore, uniform, greedy)
+        return TensorDict({keys.ACTION: action}, batch_size=[n])
+
+    def transitions(self, batch: TensorDict) -> TensorDict:
+        """The replay transitions of a raw ``[T, N]`` batch: with ``n_step`` > 1, n-step sums whose
+        windows may need the next batch, so each batch emits the windows that start up to
+        ``n_step - 1`` steps before its end, and keeps those steps for the next call."""
+        n = self.cfg.n_step
+        if n == 1:
+            return batch
+        from tensordict import TensorDict
+
+        raw = batch.select(keys.OBSERVATION, keys.NEXT_OBSERVATION, keys.ACTION, keys.REWARD,
+                           keys.TERMINATED, keys.TRUNCATED, keys.VALID)
+        if self.carry is None:
+            # Placeholder steps before the first batch: never valid, so never emitted.
+            self.carry = raw[: n - 1].clone().zero_()
+        joined = torch.cat([self.carry, raw], 0)
+        starts = raw.batch_size[0]
+        returns, last, discount = n_step_returns(joined[keys.REWARD], joined[keys.TERMINATED],
+                                                 joined[keys.TRUNCATED], gamma=self.cfg.gamma, n=n, starts=starts)
+        next_obs = joined[keys.NEXT_OBSERVATION]
+        index = last.reshape(*last.shape, *([1] * (next_obs.dim() - 2))).expand(-1, -1, *next_obs.shape[2:])
+        out = TensorDict({
+            keys.OBSERVATION: joined[keys.OBSERVATION][:starts],
+            keys.ACTION: joined[keys.ACTION][:starts],
+            keys.REWARD: returns,
+            keys.NEXT_OBSERVATION: next_obs.gather(0, index),
+            keys.TERMINATED: joined[keys.TERMINATED].gather(0, last),
+            keys.DISCOUNT: discount,
+            keys.VALID: joined[keys.VALID][:starts],
+        }, batch_size=[starts, raw.batch_size[1]])
+        self.carry = joined[starts:].clone()
+        return out
+
+    def sample(self, size: int, generator: torch.Generator) -> TensorDict:
+        """A replay minibatch with ``input``, ``next_input`` and ``reward`` normalized by the current statistics."""
+        sample = self.buffer.sample(size, generator)
+        norm = self.agent.obs_norm
+        sample[keys.INPUT] = norm(sample[keys.OBSERVATION])
+        sample[keys.NEXT_INPUT] = norm(sample[keys.NEXT_OBSERVATION])
+        sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
+        return sample
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
+        cfg = self.cfg
+        terms = dqn_loss(self.agent, batch, gamma=cfg.gamma, double=cfg.double, huber=cfg.loss == "huber")
+        terms["loss/total"] = terms["loss/q"]
+        return terms
+
+    def observe(self, batch: TensorDict) -> None:
+        """Fold a raw batch into the statistics and the replay buffer."""
+        valid = batch[keys.VALID]
+        self.agent.obs_norm.observe(batch[keys.OBSERVATION], valid)
+        self.reward_scaler.observe(batch[keys.REWARD], batch[keys.TERMINATED] | batch[keys.TRUNCATED], valid)
+        self.buffer.extend(self.transitions(batch))
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Store the batch, then the gradient steps it pays for; returns means over those steps."""
+        cfg = self.cfg
+        stats = {"optim/lr": self.step.lr, "stats/epsilon": self.epsilon}
+        with timer.phase("update.extend"):
+            self.observe(batch)
+        self.frames += batch.batch_size.numel()
+        sums: dict[str, torch.Tensor] = {}
+        steps = 0
+        if self.frames >= cfg.learning_starts and len(self.buffer) > 0:
+            self.owed += cfg.utd_ratio * batch.batch_size.numel()
+            # The tolerance keeps 10 x 9.6 owed steps from flooring to 95 by rounding.
+            steps = int(self.owed + 1e-6)
+            self.owed -= steps
+        for _ in range(steps):
+            with timer.phase("update.sample"):
+                sample = self.sample(cfg.batch_size, self.generator)
+            with timer.phase("update.forward"):
+                terms = self.loss(sample)
+            td_error = terms.pop("td_error")
+            self.step(terms["loss/total"], timer)
+            if cfg.replay.prioritized:
+                with timer.phase("update.priority"):
+                    self.buffer.update_priorities(sample[keys.INDEX], td_error)
+            with timer.phase("update.target"):
+                self.target.step()
+            for name, value in terms.items():
+                sums[name] = sums.get(name, 0.0) + value.detach()
+        self.updates += steps
+        self.step.end_iteration()
+        self.epsilon = self._epsilon()
+        stats.update({name: float(total) / steps for name, total in sums.items()})
+        stats["stats/gradient_steps"] = float(steps)
+        stats["stats/buffer_size"] = float(len(self.buffer))
+        return stats
+
+    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""
+        self.observe(batch)
+        return self.sample(size, generator)
+
+    def state_dict(self) -> dict:
+        return {
+            "step": self.step.state_dict(), "target": self.target.state_dict(),
+            "generator": self.generator.get_state(), "frames": self.frames, "owed": self.owed,
+            "updates": self.updates, "epsilon": self.epsilon, "buffer": self.buffer.state_dict(),
+            "reward_scaler": self.reward_scaler.state_dict(),
+            "carry": None if self.carry is None else self.carry.to_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        from tensordict import TensorDict
+
+        self.step.load_state_dict(state["step"])
+        self.target.load_state_dict(state["target"])
+        self.generator.set_state(state["generator"])
+        self.frames, self.owed, self.updates = state["frames"], state["owed"], state["updates"]
+        self.epsilon = state["epsilon"]
+        self.buffer.load_state_dict(state["buffer"])
+        self.reward_scaler.load_state_dict(state["reward_scaler"])
+        carry = state["carry"]
+        num_envs = self.reward_scaler.returns.shape[0]
+        self.carry = None if carry is None else TensorDict(carry, batch_size=[self.cfg.n_step - 1, num_envs],
+                                                           device=self.device)
+
+
+def replay_spec(cfg: DQNConfig, observation_space: gspaces.Box) -> Spec:
+    """What the buffer stores per transition: raw observations, action, reward and the end flag."""
+    obs_shape = tuple(observation_space.shape)
+    spec: Spec = {
+        keys.OBSERVATION: (obs_shape, torch.float32),
+        keys.NEXT_OBSERVATION: (obs_shape, torch.float32),
+        keys.ACTION: ((), torch.int64),
+        keys.REWARD: ((), torch.float32),
+        keys.TERMINATED: ((), torch.bool),
+    }
+    if cfg.n_step > 1:
+        spec[keys.DISCOUNT] = ((), torch.float32)
+    return spec
+
+
+def build(cfg: DQNConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
+          device: torch.device, seed: int, run_folder=None, source: str | None = None) -> DQN:
+    """DQN with a Q-network sized from ``spaces`` = (observation space, Discrete action space).
+
+    ``network``, ``env``, ``collector`` and ``optim`` are the run's sections; the Q-network
+    uses ``network.value_sizes``. ``run_folder`` gives the run folder for memmap storage.
+
+    Raises:
+        ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
+    """
+    observation_space, action_space = spaces
+    spec = replay_spec(cfg, observation_space)
+    directory = Path(cfg.replay.directory).expanduser() if cfg.replay.directory else None
+    check_storage(cfg.replay, spec, device, directory, source=source)
+    obs_dim = int(np.prod(observation_space.shape))
+    num_actions = int(action_space.n)
+    q = mlp(obs_dim, network.value_sizes, num_actions, activation=network.activation,
+            orthogonal=network.init == "orthogonal", out_gain=1.0)
+    obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
+                                     clip=env.clip_observation)
+    agent = QAgent(obs_norm, q).to(device)
+    default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
+    buffer = ReplayBuffer(cfg.replay, spec, device=device, directory=default_folder)
+    reward_scaler = RewardScaler(env.num_envs, gamma=cfg.gamma, enabled=env.normalize_reward).to(device)
+    return DQN(cfg, agent=agent, buffer=buffer, reward_scaler=reward_scaler, optim=optim,
+               iterations=collector.iterations, total_frames=collector.total_frames,
+               num_actions=num_actions, device=device, seed=seed)

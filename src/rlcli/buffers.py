@@ -1,0 +1,327 @@
+"""Replay storage for off-policy algorithms: preallocated tensors or memory-mapped files,
+uniform or proportional prioritized sampling.
+
+The buffer holds raw env data (unnormalized observations, unscaled rewards);
+algorithms normalize what they sample with their current statistics.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlcli import keys
+from rlcli.config.errors import single
+
+if TYPE_CHECKING:
+    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
+    from tensordict import TensorDict
+
+Spec = dict[str, tuple[tuple[int, ...], torch.dtype]]
+"""Key -> (per-transition shape, dtype) of what a buffer stores."""
+
+
+class ReplayConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's (1M transitions) and Schaul et al. (2016) for the
+    # proportional variant (alpha 0.6, beta 0.4 annealed to 1).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    capacity: int = Field(1_000_000, ge=1, le=2**31 - 1, description="Transitions kept; the oldest are overwritten.")
+    storage: Literal["tensor", "memmap"] = Field(
+        "tensor",
+        description='"tensor": preallocated in memory; "memmap": memory-mapped files on disk, '
+        "for buffers larger than RAM.",
+    )
+    device: Literal["cpu", "auto"] = Field(
+        "cpu", description='Where "tensor" storage lives: "cpu", or "auto" for the training device.'
+    )
+    directory: str | None = Field(
+        None, min_length=1, description='Folder of "memmap" files (default: replay/ in the run folder).'
+    )
+    prioritized: bool = Field(False, description="Proportional prioritized replay (Schaul et al., 2016).")
+    alpha: float = Field(0.6, ge=0, le=1, description="Priority exponent: 0 samples uniformly.")
+    beta: float = Field(0.4, ge=0, le=1, description="Initial importance-sampling exponent.")
+    beta_frames: int = Field(100_000, ge=1, description="Frames over which beta anneals linearly to 1.")
+    priority_eps: float = Field(1e-6, gt=0, le=1, description="Added to |TD error| so no priority is 0.")
+
+
+def storage_bytes(cfg: ReplayConfig, spec: Spec) -> int:
+    """Bytes that a buffer of ``cfg.capacity`` transitions of ``spec`` allocates, sum-tree included."""
+    per_item = sum(math.prod(shape) * torch.empty((), dtype=dtype).element_size() for shape, dtype in spec.values())
+    total = cfg.capacity * per_item
+    if cfg.prioritized:
+        fanout, levels = SumTree.layout(cfg.capacity)
+        total += 8 * sum(fanout**level for level in range(1, levels + 1))
+    return total
+
+
+def free_bytes(cfg: ReplayConfig, device: torch.device, directory: Path | None) -> int | None:
+    """Free memory (or disk, for memmap) where the storage would go; None when unknown."""
+    if cfg.storage == "memmap":
+        folder = directory or Path.cwd()
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        return shutil.disk_usage(folder).free
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo", encoding="ascii") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _human(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.1f} {unit}" if unit != "B" else f"{size} B"
+        size /= 1024
+    return f"{size} B"
+
+
+def check_storage(cfg: ReplayConfig, spec: Spec, device: torch.device, directory: Path | None,
+                  *, source: str | None = None) -> None:
+    """Raise a ConfigError unless the storage fits and, for memmap, its folder is writable."""
+    if cfg.storage == "memmap" and directory is not None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            probe = directory / f".rlcli-write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise single(source, f"cannot write memmap files in {str(directory)!r}: {exc.strerror or exc}; "
+                                 "choose a writable folder", path="algo.replay.directory") from None
+    needed = storage_bytes(cfg, spec)
+    free = free_bytes(cfg, device, directory)
+    if free is not None and needed > free:
+        where = "disk" if cfg.storage == "memmap" else f"{device.type} memory"
+        per_item = needed // cfg.capacity
+        raise single(source, f"a replay buffer of {cfg.capacity:,} transitions needs {_human(needed)} "
+                             f"(about {per_item:,} bytes each) but only {_human(free)} of {where} is free; "
+                             f"lower the capacity to at most {max(free // max(per_item, 1), 1):,}"
+                             + (' or use storage = "memmap"' if cfg.storage == "tensor" else ""),
+                     path="algo.replay.capacity")
+
+
+# Levels up to this many nodes are searched with one prefix sum over the whole level.
+_FULL_PREFIX = 16384
+
+
+class SumTree:
+    """Sums of non-negative priorities in a tree of fanout F, for proportional sampling.
+
+    A wide tree (F ~ 100 for a million leaves, three levels) turns each descent
+    into a few batched gathers, cumsums and searchsorteds over [B, F] rows,
+    instead of twenty dependent steps of a binary tree. Levels are float64 so
+    that sums of a million priorities keep their precision.
+    """
+
+    def __init__(self, capacity: int, device: torch.device):
+        self.fanout, depth = self.layout(capacity)
+        self.capacity = capacity
+        # levels[0] holds the F children of the root, levels[-1] the leaves.
+        self.levels = [torch.zeros(self.fanout**d, dtype=torch.float64, device=device) for d in range(1, depth + 1)]
+
+    @staticmethod
+    def layout(capacity: int) -> tuple[int, int]:
+        """(fanout, depth) with fanout**depth >= capacity and fanout at most about 128."""
+        depth = max(1, math.ceil(math.log(max(capacity, 2)) / math.log(128)))
+        fanout = max(2, math.ceil(capacity ** (1 / depth)))
+        while fanout**depth < capacity:
+            fanout += 1
+        return fanout, depth
+
+    @property
+    def leaves(self) -> torch.Tensor:
+        return self.levels[-1]
+
+    def total(self) -> torch.Tensor:
+        """The sum of every priority (a 0-d float64 tensor)."""
+        return self.levels[0].sum()
+
+    def set(self, index: torch.Tensor, priority: torch.Tensor) -> None:
+        """Set the priorities at ``index`` ([B] int64) to ``priority`` ([B] or scalar) and refresh the sums.
+
+        Parent sums are recomputed from their children, not shifted by deltas,
+        so repeated indices and rounding cannot make them drift.
+        """
+        self.leaves[index] = priority.to(torch.float64) if isinstance(priority, torch.Tensor) else priority
+        node = index
+        for depth in range(len(self.levels) - 1, 0, -1):
+            node = node // self.fanout
+            self.levels[depth - 1][node] = self.levels[depth].view(-1, self.fanout).index_select(0, node).sum(1)
+
+    def find(self, mass: torch.Tensor) -> torch.Tensor:
+        """Leaf index whose prefix-sum interval holds each ``mass`` ([B] float64 in [0, total)).
+
+        The descent starts at the deepest level small enough for one full prefix
+        sum (10^4 nodes for a million leaves), then walks the [B, F] rows below it.
+        """
+        fanout = self.fanout
+        start = max(d for d, level in enumerate(self.levels) if level.numel() <= _FULL_PREFIX)
+        level = self.levels[start]
+        prefix = level.cumsum(0)
+        # right=True: the first node whose running sum passes the mass, so
+        # zero-priority nodes (empty slots) are never chosen.
+        node = torch.searchsorted(prefix, mass, right=True).clamp_(max=level.numel() - 1)
+        mass = (mass - (prefix.index_select(0, node) - level.index_select(0, node))).unsqueeze(1)
+        for level in self.levels[start + 1:]:
+            rows = level.view(-1, fanout).index_select(0, node)
+            prefix = rows.cumsum(1)
+            child = torch.searchsorted(prefix, mass, right=True).clamp_(max=fanout - 1)
+            mass = mass - (prefix.gather(1, child) - rows.gather(1, child))
+            node = node * fanout + child.squeeze(1)
+        return node
+
+
+class ReplayBuffer:
+    """A ring buffer of transitions, stored key by key as ``[capacity, *shape]`` tensors.
+
+    Storage is allocated at the first :meth:`extend` (memmap files in
+    ``directory()``), after :func:`check_storage` was passed at build time.
+    """
+
+    def __init__(self, cfg: ReplayConfig, spec: Spec, *, device: torch.device,
+                 directory: Callable[[], Path] | None = None):
+        self.cfg = cfg
+        self.spec = spec
+        self.device = device
+        self.storage_device = device if cfg.device == "auto" and cfg.storage == "tensor" else torch.device("cpu")
+        self.directory = directory
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.tree = SumTree(cfg.capacity, self.storage_device) if cfg.prioritized else None
+        self.max_priority = 1.0
+        self.cursor = 0
+        self.size = 0
+        self.added = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def location(self) -> Path | None:
+        """The folder of memmap files once allocated; None for in-memory storage."""
+        return self._folder if self.cfg.storage == "memmap" and self.tensors else None
+
+    def _allocate(self) -> None:
+        capacity = self.cfg.capacity
+        if self.cfg.storage == "memmap":
+            from tensordict import MemoryMappedTensor
+
+            self._folder = Path(self.cfg.directory) if self.cfg.directory else self.directory()
+            self._folder.mkdir(parents=True, exist_ok=True)
+            for key, (shape, dtype) in self.spec.items():
+                self.tensors[key] = MemoryMappedTensor.empty(
+                    (capacity, *shape), dtype=dtype, filename=self._folder / f"{key}.memmap", existsok=True)
+        else:
+            for key, (shape, dtype) in self.spec.items():
+                self.tensors[key] = torch.empty((capacity, *shape), dtype=dtype, device=self.storage_device)
+
+    def extend(self, batch: TensorDict) -> None:
+        """Write the transitions of ``batch`` ([T, N] or [K]) whose ``valid`` is True.
+
+        One slice write per key (two when the ring wraps); new transitions enter
+        the prioritized tree at the largest priority seen so far.
+        """
+        if not self.tensors:
+            self._allocate()
+        valid = batch.get(keys.VALID, None)
+        count = batch.batch_size.numel()
+        rows = None
+        if valid is not None and not bool(valid.all()):
+            rows = valid.reshape(-1).nonzero().squeeze(1)
+            count = rows.numel()
+        if count == 0:
+            return
+        capacity = self.cfg.capacity
+        # A batch larger than the whole buffer keeps only its newest transitions.
+        skip = max(count - capacity, 0)
+        written = count - skip
+        start = self.cursor
+        first = min(written, capacity - start)
+        for key, storage in self.tensors.items():
+            value = batch.get(key)
+            value = value.reshape(-1, *value.shape[batch.batch_dims:])
+            if rows is not None:
+                value = value.index_select(0, rows)
+            value = value[skip:].to(storage.device, non_blocking=True)
+            storage[start:start + first] = value[:first]
+            if first < written:
+                storage[:written - first] = value[first:]
+        if self.tree is not None:
+            positions = (torch.arange(written, device=self.storage_device) + start) % capacity
+            self.tree.set(positions, self.max_priority)
+        self.cursor = (start + written) % capacity
+        self.size = min(self.size + written, capacity)
+        self.added += count
+
+    def beta(self) -> float:
+        """The importance-sampling exponent, annealed from ``cfg.beta`` to 1 over ``beta_frames``."""
+        cfg = self.cfg
+        return min(1.0, cfg.beta + (1.0 - cfg.beta) * self.added / cfg.beta_frames)
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> TensorDict:
+        """``batch_size`` transitions drawn with replacement, on the training device.
+
+        Adds ``index`` ([B] int64, for :meth:`update_priorities`) and, when
+        prioritized, ``weight`` ([B] float32): importance weights
+        ``(size * P(i))^-beta`` divided by the largest weight in the batch.
+        ``generator`` must live on the storage device.
+        """
+        from tensordict import TensorDict
+
+        if self.size == 0:
+            raise RuntimeError("sample() from an empty replay buffer")
+        weight = None
+        if self.tree is None:
+            index = torch.randint(self.size, (batch_size,), generator=generator, device=self.storage_device)
+        else:
+            total = self.tree.total()
+            # Stratified: one draw in each of batch_size equal slices of the total mass.
+            offsets = torch.rand(batch_size, generator=generator, device=self.storage_device, dtype=torch.float64)
+            mass = (torch.arange(batch_size, device=self.storage_device, dtype=torch.float64) + offsets)
+            mass = mass * (total / batch_size)
+            index = self.tree.find(mass).clamp_(max=self.size - 1)
+            probability = self.tree.leaves.index_select(0, index) / total
+            weight = (probability * self.size).pow(-self.beta())
+            weight = (weight / weight.max()).to(torch.float32)
+        out = {key: storage.index_select(0, index) for key, storage in self.tensors.items()}
+        out[keys.INDEX] = index
+        if weight is not None:
+            out[keys.WEIGHT] = weight
+        if self.storage_device != self.device:
+            out = {key: value.to(self.device, non_blocking=True) for key, value in out.items()}
+        return TensorDict(out, batch_size=[batch_size], device=self.device)
+
+    def update_priorities(self, index: torch.Tensor, td_error: torch.Tensor) -> None:
+        """Set the priorities of sampled transitions to ``(|td_error| + eps) ** alpha``.
+
+        Args:
+            index: [B] int64, the ``index`` key of a sample.
+            td_error: [B] float, the new TD errors of those transitions.
+        """
+        if self.tree is None:
+            return
+        priority = (td_error.detach().abs().to(self.storage_device, torch.float64) + self.cfg.priority_eps)
+        priority = priority.pow(self.cfg.alpha)
+        self.tree.set(index.to(self.storage_device), priority)
+        self.max_priority = max(self.max_priority, float(priority.max()))
+
+    def state_dict(self) -> dict:
+        """Counters and priorities; the stored transitions are saved by the checkpoint, not here."""
+        return {"cursor": self.cursor, "size": self.size, "added": self.added,
+                "max_priority": self.max_priority}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.cursor, self.size, self.added = state["cursor"], state["size"], state["added"]
+        self.max_priority = state["max_priority"]

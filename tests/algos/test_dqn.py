@@ -1,0 +1,236 @@
+"""DQN: its loss against hand-computed values, n-step transitions, exploration and update schedules."""
+
+import copy
+
+import pytest
+import torch
+from tensordict import TensorDict
+from torch import nn
+
+from rlcli import keys
+from rlcli.advantages import n_step_returns
+from rlcli.algos.dqn import QAgent, dqn_loss
+from rlcli.config.load import validate_data
+from rlcli.normalization import ObservationNormalizer
+from rlcli.run import build_run
+from rlcli.timing import Timer
+
+
+def tiny_agent() -> QAgent:
+    """Q(s) = [s, 2s] online and [3s, -s] target, for one-dimensional s."""
+    q = nn.Linear(1, 2, bias=False)
+    agent = QAgent(ObservationNormalizer((1,), enabled=False, clip=10.0), q)
+    with torch.no_grad():
+        q.weight.copy_(torch.tensor([[1.0], [2.0]]))
+        agent.target.weight.copy_(torch.tensor([[3.0], [-1.0]]))
+    return agent
+
+
+def tiny_batch(**extra) -> TensorDict:
+    data = {
+        keys.INPUT: torch.tensor([[1.0], [2.0], [1.0]]),
+        keys.ACTION: torch.tensor([0, 1, 1]),
+        keys.REWARD: torch.tensor([1.0, 0.5, -1.0]),
+        keys.NEXT_INPUT: torch.tensor([[2.0], [-1.0], [4.0]]),
+        # The second transition was truncated by the clock: it still bootstraps.
+        keys.TERMINATED: torch.tensor([False, False, True]),
+        keys.TRUNCATED: torch.tensor([False, True, False]),
+    }
+    return TensorDict({**data, **extra}, batch_size=[3])
+
+
+def test_double_dqn_target_uses_the_online_argmax_and_the_target_value():
+    agent = tiny_agent()
+    terms = dqn_loss(agent, tiny_batch(), gamma=0.5, double=True, huber=False)
+    # Q(s, a): s=1,a=0 -> 1; s=2,a=1 -> 4; s=1,a=1 -> 2.
+    # Online argmax at s' = 2 is a=1 (4 > 2): target value -2. At s' = -1 it is a=0 (-1 > -2): target -3.
+    targets = torch.tensor([1.0 + 0.5 * -2.0, 0.5 + 0.5 * -3.0, -1.0])
+    td = torch.tensor([1.0, 4.0, 2.0]) - targets
+    torch.testing.assert_close(terms["td_error"], td)
+    torch.testing.assert_close(terms["loss/q"], td.square().mean())
+    torch.testing.assert_close(terms["stats/q_mean"], torch.tensor(7.0 / 3))
+
+
+def test_plain_dqn_target_takes_the_target_networks_max():
+    agent = tiny_agent()
+    terms = dqn_loss(agent, tiny_batch(), gamma=0.5, double=False, huber=False)
+    # max over the target's [3s', -s']: s'=2 -> 6, s'=-1 -> 1.
+    targets = torch.tensor([1.0 + 0.5 * 6.0, 0.5 + 0.5 * 1.0, -1.0])
+    torch.testing.assert_close(terms["td_error"], torch.tensor([1.0, 4.0, 2.0]) - targets)
+
+
+def test_huber_loss_is_quadratic_inside_one_and_linear_outside():
+    agent = tiny_agent()
+    terms = dqn_loss(agent, tiny_batch(), gamma=0.5, double=False, huber=True)
+    td = terms["td_error"]
+    expected = torch.where(td.abs() < 1, 0.5 * td.square(), td.abs() - 0.5).mean()
+    torch.testing.assert_close(terms["loss/q"], expected)
+
+
+def test_n_step_discount_key_and_importance_weights_enter_the_loss():
+    agent = tiny_agent()
+    weight = torch.tensor([1.0, 0.5, 0.25])
+    batch = tiny_batch(**{keys.DISCOUNT: torch.tensor([0.125, 0.25, 0.5]), keys.WEIGHT: weight})
+    terms = dqn_loss(agent, batch, gamma=0.5, double=False, huber=False)
+    targets = torch.tensor([1.0 + 0.125 * 6.0, 0.5 + 0.25 * 1.0, -1.0])
+    td = torch.tensor([1.0, 4.0, 2.0]) - targets
+    torch.testing.assert_close(terms["td_error"], td)
+    torch.testing.assert_close(terms["loss/q"], (weight * td.square()).mean())
+
+
+def test_gradient_flows_only_into_the_online_network():
+    agent = tiny_agent()
+    dqn_loss(agent, tiny_batch(), gamma=0.5, double=True, huber=True)["loss/q"].backward()
+    assert agent.q.weight.grad is not None and agent.q.weight.grad.abs().sum() > 0
+    assert agent.target.weight.grad is None
+
+
+def n_step_loop(reward, terminated, truncated, gamma, n, starts):
+    """The n-step sums written as the definition reads, one window at a time."""
+    steps, envs = reward.shape
+    returns = torch.zeros(starts, envs)
+    last = torch.zeros(starts, envs, dtype=torch.int64)
+    for s in range(starts):
+        for e in range(envs):
+            total, k = 0.0, 0
+            while True:
+                total += gamma**k * float(reward[s + k, e])
+                if terminated[s + k, e] or truncated[s + k, e] or k == n - 1:
+                    break
+                k += 1
+            returns[s, e], last[s, e] = total, s + k
+    return returns, last, gamma ** (last - torch.arange(starts)[:, None] + 1).float()
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_n_step_returns_match_a_plain_loop(n):
+    g = torch.Generator().manual_seed(n)
+    steps, envs = 24, 5
+    reward = torch.randn(steps, envs, generator=g)
+    terminated = torch.rand(steps, envs, generator=g) < 0.1
+    truncated = torch.rand(steps, envs, generator=g) < 0.1
+    starts = steps - (n - 1)
+    fast = n_step_returns(reward, terminated, truncated, gamma=0.9, n=n, starts=starts)
+    slow = n_step_loop(reward, terminated, truncated, 0.9, n, starts)
+    torch.testing.assert_close(fast[0], slow[0])
+    assert torch.equal(fast[1], slow[1])
+    torch.testing.assert_close(fast[2], slow[2])
+
+
+def dqn_run(**algo):
+    return build_run(validate_data({
+        "run": {"seed": 4, "device": "cpu"},
+        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point",
+                "max_episode_steps": 7},
+        "algo": {"name": "dqn", "batch_size": 8, "learning_starts": 64, "replay": {"capacity": 10_000}, **algo},
+        "collector": {"frames_per_batch": 32, "total_frames": 3200},
+    }))
+
+
+def test_n_step_transitions_across_batches_match_the_whole_stream():
+    run = dqn_run(n_step=3, gamma=0.9)
+    try:
+        timer = Timer(run.device)
+        batches = [run.collector.collect(timer).clone() for _ in range(3)]
+        emitted = [run.algo.transitions(b) for b in batches]
+    finally:
+        run.close()
+    stream = torch.cat(batches, 0)
+    # The first two batches are complete in the stream; each emitted window starts
+    # two steps before its batch's rows (the carried steps).
+    reward, term, trunc = stream[keys.REWARD], stream[keys.TERMINATED], stream[keys.TRUNCATED]
+    returns, last, discount = n_step_loop(reward, term, trunc, 0.9, 3, stream.batch_size[0] - 2)
+    joined = torch.cat(emitted[1:], 0)
+    # emitted[1] starts at stream step 8 - 2 = 6.
+    rows = slice(6, 6 + joined.batch_size[0])
+    valid = joined[keys.VALID]
+    assert torch.equal(valid, stream[keys.VALID][rows])
+    torch.testing.assert_close(joined[keys.REWARD][valid], returns[rows][valid])
+    torch.testing.assert_close(joined[keys.DISCOUNT][valid], discount[rows][valid])
+    expected_next = stream[keys.NEXT_OBSERVATION].gather(
+        0, last[rows].unsqueeze(-1).expand(-1, -1, 4))
+    torch.testing.assert_close(joined[keys.NEXT_OBSERVATION][valid], expected_next[valid])
+    assert torch.equal(joined[keys.TERMINATED][valid], term.gather(0, last[rows])[valid])
+    # The placeholder steps before the first batch are never emitted.
+    assert not emitted[0][keys.VALID][:2].any()
+
+
+def test_epsilon_is_one_in_warm_up_then_decays_linearly_to_its_end():
+    run = dqn_run(learning_starts=64, exploration_fraction=0.1, epsilon_start=1.0, epsilon_end=0.1)
+    try:
+        timer = Timer(run.device)
+        seen = []
+        for _ in range(14):
+            stats = run.algo.learn(run.collector.collect(timer), timer)
+            seen.append(round(stats["stats/epsilon"], 6))
+        final = run.algo.epsilon
+    finally:
+        run.close()
+    # Each row reports the epsilon its batch was collected with: 32 frames per batch,
+    # warm-up until 64 frames, then 1 - 0.9 * frames / 320 down to 0.1.
+    assert seen[:2] == [1.0, 1.0]
+    assert seen[2] == pytest.approx(1 - 0.9 * 64 / 320)
+    assert seen[3] == pytest.approx(1 - 0.9 * 96 / 320)
+    assert seen[10] == pytest.approx(0.1)
+    assert final == pytest.approx(0.1)
+
+
+def test_gradient_steps_follow_the_update_to_data_ratio():
+    run = dqn_run(utd_ratio=0.3, learning_starts=0)
+    try:
+        timer = Timer(run.device)
+        steps = [run.algo.learn(run.collector.collect(timer), timer)["stats/gradient_steps"] for _ in range(10)]
+    finally:
+        run.close()
+    # 32 frames * 0.3 = 9.6 steps per batch: the fractions carry, never lost.
+    assert set(steps) == {9.0, 10.0}
+    assert sum(steps) == 96
+
+
+def test_target_network_is_copied_every_interval_gradient_steps():
+    run = dqn_run(utd_ratio=0.25, learning_starts=0, target_update_interval=16)
+    try:
+        timer = Timer(run.device)
+        agent = run.algo.agent
+        initial = copy.deepcopy(agent.target.state_dict())
+        run.algo.learn(run.collector.collect(timer), timer)  # 8 steps: no copy yet
+        assert all(torch.equal(initial[k], v) for k, v in agent.target.state_dict().items())
+        run.algo.learn(run.collector.collect(timer), timer)  # 16 steps: copied at the last one
+        assert all(torch.equal(agent.q.state_dict()[k], v) for k, v in agent.target.state_dict().items())
+        run.algo.learn(run.collector.collect(timer), timer)  # 24: online moved on, target stays
+        assert not all(torch.equal(agent.q.state_dict()[k], v) for k, v in agent.target.state_dict().items())
+    finally:
+        run.close()
+
+
+def test_prioritized_replay_updates_priorities_from_td_errors():
+    run = dqn_run(learning_starts=0, replay={"capacity": 10_000, "prioritized": True})
+    try:
+        timer = Timer(run.device)
+        for _ in range(3):
+            terms = run.algo.learn(run.collector.collect(timer), timer)
+        leaves = run.algo.buffer.tree.leaves[: len(run.algo.buffer)]
+    finally:
+        run.close()
+    assert "update.priority" in timer.current and terms["stats/gradient_steps"] > 0
+    # New transitions enter at priority 1; sampled ones now carry (|td| + eps)^alpha.
+    assert (leaves != 1.0).any() and (leaves > 0).all()
+
+
+def test_warm_up_acts_uniformly_and_learns_nothing():
+    run = dqn_run(learning_starts=3200)
+    try:
+        timer = Timer(run.device)
+        before = [p.clone() for p in run.algo.agent.q.parameters()]
+        actions = []
+        for _ in range(4):
+            batch = run.collector.collect(timer)
+            actions.append(batch[keys.ACTION].clone())
+            stats = run.algo.learn(batch, timer)
+        assert stats["stats/gradient_steps"] == 0 and "loss/q" not in stats
+        assert all(torch.equal(a, b) for a, b in zip(before, run.algo.agent.q.parameters()))
+        assert len(run.algo.buffer) > 100
+    finally:
+        run.close()
+    share = torch.cat(actions).float().mean()
+    assert 0.4 < share < 0.6

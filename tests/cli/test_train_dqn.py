@@ -1,0 +1,118 @@
+"""``rlcli train`` and ``validate`` with DQN, the off-policy path of the one loop, as a user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from cli.test_train import (
+    CLOCK_COLUMNS, ROOT, assert_exit, cli_env, command, load_final, no_run_folder, only_run_folder,
+    read_csv, read_jsonl, read_run_json, rlcli,
+)
+from conftest import assert_bad_input
+
+SHORT = ["--set", "collector.total_frames=2048", "--set", "algo.learning_starts=512"]
+
+
+@pytest.fixture(scope="module")
+def dqn(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dqn") / "runs"
+    result = rlcli("train", "dqn_cartpole", *SHORT, "--quiet", "--out", out)
+    return result, out
+
+
+def test_smoke_run_completes_with_every_column_from_the_first_row(dqn):
+    result, out = dqn
+    assert_exit(result, 0)
+    folder = only_run_folder(out, "dqn_cartpole")
+    header, rows = read_csv(folder / "metrics.csv")
+    for column in ("loss/q", "stats/epsilon", "stats/q_mean", "optim/lr", "time/update.sample_ms",
+                   "time/update.target_ms", "time/update.extend_ms"):
+        assert column in header, column
+    assert [int(r["frames"]) for r in rows] == [256 * i for i in range(1, 9)]
+    # The warm-up row (256 of the 512 frames of random actions) has no loss yet: the
+    # column is there, empty. Learning starts in the iteration that completes the 512.
+    assert rows[0]["loss/q"] == "" and float(rows[0]["stats/gradient_steps"]) == 0
+    assert all(float(r["loss/q"]) >= 0 for r in rows[1:])
+    assert float(rows[0]["stats/epsilon"]) == 1.0 > float(rows[-1]["stats/epsilon"])
+    jsonl = read_jsonl(folder / "metrics.jsonl")
+    assert jsonl[0]["loss/q"] is None and jsonl[-1]["loss/q"] is not None
+    status = read_run_json(folder)
+    assert status["status"] == "completed" and status["frames"] == 2048
+    payload = load_final(folder)
+    # The target network is part of the agent, saved with it.
+    assert any(name.startswith("target.") for name in payload["agent"])
+    assert payload["algo_state"]["buffer"]["size"] > 1500
+
+
+def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
+    outs = {name: tmp_path / name for name in ("a", "b", "other")}
+    seeds = {"a": 3, "b": 3, "other": 4}
+    procs = {
+        name: subprocess.Popen(
+            command("train", "dqn_cartpole", "--seed", str(seeds[name]), *SHORT, "--quiet", "--out", out),
+            cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for name, out in outs.items()
+    }
+    metrics = {}
+    for name, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=180)
+        assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{stdout}\n{stderr}"
+        header, rows = read_csv(only_run_folder(outs[name], "dqn_cartpole") / "metrics.csv")
+        compared = [c for c in header if c not in CLOCK_COLUMNS and not c.startswith("time/")]
+        metrics[name] = [[row[c] for c in compared] for row in rows]
+    assert metrics["a"] == metrics["b"]
+    assert metrics["a"] != metrics["other"]
+
+
+def test_memmap_replay_lives_in_the_run_folder(tmp_path):
+    out = tmp_path / "runs"
+    result = rlcli("train", "dqn_cartpole", *SHORT, "--set", 'algo.replay.storage="memmap"', "--quiet",
+                   "--out", out)
+    assert_exit(result, 0)
+    folder = only_run_folder(out, "dqn_cartpole")
+    files = sorted(p.name for p in (folder / "replay").iterdir())
+    assert files == sorted(f"{key}.memmap" for key in
+                           ("observation", "next_observation", "action", "reward", "terminated"))
+
+
+def test_dqn_on_a_continuous_action_env_is_bad_input(tmp_path):
+    config = tmp_path / "dqn_pendulum.toml"
+    config.write_text('[env]\nid = "Pendulum-v1"\n\n[algo]\nname = "dqn"\n', encoding="utf-8")
+    result = rlcli("validate", "--build", config.name, cwd=tmp_path)
+    assert_bad_input(result, "dqn_pendulum.toml", "algo.name", "Pendulum-v1", "action space Box",
+                     "dqn does not support", "supported action spaces: Discrete")
+
+
+def test_a_replay_buffer_larger_than_memory_is_bad_input_before_allocating(tmp_path):
+    out = tmp_path / "runs"
+    result = rlcli("train", "dqn_cartpole", "--set", "algo.replay.capacity=2000000000", "--out", out)
+    output = assert_bad_input(result, "algo.replay.capacity", "2,000,000,000 transitions needs", "is free")
+    assert "GiB" in output
+    no_run_folder(out)
+
+
+def test_an_unwritable_memmap_directory_is_bad_input(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    out = tmp_path / "runs"
+    result = rlcli("train", "dqn_cartpole", "--set", 'algo.replay.storage="memmap"',
+                   "--set", f'algo.replay.directory="{(blocker / "replay").as_posix()}"', "--out", out)
+    assert_bad_input(result, "algo.replay.directory", "cannot write memmap files")
+    no_run_folder(out)
+
+
+@pytest.mark.parametrize(("override", "field", "fragment"), [
+    ("algo.replay.alpha=1.5", "algo.replay.alpha", "less than or equal to 1"),
+    ("algo.replay.beta=-0.1", "algo.replay.beta", "greater than or equal to 0"),
+    ("algo.replay.beta_frames=0", "algo.replay.beta_frames", "greater than or equal to 1"),
+    ("algo.learning_starts=200000", "algo.learning_starts", "larger than collector.total_frames"),
+    ("algo.batch_size=200000", "algo.batch_size", "must not exceed algo.replay.capacity"),
+])
+def test_out_of_range_off_policy_settings_are_bad_input(tmp_path, override, field, fragment):
+    out = tmp_path / "runs"
+    result = rlcli("train", "dqn_cartpole", "--set", override, "--out", out)
+    assert_bad_input(result, field, fragment)
+    no_run_folder(out)
