@@ -24,7 +24,7 @@ def solved_seeds(preset: str, threshold: float, max_frames: int, seeds: int, tmp
     return reached
 
 
-def test_ppo_cartpole_reaches_475_on_3_of_3_seeds_within_500k_frames(tmp_path):
+def test_ppo_cartpole_reaches_475_on_3_of_3_seeds_within_200k_frames(tmp_path):
     # The preset's linear schedules are tuned for its own 200k-frame budget.
     assert len(solved_seeds("ppo_cartpole", 475, 200_000, 3, tmp_path)) == 3
 
@@ -35,3 +35,8 @@ def test_a2c_cartpole_reaches_475_on_2_of_3_seeds_within_500k_frames(tmp_path):
 
 def test_ppo_pendulum_reaches_minus_300_on_2_of_3_seeds_within_1m_frames(tmp_path):
     assert len(solved_seeds("ppo_pendulum", -300, 1_000_000, 3, tmp_path)) >= 2
+
+
+def test_dqn_cartpole_reaches_475_on_3_of_3_seeds_within_100k_frames(tmp_path):
+    # The rolling mean of 100 training episodes, exploration included (about 3 minutes on 2 cores).
+    assert len(solved_seeds("dqn_cartpole", 475, 100_000, 3, tmp_path)) == 3

@@ -142,3 +142,38 @@ def test_policy_learns_the_rewarded_action(algo, tmp_path):
     with torch.no_grad():
         probs = agent.policy(torch.zeros(1, 1)).probs[0].tolist()
     assert probs[1] > 0.9
+
+
+DQN = {"name": "dqn", "gamma": 0.9, "learning_starts": 512, "batch_size": 64, "utd_ratio": 0.25,
+       "target_update_interval": 50, "replay": {"capacity": 10_000}}
+
+
+def q_of(agent, *observations: float) -> list[list[float]]:
+    with torch.no_grad():
+        return agent.q(torch.tensor([[o] for o in observations])).tolist()
+
+
+def test_q_learns_a_constant_for_every_action(tmp_path):
+    agent = trained_agent("rlcli-probe/Constant-v0", DQN, tmp_path=tmp_path)
+    assert q_of(agent, 0.0)[0] == pytest.approx([1.0, 1.0], abs=0.05)
+
+
+def test_q_discounts_a_delayed_reward(tmp_path):
+    agent = trained_agent("rlcli-probe/Delayed-v0", DQN, tmp_path=tmp_path)
+    first, second = q_of(agent, 0.0, 1.0)
+    assert first == pytest.approx([0.9, 0.9], abs=0.07)
+    assert second == pytest.approx([1.0, 1.0], abs=0.07)
+
+
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_q_bootstraps_through_truncation(tmp_path, n_step):
+    # Treating the time limit as termination would give about 4.1 (five rewards, discounted).
+    agent = trained_agent("rlcli-probe/TruncatedForever-v0", {**DQN, "n_step": n_step}, frames=16384,
+                          tmp_path=tmp_path)
+    assert q_of(agent, 0.0)[0] == pytest.approx([10.0, 10.0], abs=1.0)
+
+
+def test_greedy_action_is_the_rewarded_one(tmp_path):
+    agent = trained_agent("rlcli-probe/RewardedAction-v0", DQN, tmp_path=tmp_path)
+    zero, one = q_of(agent, 0.0)[0]
+    assert one == pytest.approx(1.0, abs=0.1) and zero == pytest.approx(0.0, abs=0.1)

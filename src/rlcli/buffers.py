@@ -171,17 +171,26 @@ class SumTree:
         start = max(d for d, level in enumerate(self.levels) if level.numel() <= _FULL_PREFIX)
         level = self.levels[start]
         prefix = level.cumsum(0)
-        # right=True: the first node whose running sum passes the mass, so
-        # zero-priority nodes (empty slots) are never chosen.
-        node = torch.searchsorted(prefix, mass, right=True).clamp_(max=level.numel() - 1)
+        node = torch.searchsorted(prefix, _inside(mass, prefix[-1]), right=True)
         mass = (mass - (prefix.index_select(0, node) - level.index_select(0, node))).unsqueeze(1)
         for level in self.levels[start + 1:]:
             rows = level.view(-1, fanout).index_select(0, node)
             prefix = rows.cumsum(1)
-            child = torch.searchsorted(prefix, mass, right=True).clamp_(max=fanout - 1)
+            child = torch.searchsorted(prefix, _inside(mass, prefix[:, -1:]), right=True)
             mass = mass - (prefix.gather(1, child) - rows.gather(1, child))
             node = node * fanout + child.squeeze(1)
         return node
+
+
+def _inside(mass: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """``mass`` moved into [0, total), so that a searchsorted(right=True) over prefix sums
+    picks a node of positive priority: the first whose running sum passes the mass.
+
+    Subtracting prefix sums can round a remainder just below 0 or up to the total,
+    which would land on an empty neighbour.
+    """
+    below_total = torch.nextafter(total, torch.zeros_like(total))
+    return torch.minimum(mass.clamp(min=0.0), below_total)
 
 
 class ReplayBuffer:

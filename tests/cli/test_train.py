@@ -234,14 +234,13 @@ def test_other_presets_train_to_their_frame_budget(tmp_path, preset, overrides, 
     assert load_final(folder)["frames"] == frames_per_batch * iterations
 
 
-def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    outs = {name: tmp_path / name for name in ("seed3a", "seed3b", "seed4")}
-    seeds = {"seed3a": 3, "seed3b": 3, "seed4": 4}
-    # Started together to save wall time; each process uses one torch thread.
+def metrics_by_run(tmp_path: Path, preset: str, seeds: dict[str, int], *args: str) -> dict[str, tuple]:
+    """Train ``preset`` once per named seed, side by side (one torch thread each), with ``args``;
+    returns each run's (columns, rows) without the clock columns."""
+    outs = {name: tmp_path / name for name in seeds}
     procs = {
         name: subprocess.Popen(
-            command("train", "ppo_cartpole", "--seed", str(seeds[name]), "--set", "collector.total_frames=4096",
-                    "--quiet", "--out", out),
+            command("train", preset, "--seed", str(seeds[name]), *args, "--quiet", "--out", out),
             cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for name, out in outs.items()
@@ -250,11 +249,16 @@ def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
     for name, proc in procs.items():
         stdout, stderr = proc.communicate(timeout=180)
         assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{stdout}\n{stderr}"
-        header, rows = read_csv(only_run_folder(outs[name], "ppo_cartpole") / "metrics.csv")
-        assert len(rows) == 8
+        header, rows = read_csv(only_run_folder(outs[name], preset) / "metrics.csv")
         compared = [c for c in header if c not in CLOCK_COLUMNS and not c.startswith("time/")]
         metrics[name] = (compared, [[row[c] for c in compared] for row in rows])
+    return metrics
 
+
+def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
+    metrics = metrics_by_run(tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4},
+                             "--set", "collector.total_frames=4096")
+    assert len(metrics["seed3a"][1]) == 8
     assert metrics["seed3a"] == metrics["seed3b"]
     columns, rows3 = metrics["seed3a"]
     columns4, rows4 = metrics["seed4"]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from cli.test_train import (
-    CLOCK_COLUMNS, ROOT, assert_exit, cli_env, command, load_final, no_run_folder, only_run_folder,
-    read_csv, read_jsonl, read_run_json, rlcli,
+    assert_exit, load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv, read_jsonl,
+    read_run_json, rlcli,
 )
 from conftest import assert_bad_input
 
@@ -47,24 +45,10 @@ def test_smoke_run_completes_with_every_column_from_the_first_row(dqn):
 
 
 def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    outs = {name: tmp_path / name for name in ("a", "b", "other")}
-    seeds = {"a": 3, "b": 3, "other": 4}
-    procs = {
-        name: subprocess.Popen(
-            command("train", "dqn_cartpole", "--seed", str(seeds[name]), *SHORT, "--quiet", "--out", out),
-            cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for name, out in outs.items()
-    }
-    metrics = {}
-    for name, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=180)
-        assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{stdout}\n{stderr}"
-        header, rows = read_csv(only_run_folder(outs[name], "dqn_cartpole") / "metrics.csv")
-        compared = [c for c in header if c not in CLOCK_COLUMNS and not c.startswith("time/")]
-        metrics[name] = [[row[c] for c in compared] for row in rows]
+    metrics = metrics_by_run(tmp_path, "dqn_cartpole", {"a": 3, "b": 3, "other": 4}, *SHORT)
+    assert len(metrics["a"][1]) == 8
     assert metrics["a"] == metrics["b"]
-    assert metrics["a"] != metrics["other"]
+    assert metrics["a"][1] != metrics["other"][1]
 
 
 def test_memmap_replay_lives_in_the_run_folder(tmp_path):
