@@ -132,7 +132,7 @@ def test_n_step_transitions_across_batches_match_the_whole_stream():
     try:
         timer = Timer(run.device)
         batches = [run.collector.collect(timer).clone() for _ in range(3)]
-        emitted = [run.algo.transitions(b) for b in batches]
+        emitted = [run.algo.replay.transitions(b) for b in batches]
     finally:
         run.close()
     stream = torch.cat(batches, 0)
@@ -209,7 +209,7 @@ def test_prioritized_replay_updates_priorities_from_td_errors():
         timer = Timer(run.device)
         for _ in range(3):
             terms = run.algo.learn(run.collector.collect(timer), timer)
-        leaves = run.algo.buffer.tree.leaves[: len(run.algo.buffer)]
+        leaves = run.algo.replay.buffer.tree.leaves[: len(run.algo.replay.buffer)]
     finally:
         run.close()
     assert "update.priority" in timer.current and terms["stats/gradient_steps"] > 0
@@ -229,7 +229,7 @@ def test_warm_up_acts_uniformly_and_learns_nothing():
             stats = run.algo.learn(batch, timer)
         assert stats["stats/gradient_steps"] == 0 and "loss/q" not in stats
         assert all(torch.equal(a, b) for a, b in zip(before, run.algo.agent.q.parameters()))
-        assert len(run.algo.buffer) > 100
+        assert len(run.algo.replay.buffer) > 100
     finally:
         run.close()
     share = torch.cat(actions).float().mean()

@@ -41,7 +41,7 @@ def test_smoke_run_completes_with_every_column_from_the_first_row(dqn):
     payload = load_final(folder)
     # The target network is part of the agent, saved with it.
     assert any(name.startswith("target.") for name in payload["agent"])
-    assert payload["algo_state"]["buffer"]["size"] > 1500
+    assert payload["algo_state"]["replay"]["buffer"]["size"] > 1500
 
 
 def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
@@ -58,8 +58,9 @@ def test_memmap_replay_lives_in_the_run_folder(tmp_path):
     assert_exit(result, 0)
     folder = only_run_folder(out, "dqn_cartpole")
     files = sorted(p.name for p in (folder / "replay").iterdir())
+    # The preset's 3-step returns store their bootstrap discount beside the transition.
     assert files == sorted(f"{key}.memmap" for key in
-                           ("observation", "next_observation", "action", "reward", "terminated"))
+                           ("observation", "next_observation", "action", "reward", "terminated", "discount"))
 
 
 def test_dqn_on_a_continuous_action_env_is_bad_input(tmp_path):

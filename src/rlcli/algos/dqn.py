@@ -4,7 +4,6 @@ n-step returns and optional prioritized replay, on the shared replay buffer."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -15,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import n_step_returns
-from rlcli.buffers import ReplayBuffer, ReplayConfig, Spec, check_storage
+from rlcli.buffers import ReplayConfig
 from rlcli.models.mlp import mlp
-from rlcli.normalization import ObservationNormalizer, RewardScaler
+from rlcli.normalization import ObservationNormalizer
 from rlcli.optim import GradientStep
+from rlcli.replay import Replay, build_replay, off_policy_problems, transition_spec
 from rlcli.targets import TargetSchedule
 from rlcli.timing import Timer
 
@@ -59,15 +58,7 @@ class DQNConfig(BaseModel):
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
-        problems = []
-        if self.learning_starts > collector.total_frames:
-            problems.append(("algo.learning_starts",
-                             f"learning_starts ({self.learning_starts:,}) is larger than "
-                             f"collector.total_frames ({collector.total_frames:,}): the run would never learn"))
-        if self.batch_size > self.replay.capacity:
-            problems.append(("algo.batch_size", f"batch_size ({self.batch_size}) must not exceed "
-                                                f"algo.replay.capacity ({self.replay.capacity})"))
-        return problems
+        return off_policy_problems(self, collector)
 
 
 CONFIG = DQNConfig
@@ -126,32 +117,28 @@ class DQN:
     """Epsilon-greedy collection; each batch extends the buffer, then ``utd_ratio`` gradient
     steps per frame once ``learning_starts`` frames are in, and target updates on schedule."""
 
-    def __init__(self, cfg: DQNConfig, *, agent: QAgent, buffer: ReplayBuffer, reward_scaler: RewardScaler,
-                 optim, iterations: int, total_frames: int, num_actions: int, device: torch.device, seed: int):
+    def __init__(self, cfg: DQNConfig, *, agent: QAgent, replay: Replay, optim, iterations: int,
+                 total_frames: int, num_actions: int, device: torch.device, seed: int):
         self.cfg = cfg
         self.agent = agent
-        self.buffer = buffer
-        self.reward_scaler = reward_scaler
+        self.replay = replay
         self.step = GradientStep(optim, agent.q.parameters(), iterations)
         self.target = TargetSchedule(agent.target, agent.q, tau=cfg.tau, interval=cfg.target_update_interval)
         self.num_actions = num_actions
         self.device = device
         self.decay_frames = cfg.exploration_fraction * total_frames
         # Replay samples are drawn where the storage lives.
-        self.generator = torch.Generator(device=buffer.storage_device)
+        self.generator = torch.Generator(device=replay.buffer.storage_device)
         self.generator.manual_seed(seed)
-        self.frames = 0
-        self.owed = 0.0
         self.updates = 0
         self.epsilon = self._epsilon()
-        self.carry: TensorDict | None = None
 
     def _epsilon(self) -> float:
         """Uniform actions during warm-up, then a linear decay over the first ``exploration_fraction``."""
         cfg = self.cfg
-        if self.frames < cfg.learning_starts:
+        if not self.replay.learning:
             return 1.0
-        done = min(self.frames / self.decay_frames, 1.0) if self.decay_frames > 0 else 1.0
+        done = min(self.replay.frames / self.decay_frames, 1.0) if self.decay_frames > 0 else 1.0
         return cfg.epsilon_start + done * (cfg.epsilon_end - cfg.epsilon_start)
 
     @torch.no_grad()
@@ -169,47 +156,6 @@ class DQN:
             action = torch.where(explore, uniform, greedy)
         return TensorDict({keys.ACTION: action}, batch_size=[n])
 
-    def transitions(self, batch: TensorDict) -> TensorDict:
-        """The replay transitions of a raw ``[T, N]`` batch: with ``n_step`` > 1, n-step sums whose
-        windows may need the next batch, so each batch emits the windows that start up to
-        ``n_step - 1`` steps before its end, and keeps those steps for the next call."""
-        n = self.cfg.n_step
-        if n == 1:
-            return batch
-        from tensordict import TensorDict
-
-        raw = batch.select(keys.OBSERVATION, keys.NEXT_OBSERVATION, keys.ACTION, keys.REWARD,
-                           keys.TERMINATED, keys.TRUNCATED, keys.VALID)
-        if self.carry is None:
-            # Placeholder steps before the first batch: never valid, so never emitted.
-            self.carry = raw[: n - 1].clone().zero_()
-        joined = torch.cat([self.carry, raw], 0)
-        starts = raw.batch_size[0]
-        returns, last, discount = n_step_returns(joined[keys.REWARD], joined[keys.TERMINATED],
-                                                 joined[keys.TRUNCATED], gamma=self.cfg.gamma, n=n, starts=starts)
-        next_obs = joined[keys.NEXT_OBSERVATION]
-        index = last.reshape(*last.shape, *([1] * (next_obs.dim() - 2))).expand(-1, -1, *next_obs.shape[2:])
-        out = TensorDict({
-            keys.OBSERVATION: joined[keys.OBSERVATION][:starts],
-            keys.ACTION: joined[keys.ACTION][:starts],
-            keys.REWARD: returns,
-            keys.NEXT_OBSERVATION: next_obs.gather(0, index),
-            keys.TERMINATED: joined[keys.TERMINATED].gather(0, last),
-            keys.DISCOUNT: discount,
-            keys.VALID: joined[keys.VALID][:starts],
-        }, batch_size=[starts, raw.batch_size[1]])
-        self.carry = joined[starts:].clone()
-        return out
-
-    def sample(self, size: int, generator: torch.Generator) -> TensorDict:
-        """A replay minibatch with ``input``, ``next_input`` and ``reward`` normalized by the current statistics."""
-        sample = self.buffer.sample(size, generator)
-        norm = self.agent.obs_norm
-        sample[keys.INPUT] = norm(sample[keys.OBSERVATION])
-        sample[keys.NEXT_INPUT] = norm(sample[keys.NEXT_OBSERVATION])
-        sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
-        return sample
-
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
         cfg = self.cfg
@@ -217,37 +163,24 @@ class DQN:
         terms["loss/total"] = terms["loss/q"]
         return terms
 
-    def observe(self, batch: TensorDict) -> None:
-        """Fold a raw batch into the statistics and the replay buffer."""
-        valid = batch[keys.VALID]
-        self.agent.obs_norm.observe(batch[keys.OBSERVATION], valid)
-        self.reward_scaler.observe(batch[keys.REWARD], batch[keys.TERMINATED] | batch[keys.TRUNCATED], valid)
-        self.buffer.extend(self.transitions(batch))
-
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
         cfg = self.cfg
         stats = {"optim/lr": self.step.lr, "stats/epsilon": self.epsilon}
         with timer.phase("update.extend"):
-            self.observe(batch)
-        self.frames += batch.batch_size.numel()
+            self.replay.observe(batch)
+        steps = self.replay.due(batch.batch_size.numel())
         sums: dict[str, torch.Tensor] = {}
-        steps = 0
-        if self.frames >= cfg.learning_starts and len(self.buffer) > 0:
-            self.owed += cfg.utd_ratio * batch.batch_size.numel()
-            # The tolerance keeps 10 x 9.6 owed steps from flooring to 95 by rounding.
-            steps = int(self.owed + 1e-6)
-            self.owed -= steps
         for _ in range(steps):
             with timer.phase("update.sample"):
-                sample = self.sample(cfg.batch_size, self.generator)
+                sample = self.replay.sample(cfg.batch_size, self.generator)
             with timer.phase("update.forward"):
                 terms = self.loss(sample)
             td_error = terms.pop("td_error")
             self.step(terms["loss/total"], timer)
             if cfg.replay.prioritized:
                 with timer.phase("update.priority"):
-                    self.buffer.update_priorities(sample[keys.INDEX], td_error)
+                    self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
             with timer.phase("update.target"):
                 self.target.step()
             for name, value in terms.items():
@@ -257,52 +190,25 @@ class DQN:
         self.epsilon = self._epsilon()
         stats.update({name: float(total) / steps for name, total in sums.items()})
         stats["stats/gradient_steps"] = float(steps)
-        stats["stats/buffer_size"] = float(len(self.buffer))
+        stats["stats/buffer_size"] = float(len(self.replay.buffer))
         return stats
 
     def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""
-        self.observe(batch)
-        return self.sample(size, generator)
+        self.replay.observe(batch)
+        return self.replay.sample(size, generator)
 
     def state_dict(self) -> dict:
-        return {
-            "step": self.step.state_dict(), "target": self.target.state_dict(),
-            "generator": self.generator.get_state(), "frames": self.frames, "owed": self.owed,
-            "updates": self.updates, "epsilon": self.epsilon, "buffer": self.buffer.state_dict(),
-            "reward_scaler": self.reward_scaler.state_dict(),
-            "carry": None if self.carry is None else self.carry.to_dict(),
-        }
+        return {"step": self.step.state_dict(), "target": self.target.state_dict(),
+                "generator": self.generator.get_state(), "updates": self.updates, "epsilon": self.epsilon,
+                "replay": self.replay.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        from tensordict import TensorDict
-
         self.step.load_state_dict(state["step"])
         self.target.load_state_dict(state["target"])
         self.generator.set_state(state["generator"])
-        self.frames, self.owed, self.updates = state["frames"], state["owed"], state["updates"]
-        self.epsilon = state["epsilon"]
-        self.buffer.load_state_dict(state["buffer"])
-        self.reward_scaler.load_state_dict(state["reward_scaler"])
-        carry = state["carry"]
-        num_envs = self.reward_scaler.returns.shape[0]
-        self.carry = None if carry is None else TensorDict(carry, batch_size=[self.cfg.n_step - 1, num_envs],
-                                                           device=self.device)
-
-
-def replay_spec(cfg: DQNConfig, observation_space: gspaces.Box) -> Spec:
-    """What the buffer stores per transition: raw observations, action, reward and the end flag."""
-    obs_shape = tuple(observation_space.shape)
-    spec: Spec = {
-        keys.OBSERVATION: (obs_shape, torch.float32),
-        keys.NEXT_OBSERVATION: (obs_shape, torch.float32),
-        keys.ACTION: ((), torch.int64),
-        keys.REWARD: ((), torch.float32),
-        keys.TERMINATED: ((), torch.bool),
-    }
-    if cfg.n_step > 1:
-        spec[keys.DISCOUNT] = ((), torch.float32)
-    return spec
+        self.updates, self.epsilon = state["updates"], state["epsilon"]
+        self.replay.load_state_dict(state["replay"])
 
 
 def build(cfg: DQNConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
@@ -316,9 +222,7 @@ def build(cfg: DQNConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], networ
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     observation_space, action_space = spaces
-    spec = replay_spec(cfg, observation_space)
-    directory = Path(cfg.replay.directory).expanduser() if cfg.replay.directory else None
-    check_storage(cfg.replay, spec, device, directory, source=source)
+    spec = transition_spec(observation_space.shape, ((), torch.int64), n_step=cfg.n_step)
     obs_dim = int(np.prod(observation_space.shape))
     num_actions = int(action_space.n)
     q = mlp(obs_dim, network.value_sizes, num_actions, activation=network.activation,
@@ -326,9 +230,7 @@ def build(cfg: DQNConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], networ
     obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
                                      clip=env.clip_observation)
     agent = QAgent(obs_norm, q).to(device)
-    default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
-    buffer = ReplayBuffer(cfg.replay, spec, device=device, directory=default_folder)
-    reward_scaler = RewardScaler(env.num_envs, gamma=cfg.gamma, enabled=env.normalize_reward).to(device)
-    return DQN(cfg, agent=agent, buffer=buffer, reward_scaler=reward_scaler, optim=optim,
-               iterations=collector.iterations, total_frames=collector.total_frames,
-               num_actions=num_actions, device=device, seed=seed)
+    replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
+                          device=device, run_folder=run_folder, source=source)
+    return DQN(cfg, agent=agent, replay=replay, optim=optim, iterations=collector.iterations,
+               total_frames=collector.total_frames, num_actions=num_actions, device=device, seed=seed)

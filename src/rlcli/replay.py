@@ -1,0 +1,173 @@
+"""What every replay-based algorithm shares: folding collected batches into statistics and the
+buffer (as n-step windows), sampling normalized minibatches, and the update-to-data schedule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from rlcli import keys
+from rlcli.advantages import n_step_returns
+from rlcli.buffers import ReplayBuffer, Spec, check_storage
+from rlcli.normalization import ObservationNormalizer, RewardScaler
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+
+def transition_spec(obs_shape: tuple[int, ...], action: tuple[tuple[int, ...], torch.dtype], *,
+                    n_step: int) -> Spec:
+    """What a buffer stores per transition: raw observations, the action, the reward, the end flag,
+    and with ``n_step`` > 1 the bootstrap discount."""
+    spec: Spec = {
+        keys.OBSERVATION: (tuple(obs_shape), torch.float32),
+        keys.NEXT_OBSERVATION: (tuple(obs_shape), torch.float32),
+        keys.ACTION: action,
+        keys.REWARD: ((), torch.float32),
+        keys.TERMINATED: ((), torch.bool),
+    }
+    if n_step > 1:
+        spec[keys.DISCOUNT] = ((), torch.float32)
+    return spec
+
+
+def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
+    """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
+    pairs: a warm-up inside the run and a batch that fits in the buffer."""
+    problems = []
+    if cfg.learning_starts > collector.total_frames:
+        problems.append(("algo.learning_starts",
+                         f"learning_starts ({cfg.learning_starts:,}) is larger than "
+                         f"collector.total_frames ({collector.total_frames:,}): the run would never learn"))
+    if cfg.batch_size > cfg.replay.capacity:
+        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must not exceed "
+                                            f"algo.replay.capacity ({cfg.replay.capacity})"))
+    return problems
+
+
+def build_replay(cfg, spec: Spec, obs_norm: ObservationNormalizer, *, num_envs: int, normalize_reward: bool,
+                 device: torch.device, run_folder: Callable[[], Path] | None = None,
+                 source: str | None = None) -> Replay:
+    """The :class:`Replay` of an off-policy algorithm config ``cfg``, whose storage is checked first.
+
+    Reads ``cfg.replay``, ``gamma``, ``n_step``, ``learning_starts`` and ``utd_ratio``. Memmap
+    files go to ``replay.directory``, else to ``replay/`` in the run folder.
+
+    Raises:
+        ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
+    """
+    directory = Path(cfg.replay.directory).expanduser() if cfg.replay.directory else None
+    check_storage(cfg.replay, spec, device, directory, source=source)
+    default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
+    buffer = ReplayBuffer(cfg.replay, spec, device=device, directory=default_folder)
+    reward_scaler = RewardScaler(num_envs, gamma=cfg.gamma, enabled=normalize_reward).to(device)
+    return Replay(buffer, obs_norm, reward_scaler, gamma=cfg.gamma, n_step=cfg.n_step,
+                  learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device)
+
+
+class Replay:
+    """A replay buffer fed from ``[T, N]`` batches, with the statistics that normalize its samples.
+
+    ``observe`` folds a batch into the observation and reward statistics (valid
+    steps only) and writes its transitions; ``sample`` draws a minibatch and
+    adds ``input`` and ``next_input`` (normalized observations) and a scaled
+    ``reward``, so the buffer itself keeps raw data. ``due`` counts frames and
+    says how many gradient steps they pay for.
+    """
+
+    def __init__(self, buffer: ReplayBuffer, obs_norm: ObservationNormalizer, reward_scaler: RewardScaler, *,
+                 gamma: float, n_step: int, learning_starts: int, utd_ratio: float, device: torch.device):
+        self.buffer = buffer
+        self.obs_norm = obs_norm
+        self.reward_scaler = reward_scaler
+        self.gamma, self.n_step = gamma, n_step
+        self.learning_starts, self.utd_ratio = learning_starts, utd_ratio
+        self.device = device
+        self.frames = 0
+        self.owed = 0.0
+        self.carry: TensorDict | None = None
+
+    @property
+    def learning(self) -> bool:
+        """Whether the warm-up of ``learning_starts`` frames is over."""
+        return self.frames >= self.learning_starts
+
+    def observe(self, batch: TensorDict) -> None:
+        """Fold a raw batch into the statistics and the buffer, and count its frames."""
+        valid = batch[keys.VALID]
+        self.obs_norm.observe(batch[keys.OBSERVATION], valid)
+        self.reward_scaler.observe(batch[keys.REWARD], batch[keys.TERMINATED] | batch[keys.TRUNCATED], valid)
+        self.buffer.extend(self.transitions(batch))
+        self.frames += batch.batch_size.numel()
+
+    def due(self, frames: int) -> int:
+        """Gradient steps that ``frames`` new frames pay for: none during the warm-up, then
+        ``utd_ratio`` per frame, fractions carried to the next batch."""
+        if not self.learning or len(self.buffer) == 0:
+            return 0
+        self.owed += self.utd_ratio * frames
+        # The tolerance keeps 10 x 9.6 owed steps from flooring to 95 by rounding.
+        steps = int(self.owed + 1e-6)
+        self.owed -= steps
+        return steps
+
+    def transitions(self, batch: TensorDict) -> TensorDict:
+        """The replay transitions of a raw ``[T, N]`` batch: with ``n_step`` > 1, n-step sums whose
+        windows may need the next batch, so each batch emits the windows that start up to
+        ``n_step - 1`` steps before its end, and keeps those steps for the next call."""
+        n = self.n_step
+        if n == 1:
+            return batch
+        from tensordict import TensorDict
+
+        raw = batch.select(keys.OBSERVATION, keys.NEXT_OBSERVATION, keys.ACTION, keys.REWARD,
+                           keys.TERMINATED, keys.TRUNCATED, keys.VALID)
+        if self.carry is None:
+            # Placeholder steps before the first batch: never valid, so never emitted.
+            self.carry = raw[: n - 1].clone().zero_()
+        joined = torch.cat([self.carry, raw], 0)
+        starts = raw.batch_size[0]
+        returns, last, discount = n_step_returns(joined[keys.REWARD], joined[keys.TERMINATED],
+                                                 joined[keys.TRUNCATED], gamma=self.gamma, n=n, starts=starts)
+        next_obs = joined[keys.NEXT_OBSERVATION]
+        index = last.reshape(*last.shape, *([1] * (next_obs.dim() - 2))).expand(-1, -1, *next_obs.shape[2:])
+        out = TensorDict({
+            keys.OBSERVATION: joined[keys.OBSERVATION][:starts],
+            keys.ACTION: joined[keys.ACTION][:starts],
+            keys.REWARD: returns,
+            keys.NEXT_OBSERVATION: next_obs.gather(0, index),
+            keys.TERMINATED: joined[keys.TERMINATED].gather(0, last),
+            keys.DISCOUNT: discount,
+            keys.VALID: joined[keys.VALID][:starts],
+        }, batch_size=[starts, raw.batch_size[1]])
+        self.carry = joined[starts:].clone()
+        return out
+
+    def sample(self, size: int, generator: torch.Generator) -> TensorDict:
+        """A minibatch with ``input``, ``next_input`` and ``reward`` normalized by the current statistics."""
+        sample = self.buffer.sample(size, generator)
+        sample[keys.INPUT] = self.obs_norm(sample[keys.OBSERVATION])
+        sample[keys.NEXT_INPUT] = self.obs_norm(sample[keys.NEXT_OBSERVATION])
+        sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
+        return sample
+
+    def state_dict(self) -> dict:
+        """Counters, the n-step carry and the buffer's counters (its transitions are saved apart)."""
+        return {"frames": self.frames, "owed": self.owed, "buffer": self.buffer.state_dict(),
+                "reward_scaler": self.reward_scaler.state_dict(),
+                "carry": None if self.carry is None else self.carry.to_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        from tensordict import TensorDict
+
+        self.frames, self.owed = state["frames"], state["owed"]
+        self.buffer.load_state_dict(state["buffer"])
+        self.reward_scaler.load_state_dict(state["reward_scaler"])
+        carry = state["carry"]
+        if carry is not None:
+            num_envs = self.reward_scaler.returns.shape[0]
+            carry = TensorDict(carry, batch_size=[self.n_step - 1, num_envs], device=self.device)
+        self.carry = carry
