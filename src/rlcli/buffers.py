@@ -263,9 +263,14 @@ class ReplayBuffer:
             value = value.reshape(-1, *value.shape[batch.batch_dims:])
             if rows is not None:
                 value = value.index_select(0, rows)
-            value = value[skip:].to(storage.device, non_blocking=True)
-            storage[start:start + first] = value[:first]
-            if first < written:
+            if skip:
+                value = value[skip:]
+            if value.device != storage.device:
+                value = value.to(storage.device, non_blocking=True)
+            if first == written:
+                storage[start:start + first] = value
+            else:
+                storage[start:start + first] = value[:first]
                 storage[:written - first] = value[first:]
         if self.tree is not None:
             positions = (torch.arange(written, device=self.storage_device) + start) % capacity

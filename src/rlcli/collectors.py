@@ -57,7 +57,7 @@ class Collector:
             keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
             keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
             keys.VALID: torch.ones(steps, n, dtype=torch.bool),
-        }, batch_size=[steps, n])
+        }, batch_size=[steps, n], device=torch.device("cpu"))
         if pin:
             self.host = self.host.pin_memory()
         # numpy views of the host tensors: the env's arrays are copied straight in.

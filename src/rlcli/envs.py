@@ -9,8 +9,8 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 from rlcli.config.errors import single
 
 
-def make_envs(cfg, *, source: str | None = None) -> VectorEnv:
-    """A vector env for ``cfg`` (an EnvConfig), wrapped to record the last 100 episodes.
+def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> VectorEnv:
+    """A vector env for ``cfg`` (an EnvConfig), wrapped to record the last ``return_window`` episodes.
 
     ``sync`` and ``async`` envs reset in the same step an episode ends
     (``AutoresetMode.SAME_STEP``, the final observation in ``info["final_obs"]``);
@@ -38,7 +38,7 @@ def make_envs(cfg, *, source: str | None = None) -> VectorEnv:
     # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
     except Exception as exc:  # noqa: BLE001
         raise single(source, f"cannot make {cfg.id!r}: {type(exc).__name__}: {exc}", path="env") from None
-    return RecordEpisodeStatistics(envs, buffer_length=100)
+    return RecordEpisodeStatistics(envs, buffer_length=return_window)
 
 
 def autoreset_mode(envs: VectorEnv) -> AutoresetMode:

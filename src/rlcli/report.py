@@ -23,7 +23,7 @@ def timing_table(state: TrainState) -> Table:
     table = Table(
         title=f"iteration {state.iteration}/{state.run.iterations}",
         caption=(f"frames {state.frames:,}  ·  {state.fps:,.0f} frames/s  ·  "
-                 f"return (last 100) {_fmt_return(state.last_return)}"),
+                 f"return (last {state.run.cfg.run.return_window}) {_fmt_return(state.last_return)}"),
         title_justify="left",
         caption_justify="left",
         min_width=64,
@@ -51,8 +51,9 @@ def summary_table(state: TrainState) -> Table:
     table.add_row("iterations", f"{state.iteration:,}")
     table.add_row("wall time", f"{state.wall_time:.2f} s")
     table.add_row("mean frames/s", f"{state.fps:,.0f}")
-    table.add_row("best return (last 100)", _fmt_return(state.best_return))
-    table.add_row("last return (last 100)", _fmt_return(state.last_return))
+    window = state.run.cfg.run.return_window
+    table.add_row(f"best return (last {window})", _fmt_return(state.best_return))
+    table.add_row(f"last return (last {window})", _fmt_return(state.last_return))
     target = state.run.cfg.run.stop_at_return
     if target is not None:
         reached = (f"{state.solved_at[0]:,} frames, {state.solved_at[1]:.2f} s"

@@ -97,7 +97,7 @@ def build_run(cfg: RunConfig, *, source: str | None = None) -> Run:
     check_backends(cfg.logger, source=source)
     torch.set_num_threads(cfg.run.threads)
     torch.set_flush_denormal(True)
-    envs = make_envs(cfg.env, source=source)
+    envs = make_envs(cfg.env, return_window=cfg.run.return_window, source=source)
     folder = RunFolder(cfg.run.output_dir, cfg.run.name)
     try:
         module = ALGORITHMS[cfg.algo.name]

@@ -218,7 +218,7 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     if math.isfinite(state.last_return) and not state.best_return >= state.last_return:
         state.best_return = state.last_return
     target = cfg.run.stop_at_return
-    # "Solved" means the mean of a full window of 100 episodes, never of the first few.
+    # "Solved" means the mean of a full window of run.return_window episodes, never of the first few.
     if target is not None and len(returns) == returns.maxlen and state.last_return >= target:
         state.solved_at = (state.frames, state.wall_time)
         state.status = "solved"

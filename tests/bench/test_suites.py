@@ -19,8 +19,8 @@ def test_loss_cases_call_their_own_algorithm():
                 assert "loss/total" in terms, case.key
                 # PPO's loss reports its KL estimate; the others have none.
                 assert ("stats/approx_kl" in terms) == case.name.startswith("ppo"), case.key
-                # DQN's loss reports its Q-values; the actor-critics have none.
-                assert ("stats/q_mean" in terms) == case.name.startswith("dqn"), case.key
+                # Q-learning losses report their Q-values; PPO's and A2C's have none.
+                assert ("stats/q_mean" in terms) != case.name.startswith(("ppo", "a2c")), case.key
         assert {r.name for r in ratios} == {"ppo.slowdown_vs_bare_torch"}
     finally:
         for case in cases:
@@ -53,3 +53,33 @@ def test_cli_help_names_every_suite():
     option = typing.get_type_hints(cli.bench, include_extras=True)["suite"].__metadata__[0]
     for name in SUITES:
         assert name in option.help
+
+
+def test_update_cases_run_learn_past_the_warm_up_for_every_preset():
+    cases, _ = SUITES["update"](QUICK)
+    try:
+        names = {case.name for case in cases}
+        assert {"ppo_cartpole", "dqn_cartpole"} <= names
+        for case in cases:
+            # Each case runs a whole learn; off-policy ones are past their warm-up, so they step.
+            case.run()
+    finally:
+        for case in cases:
+            case.close()
+    dqn = next(case for case in cases if case.name == "dqn_cartpole")
+    algo = dqn.run.__defaults__[0]
+    assert algo.updates > 0
+
+
+def test_buffer_cases_cover_extend_samples_and_priorities_beside_the_floor():
+    cases, ratios = SUITES["buffer"](QUICK)
+    try:
+        names = [case.name for case in cases]
+        assert names == ["extend", "bare_torch_sample", "sample_uniform", "sample_prioritized", "update_priorities"]
+        sample = cases[2].run()
+        assert sample.batch_size == torch.Size([256]) and sample["observation"].shape == (256, 17)
+        assert "weight" in cases[3].run().keys()
+    finally:
+        for case in cases:
+            case.close()
+    assert ratios[0].numerator == cases[1].key and ratios[0].denominator == cases[2].key

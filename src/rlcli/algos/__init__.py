@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Protocol, Union
 
 from pydantic import Field
 
-from rlcli.algos import a2c, dqn, ppo
+from rlcli.algos import a2c, ddpg, dqn, ppo, sac, td3
 
 if TYPE_CHECKING:
     import torch
@@ -68,6 +68,9 @@ ALGORITHMS = {
     "ppo": ppo,
     "a2c": a2c,
     "dqn": dqn,
+    "sac": sac,
+    "td3": td3,
+    "ddpg": ddpg,
 }
 
 AlgoConfig = Annotated[

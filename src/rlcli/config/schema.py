@@ -44,8 +44,14 @@ class RunSection(BaseModel):
     output_dir: str = Field("runs", min_length=1, description="Folder that receives run folders.")
     stop_at_return: float | None = Field(
         None,
-        description="Stop once the mean return of the last 100 episodes reaches this value "
-        "(counted only once 100 episodes have ended).",
+        description="Stop once the mean return of the last return_window episodes reaches this value "
+        "(counted only once that many episodes have ended).",
+    )
+    return_window: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="Finished episodes that stop_at_return, the rolling-return column and the summary average over.",
     )
     threads: int = Field(
         1,

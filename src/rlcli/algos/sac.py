@@ -1,0 +1,298 @@
+"""Soft Actor-Critic (Haarnoja et al., 2018) with an automatically tuned temperature, on a
+batched critic ensemble; with ``num_critics`` = 10, ``critic_subset`` = 2, ``actor_q = "mean"``
+and a high ``utd_ratio`` it is REDQ (Chen et al., 2021)."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import torch
+from gymnasium import spaces as gspaces
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+
+from rlcli import keys
+from rlcli.buffers import ReplayConfig
+from rlcli.models.actors import SquashedGaussianActor
+from rlcli.models.ensemble import QEnsemble
+from rlcli.models.mlp import mlp
+from rlcli.normalization import ObservationNormalizer
+from rlcli.optim import GradientStep
+from rlcli.replay import Replay, build_replay, off_policy_problems, transition_spec
+from rlcli.targets import TargetSchedule
+from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
+    from tensordict import TensorDict
+
+
+class SACConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's SAC defaults (learning rates live in [optim]);
+    # presets override them with RL-Zoo's tuned values.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: Literal["sac"] = Field(description="Soft Actor-Critic, for Box actions (REDQ with a critic ensemble).")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    tau: float = Field(0.005, gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
+    target_update_interval: int = Field(1, ge=1, description="Gradient steps between target-critic updates.")
+    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
+    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
+    learning_starts: int = Field(
+        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
+    )
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    num_critics: int = Field(2, ge=1, le=64, description="Critics in the ensemble (2: SAC's twin critics).")
+    critic_subset: int = Field(
+        2, ge=1, le=64, description="Critics drawn at random for each target's minimum (REDQ's M)."
+    )
+    actor_q: Literal["min", "mean"] = Field(
+        "min", description='The actor maximises the "min" (SAC) or the "mean" (REDQ) over the critics.'
+    )
+    policy_delay: int = Field(1, ge=1, description="Critic updates per actor and temperature update.")
+    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
+    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
+    target_entropy: float | None = Field(
+        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
+    )
+    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        problems = []
+        if self.critic_subset > self.num_critics:
+            problems.append(("algo.critic_subset", f"critic_subset ({self.critic_subset}) must not exceed "
+                                                   f"num_critics ({self.num_critics})"))
+        problems += off_policy_problems(self, collector)
+        return problems
+
+
+CONFIG = SACConfig
+SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
+PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer",
+          "update.priority", "update.target")
+METRICS = ("loss/critic", "loss/actor", "loss/alpha", "loss/total", "stats/q_mean", "stats/entropy",
+           "stats/alpha", "stats/td_abs", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+
+
+class SACAgent(nn.Module):
+    """Actor, critic ensemble, its target and the log-temperature over one observation normalizer."""
+
+    def __init__(self, obs_norm: ObservationNormalizer, actor: SquashedGaussianActor, critic: QEnsemble,
+                 alpha: float):
+        super().__init__()
+        self.obs_norm = obs_norm
+        self.actor = actor
+        self.critic = critic
+        self.critic_target = copy.deepcopy(critic).requires_grad_(False)
+        self.log_alpha = nn.Parameter(torch.tensor(float(np.log(alpha))))
+
+
+def critic_targets(q_next: torch.Tensor, subset: torch.Tensor | None) -> torch.Tensor:
+    """The minimum over the critics of ``q_next`` ([E, B]), or over the rows in ``subset`` ([M] int64)."""
+    if subset is not None:
+        q_next = q_next.index_select(0, subset)
+    return q_next.min(0).values
+
+
+def sac_critic_loss(agent: SACAgent, batch: TensorDict, *, gamma: float, alpha: torch.Tensor,
+                    subset: torch.Tensor | None, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """Soft Bellman loss of every critic: ``0.5 * sum_e mean_b (Q_e(s, a) - y)^2`` with
+    ``y = r + discount * (1 - terminated) * (min_{e in subset} Q'_e(s', a') - alpha * log pi(a'|s'))``.
+
+    Reads ``input``, ``action``, ``reward``, ``next_input``, ``terminated`` and, when present,
+    ``discount`` and ``weight``, each [B, ...]. Returns ``loss/critic``, ``stats/q_mean``,
+    ``stats/td_abs`` and ``td_error`` ([B], detached, the mean over critics, for priorities).
+    """
+    with torch.no_grad():
+        next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], generator)
+        q_next = critic_targets(agent.critic_target(batch[keys.NEXT_INPUT], next_action), subset)
+        discount = batch.get(keys.DISCOUNT, None)
+        discount = gamma if discount is None else discount
+        target = batch[keys.REWARD] + discount * (~batch[keys.TERMINATED]) * (q_next - alpha * next_log_prob)
+    q = agent.critic(batch[keys.INPUT], batch[keys.ACTION])
+    td = q - target
+    weight = batch.get(keys.WEIGHT, None)
+    per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
+    return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
+            "stats/td_abs": td.detach().abs().mean(), "td_error": td.detach().abs().mean(0)}
+
+
+def sac_actor_loss(agent: SACAgent, batch: TensorDict, *, alpha: torch.Tensor, actor_q: str,
+                   target_entropy: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """Actor loss ``mean(alpha * log pi(a|s) - Q(s, a))`` with ``a`` reparameterized, and the
+    temperature loss ``-mean(log_alpha * (log pi(a|s) + target_entropy))``.
+
+    Reads ``input`` [B, obs]. Returns ``loss/actor``, ``loss/alpha`` and ``stats/entropy``.
+    The critics' weights get no gradient from the actor loss.
+    """
+    action, log_prob = agent.actor(batch[keys.INPUT], generator)
+    agent.critic.requires_grad_(False)
+    try:
+        q = agent.critic(batch[keys.INPUT], action)
+    finally:
+        agent.critic.requires_grad_(True)
+    q_pi = q.min(0).values if actor_q == "min" else q.mean(0)
+    actor = (alpha * log_prob - q_pi).mean()
+    temperature = -(agent.log_alpha * (log_prob.detach() + target_entropy)).mean()
+    return {"loss/actor": actor, "loss/alpha": temperature, "stats/entropy": -log_prob.detach().mean()}
+
+
+class SAC:
+    """Uniform actions during warm-up, then the actor's samples; each batch extends the buffer,
+    then ``utd_ratio`` critic steps per frame, an actor and temperature step every
+    ``policy_delay`` of them, and Polyak updates of the target critics."""
+
+    def __init__(self, cfg: SACConfig, *, agent: SACAgent, replay: Replay, optim, iterations: int,
+                 action_space: gspaces.Box, device: torch.device, seed: int):
+        self.cfg = cfg
+        self.agent = agent
+        self.replay = replay
+        self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations)
+        self.actor_step = GradientStep(optim, agent.actor.parameters(), iterations)
+        self.alpha_step = GradientStep(optim, [agent.log_alpha], iterations)
+        self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau,
+                                     interval=cfg.target_update_interval)
+        self.target_entropy = (float(cfg.target_entropy) if cfg.target_entropy is not None
+                               else -float(np.prod(action_space.shape)))
+        self.low = torch.as_tensor(action_space.low, dtype=torch.float32, device=device)
+        self.high = torch.as_tensor(action_space.high, dtype=torch.float32, device=device)
+        self.device = device
+        self.generator = torch.Generator(device=replay.buffer.storage_device)
+        self.generator.manual_seed(seed)
+        # Actions and target noise are drawn on the training device.
+        self.noise_generator = torch.Generator(device=device)
+        self.noise_generator.manual_seed(seed + 1)
+        self.updates = 0
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        return self.agent.log_alpha.detach().exp()
+
+    @torch.no_grad()
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """``action`` [N, A] in the Box bounds for raw ``observation`` [N, obs]: uniform in the bounds
+        during the warm-up, then sampled from the squashed Gaussian."""
+        from tensordict import TensorDict
+
+        n = observation.shape[0]
+        if not self.replay.learning:
+            unit = torch.rand((n, *self.low.shape), generator=generator, device=observation.device)
+            action = self.low + unit * (self.high - self.low)
+        else:
+            action, _ = self.agent.actor(self.agent.obs_norm(observation), generator)
+        return TensorDict({keys.ACTION: action}, batch_size=[n])
+
+    def _subset(self) -> torch.Tensor | None:
+        cfg = self.cfg
+        if cfg.critic_subset >= cfg.num_critics:
+            return None
+        return torch.randperm(cfg.num_critics, generator=self.noise_generator, device=self.device)[:cfg.critic_subset]
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """Critic, actor and temperature losses of one minibatch; ``loss/total`` is their sum."""
+        cfg = self.cfg
+        alpha = self.alpha
+        terms = sac_critic_loss(self.agent, batch, gamma=cfg.gamma, alpha=alpha, subset=self._subset(),
+                                generator=self.noise_generator)
+        terms |= sac_actor_loss(self.agent, batch, alpha=alpha, actor_q=cfg.actor_q,
+                                target_entropy=self.target_entropy, generator=self.noise_generator)
+        terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"] + terms["loss/alpha"]
+        return terms
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Store the batch, then the gradient steps it pays for; returns means over those steps."""
+        cfg = self.cfg
+        stats = {"optim/lr": self.critic_step.lr}
+        with timer.phase("update.extend"):
+            self.replay.observe(batch)
+        steps = self.replay.due(batch.batch_size.numel())
+        sums: dict[str, torch.Tensor] = {}
+        counts: dict[str, int] = {}
+        for _ in range(steps):
+            with timer.phase("update.sample"):
+                sample = self.replay.sample(cfg.batch_size, self.generator)
+            alpha = self.alpha
+            with timer.phase("update.forward"):
+                terms = sac_critic_loss(self.agent, sample, gamma=cfg.gamma, alpha=alpha, subset=self._subset(),
+                                        generator=self.noise_generator)
+            td_error = terms.pop("td_error")
+            self.critic_step(terms["loss/critic"], timer)
+            if cfg.replay.prioritized:
+                with timer.phase("update.priority"):
+                    self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
+            self.updates += 1
+            if self.updates % cfg.policy_delay == 0:
+                with timer.phase("update.forward"):
+                    terms |= sac_actor_loss(self.agent, sample, alpha=alpha, actor_q=cfg.actor_q,
+                                            target_entropy=self.target_entropy, generator=self.noise_generator)
+                self.actor_step(terms["loss/actor"], timer)
+                if cfg.autotune_alpha:
+                    self.alpha_step(terms["loss/alpha"], timer)
+            with timer.phase("update.target"):
+                self.target.step()
+            for name, value in terms.items():
+                sums[name] = sums.get(name, 0.0) + value.detach()
+                counts[name] = counts.get(name, 0) + 1
+        for step in (self.critic_step, self.actor_step, self.alpha_step):
+            step.end_iteration()
+        stats.update({name: float(total) / counts[name] for name, total in sums.items()})
+        if "loss/critic" in stats:
+            stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0) + stats.get("loss/alpha", 0.0)
+        stats["stats/alpha"] = float(self.alpha)
+        stats["stats/gradient_steps"] = float(steps)
+        stats["stats/buffer_size"] = float(len(self.replay.buffer))
+        return stats
+
+    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""
+        self.replay.observe(batch)
+        return self.replay.sample(size, generator)
+
+    def state_dict(self) -> dict:
+        return {
+            "critic_step": self.critic_step.state_dict(), "actor_step": self.actor_step.state_dict(),
+            "alpha_step": self.alpha_step.state_dict(), "target": self.target.state_dict(),
+            "generator": self.generator.get_state(), "noise_generator": self.noise_generator.get_state(),
+            "updates": self.updates, "replay": self.replay.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.critic_step.load_state_dict(state["critic_step"])
+        self.actor_step.load_state_dict(state["actor_step"])
+        self.alpha_step.load_state_dict(state["alpha_step"])
+        self.target.load_state_dict(state["target"])
+        self.generator.set_state(state["generator"])
+        self.noise_generator.set_state(state["noise_generator"])
+        self.updates = state["updates"]
+        self.replay.load_state_dict(state["replay"])
+
+
+def build(cfg: SACConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
+          device: torch.device, seed: int, run_folder=None, source: str | None = None) -> SAC:
+    """SAC sized from ``spaces`` = (observation space, Box action space).
+
+    The actor takes ``network.policy_hidden_sizes``, each critic ``network.value_hidden_sizes``
+    (both default to ``hidden_sizes``); ``run_folder`` gives the run folder for memmap storage.
+
+    Raises:
+        ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
+    """
+    observation_space, action_space = spaces
+    act_dim = int(np.prod(action_space.shape))
+    obs_dim = int(np.prod(observation_space.shape))
+    spec = transition_spec(observation_space.shape, (tuple(action_space.shape), torch.float32), n_step=cfg.n_step)
+    actor = SquashedGaussianActor(
+        mlp(obs_dim, network.policy_sizes, 2 * act_dim, activation=network.activation,
+            orthogonal=network.init == "orthogonal", out_gain=0.01),
+        action_space)
+    critic = QEnsemble(cfg.num_critics, obs_dim, act_dim, network.value_sizes, activation=network.activation)
+    obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
+                                     clip=env.clip_observation)
+    agent = SACAgent(obs_norm, actor, critic, cfg.alpha).to(device)
+    replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
+                          device=device, run_folder=run_folder, source=source)
+    return SAC(cfg, agent=agent, replay=replay, optim=optim, iterations=collector.iterations,
+               action_space=action_space, device=device, seed=seed)

@@ -1,0 +1,265 @@
+"""Twin Delayed DDPG (Fujimoto et al., 2018): a deterministic actor, clipped double-Q critics
+on a batched ensemble, target policy smoothing, and delayed actor and target updates."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import torch
+from gymnasium import spaces as gspaces
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+
+from rlcli import keys
+from rlcli.buffers import ReplayConfig
+from rlcli.exploration import ActionNoise
+from rlcli.models.actors import DeterministicActor
+from rlcli.models.ensemble import QEnsemble
+from rlcli.models.mlp import mlp
+from rlcli.normalization import ObservationNormalizer
+from rlcli.optim import GradientStep
+from rlcli.replay import Replay, build_replay, off_policy_problems, transition_spec
+from rlcli.targets import soft_update
+from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
+    from tensordict import TensorDict
+
+
+class TD3Config(BaseModel):
+    # Defaults follow Stable-Baselines3's TD3 defaults (learning rates live in [optim]),
+    # which are the paper's; presets override them with RL-Zoo's tuned values.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: Literal["td3"] = Field(description="Twin Delayed DDPG, for Box actions.")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    tau: float = Field(0.005, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
+    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
+    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
+    learning_starts: int = Field(
+        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
+    )
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    num_critics: int = Field(2, ge=1, le=64, description="Critics whose minimum is the target (2: clipped double Q).")
+    policy_delay: int = Field(2, ge=1, description="Critic updates per actor and target update.")
+    target_noise: float = Field(0.2, ge=0, le=10, description="Std of the target-policy smoothing noise "
+                                                                "(fraction of the action half-range).")
+    target_noise_clip: float = Field(0.5, ge=0, le=10, description="Clip of the smoothing noise (same units).")
+    noise: Literal["gaussian", "ou"] = Field("gaussian", description="Exploration noise: gaussian or "
+                                                                     "ou (Ornstein-Uhlenbeck).")
+    noise_scale: float = Field(0.1, ge=0, le=10, description="Exploration noise std (fraction of the half-range).")
+    ou_theta: float = Field(0.15, gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")
+    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        return off_policy_problems(self, collector)
+
+
+CONFIG = TD3Config
+SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
+PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer",
+          "update.priority", "update.target")
+METRICS = ("loss/critic", "loss/actor", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps",
+           "stats/buffer_size", "optim/lr")
+
+
+class DeterministicAgent(nn.Module):
+    """Actor, critics and their targets over one observation normalizer."""
+
+    def __init__(self, obs_norm: ObservationNormalizer, actor: DeterministicActor, critic: QEnsemble):
+        super().__init__()
+        self.obs_norm = obs_norm
+        self.actor = actor
+        self.critic = critic
+        self.actor_target = copy.deepcopy(actor).requires_grad_(False)
+        self.critic_target = copy.deepcopy(critic).requires_grad_(False)
+
+
+def td3_critic_loss(agent: DeterministicAgent, batch: TensorDict, *, gamma: float, target_noise: float,
+                    noise_clip: float, low: torch.Tensor, high: torch.Tensor,
+                    generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """``0.5 * sum_e mean_b (Q_e(s, a) - y)^2`` with ``y = r + discount * (1 - terminated) *
+    min_e Q'_e(s', clip(pi'(s') + clip(eps, -c, c)))``, eps ~ N(0, target_noise) in half-ranges.
+
+    Reads ``input``, ``action``, ``reward``, ``next_input``, ``terminated`` and, when present,
+    ``discount`` and ``weight``. Returns ``loss/critic``, ``stats/q_mean``, ``stats/td_abs`` and
+    ``td_error`` ([B], detached, the mean over critics, for priorities).
+    """
+    with torch.no_grad():
+        next_action = agent.actor_target(batch[keys.NEXT_INPUT])
+        if target_noise > 0:
+            noise = torch.randn(next_action.shape, generator=generator, device=next_action.device)
+            noise = (noise * target_noise).clamp_(-noise_clip, noise_clip)
+            next_action = torch.minimum(torch.maximum(next_action + noise * (high - low) / 2, low), high)
+        q_next = agent.critic_target(batch[keys.NEXT_INPUT], next_action).min(0).values
+        discount = batch.get(keys.DISCOUNT, None)
+        discount = gamma if discount is None else discount
+        target = batch[keys.REWARD] + discount * (~batch[keys.TERMINATED]) * q_next
+    q = agent.critic(batch[keys.INPUT], batch[keys.ACTION])
+    td = q - target
+    weight = batch.get(keys.WEIGHT, None)
+    per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
+    return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
+            "stats/td_abs": td.detach().abs().mean(), "td_error": td.detach().abs().mean(0)}
+
+
+def td3_actor_loss(agent: DeterministicAgent, batch: TensorDict) -> dict[str, torch.Tensor]:
+    """``-mean Q_0(s, pi(s))``: the first critic judges the actor. Reads ``input``; the
+    critics' weights get no gradient."""
+    action = agent.actor(batch[keys.INPUT])
+    agent.critic.requires_grad_(False)
+    try:
+        q = agent.critic(batch[keys.INPUT], action)[0]
+    finally:
+        agent.critic.requires_grad_(True)
+    return {"loss/actor": -q.mean()}
+
+
+class TD3:
+    """Uniform actions during warm-up, then the actor plus exploration noise; each batch extends
+    the buffer, then ``utd_ratio`` critic steps per frame, and every ``policy_delay`` of them an
+    actor step and Polyak updates of both targets. DDPG is this with one critic, no delay and
+    no target smoothing."""
+
+    def __init__(self, cfg, *, agent: DeterministicAgent, replay: Replay, noise: ActionNoise, optim,
+                 iterations: int, action_space: gspaces.Box, device: torch.device, seed: int):
+        self.cfg = cfg
+        self.agent = agent
+        self.replay = replay
+        self.noise = noise
+        self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations)
+        self.actor_step = GradientStep(optim, agent.actor.parameters(), iterations)
+        self.low = torch.as_tensor(action_space.low, dtype=torch.float32, device=device)
+        self.high = torch.as_tensor(action_space.high, dtype=torch.float32, device=device)
+        self.device = device
+        self.generator = torch.Generator(device=replay.buffer.storage_device)
+        self.generator.manual_seed(seed)
+        self.noise_generator = torch.Generator(device=device)
+        self.noise_generator.manual_seed(seed + 1)
+        self.updates = 0
+
+    @torch.no_grad()
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """``action`` [N, A] in the Box bounds: uniform during the warm-up, then the actor's plus noise."""
+        from tensordict import TensorDict
+
+        n = observation.shape[0]
+        if not self.replay.learning:
+            unit = torch.rand((n, *self.low.shape), generator=generator, device=observation.device)
+            action = self.low + unit * (self.high - self.low)
+        else:
+            action = self.noise(self.agent.actor(self.agent.obs_norm(observation)), generator)
+            # Stored as executed: the critic learns the value of the clipped action.
+            action = torch.minimum(torch.maximum(action, self.low), self.high)
+        return TensorDict({keys.ACTION: action}, batch_size=[n])
+
+    def _critic_terms(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        return td3_critic_loss(self.agent, batch, gamma=cfg.gamma, target_noise=cfg.target_noise,
+                               noise_clip=cfg.target_noise_clip, low=self.low, high=self.high,
+                               generator=self.noise_generator)
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """Critic and actor losses of one minibatch; ``loss/total`` is their sum."""
+        terms = self._critic_terms(batch) | td3_actor_loss(self.agent, batch)
+        terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"]
+        return terms
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Store the batch, then the gradient steps it pays for; returns means over those steps."""
+        cfg = self.cfg
+        stats = {"optim/lr": self.critic_step.lr}
+        with timer.phase("update.extend"):
+            self.replay.observe(batch)
+        steps = self.replay.due(batch.batch_size.numel())
+        sums: dict[str, torch.Tensor] = {}
+        counts: dict[str, int] = {}
+        for _ in range(steps):
+            with timer.phase("update.sample"):
+                sample = self.replay.sample(cfg.batch_size, self.generator)
+            with timer.phase("update.forward"):
+                terms = self._critic_terms(sample)
+            td_error = terms.pop("td_error")
+            self.critic_step(terms["loss/critic"], timer)
+            if cfg.replay.prioritized:
+                with timer.phase("update.priority"):
+                    self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
+            self.updates += 1
+            if self.updates % cfg.policy_delay == 0:
+                with timer.phase("update.forward"):
+                    terms |= td3_actor_loss(self.agent, sample)
+                self.actor_step(terms["loss/actor"], timer)
+                with timer.phase("update.target"):
+                    soft_update(self.agent.critic_target, self.agent.critic, cfg.tau)
+                    soft_update(self.agent.actor_target, self.agent.actor, cfg.tau)
+            for name, value in terms.items():
+                sums[name] = sums.get(name, 0.0) + value.detach()
+                counts[name] = counts.get(name, 0) + 1
+        self.critic_step.end_iteration()
+        self.actor_step.end_iteration()
+        stats.update({name: float(total) / counts[name] for name, total in sums.items()})
+        if "loss/critic" in stats:
+            stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0)
+        stats["stats/gradient_steps"] = float(steps)
+        stats["stats/buffer_size"] = float(len(self.replay.buffer))
+        return stats
+
+    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""
+        self.replay.observe(batch)
+        return self.replay.sample(size, generator)
+
+    def state_dict(self) -> dict:
+        return {
+            "critic_step": self.critic_step.state_dict(), "actor_step": self.actor_step.state_dict(),
+            "generator": self.generator.get_state(), "noise_generator": self.noise_generator.get_state(),
+            "updates": self.updates, "replay": self.replay.state_dict(), "noise": self.noise.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.critic_step.load_state_dict(state["critic_step"])
+        self.actor_step.load_state_dict(state["actor_step"])
+        self.generator.set_state(state["generator"])
+        self.noise_generator.set_state(state["noise_generator"])
+        self.updates = state["updates"]
+        self.replay.load_state_dict(state["replay"])
+        self.noise.load_state_dict(state["noise"])
+
+
+def build_deterministic(cfg, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
+                        device: torch.device, seed: int, run_folder=None, source: str | None = None) -> TD3:
+    """TD3 (or DDPG, for a config that says so) sized from ``spaces`` = (observation, Box action).
+
+    Reads ``num_critics``, ``policy_delay``, ``target_noise``, ``target_noise_clip``, ``noise``,
+    ``noise_scale`` and ``ou_theta`` from ``cfg``, besides the replay settings. The actor takes
+    ``network.policy_hidden_sizes``, each critic ``network.value_hidden_sizes``.
+
+    Raises:
+        ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
+    """
+    observation_space, action_space = spaces
+    act_dim = int(np.prod(action_space.shape))
+    obs_dim = int(np.prod(observation_space.shape))
+    spec = transition_spec(observation_space.shape, (tuple(action_space.shape), torch.float32), n_step=cfg.n_step)
+    actor = DeterministicActor(
+        mlp(obs_dim, network.policy_sizes, act_dim, activation=network.activation,
+            orthogonal=network.init == "orthogonal", out_gain=0.01),
+        action_space)
+    critic = QEnsemble(cfg.num_critics, obs_dim, act_dim, network.value_sizes, activation=network.activation)
+    obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
+                                     clip=env.clip_observation)
+    agent = DeterministicAgent(obs_norm, actor, critic).to(device)
+    noise = ActionNoise(cfg.noise, scale=cfg.noise_scale, num_envs=env.num_envs, theta=cfg.ou_theta,
+                        half_range=torch.as_tensor((action_space.high - action_space.low) / 2,
+                                                   dtype=torch.float32)).to(device)
+    replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
+                          device=device, run_folder=run_folder, source=source)
+    return TD3(cfg, agent=agent, replay=replay, noise=noise, optim=optim, iterations=collector.iterations,
+               action_space=action_space, device=device, seed=seed)
+
+
+build = build_deterministic

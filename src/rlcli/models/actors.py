@@ -1,0 +1,91 @@
+"""Actors for continuous control: a tanh-squashed Gaussian (SAC) and a deterministic one (TD3, DDPG).
+
+Both emit actions already rescaled to the env's Box bounds, which is what the
+replay buffer stores and the critics see.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from gymnasium import spaces
+from torch import nn
+
+# The range SAC's reference implementation clamps the log standard deviation to.
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def squashed_gaussian(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``tanh(mean + std * noise)`` and its log-density (Haarnoja et al., 2018, appendix C).
+
+    The change of variables subtracts ``log(1 - tanh(u)^2)`` per dimension,
+    computed as ``2 * (log 2 - u - softplus(-2u))``, which stays finite where
+    ``tanh(u)`` rounds to +-1.
+
+    Args:
+        mean, log_std, noise: [B, A] float32; ``noise`` standard normal.
+
+    Returns:
+        (action in (-1, 1) [B, A], log_prob [B]).
+    """
+    pre_tanh = mean + log_std.exp() * noise
+    gaussian = -0.5 * noise.square() - log_std - _HALF_LOG_2PI
+    correction = 2.0 * (math.log(2.0) - pre_tanh - F.softplus(-2.0 * pre_tanh))
+    return torch.tanh(pre_tanh), (gaussian - correction).sum(-1)
+
+
+class _Rescale(nn.Module):
+    """Maps (-1, 1) to the Box bounds ``[low, high]``."""
+
+    def __init__(self, space: spaces.Box):
+        super().__init__()
+        low, high = space.low.astype(np.float32), space.high.astype(np.float32)
+        self.register_buffer("center", torch.as_tensor((high + low) / 2))
+        self.register_buffer("half_range", torch.as_tensor((high - low) / 2))
+
+    def forward(self, unit: torch.Tensor) -> torch.Tensor:
+        return self.center + self.half_range * unit
+
+
+class SquashedGaussianActor(nn.Module):
+    """A state-dependent Gaussian squashed by tanh into the action bounds.
+
+    Log-probabilities are those of the action in (-1, 1), before rescaling to the
+    bounds (as in Stable-Baselines3), so a target entropy of ``-dim(A)`` means the
+    same for every env whatever its action range.
+    """
+
+    def __init__(self, net: nn.Module, space: spaces.Box):
+        super().__init__()
+        self.net = net
+        self.rescale = _Rescale(space)
+
+    def forward(self, obs: torch.Tensor, generator: torch.Generator | None = None, *,
+                deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action in bounds [B, A], log_prob [B]) for normalized ``obs`` [B, obs]; the action is
+        reparameterized (differentiable in the weights) and ``deterministic`` takes the mean."""
+        mean, log_std = self.net(obs).chunk(2, -1)
+        log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+        if deterministic:
+            noise = torch.zeros_like(mean)
+        else:
+            noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        unit, log_prob = squashed_gaussian(mean, log_std, noise)
+        return self.rescale(unit), log_prob
+
+
+class DeterministicActor(nn.Module):
+    """``a = center + half_range * tanh(net(obs))``: always inside the bounds."""
+
+    def __init__(self, net: nn.Module, space: spaces.Box):
+        super().__init__()
+        self.net = net
+        self.rescale = _Rescale(space)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.rescale(torch.tanh(self.net(obs)))

@@ -1,0 +1,77 @@
+"""Ensembles of MLPs evaluated as one batched module: weights stacked as ``[E, in, out]``.
+
+Every layer of E members is one ``torch.baddbmm`` call, so SAC's twin critics cost
+one kernel per layer and REDQ's ten critics little more than two; a Python loop
+over E separate MLPs would pay E kernel launches and E autograd nodes per layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from rlcli.models.mlp import ACTIVATIONS
+
+
+class EnsembleLinear(nn.Module):
+    """E independent affine maps ``x[e] @ weight[e] + bias[e]``.
+
+    Each member is initialised as ``nn.Linear`` would be (uniform in
+    ``+-1/sqrt(in)`` for weights and biases), drawing from the global generator
+    in turn, so members start different from each other.
+    """
+
+    def __init__(self, members: int, in_features: int, out_features: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(members, in_features, out_features))
+        self.bias = nn.Parameter(torch.empty(members, 1, out_features))
+        bound = 1 / math.sqrt(in_features)
+        with torch.no_grad():
+            for member in range(members):
+                self.weight[member].uniform_(-bound, bound)
+                self.bias[member].uniform_(-bound, bound)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """[E, B, in] -> [E, B, out]."""
+        return torch.baddbmm(self.bias, x, self.weight)
+
+
+class EnsembleMLP(nn.Module):
+    """E MLPs ``in -> hidden... -> out`` with no activation after the last layer, run together."""
+
+    def __init__(self, members: int, in_features: int, hidden_sizes: Sequence[int], out_features: int,
+                 *, activation: str):
+        super().__init__()
+        self.members = members
+        sizes = [in_features, *hidden_sizes, out_features]
+        layers: list[nn.Module] = []
+        for index, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+            layers.append(EnsembleLinear(members, fan_in, fan_out))
+            if index < len(sizes) - 2:
+                layers.append(ACTIVATIONS[activation]())
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, in] (shared by every member) or [E, B, in] -> [E, B, out]."""
+        if x.dim() == 2:
+            x = x.unsqueeze(0).expand(self.members, *x.shape)
+        return self.layers(x)
+
+
+class QEnsemble(nn.Module):
+    """E critics Q(s, a), each an MLP over the concatenated observation and action."""
+
+    def __init__(self, members: int, obs_dim: int, act_dim: int, hidden_sizes: Sequence[int], *, activation: str):
+        super().__init__()
+        self.net = EnsembleMLP(members, obs_dim + act_dim, hidden_sizes, 1, activation=activation)
+
+    @property
+    def members(self) -> int:
+        return self.net.members
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """Q-values [E, B] of ``obs`` [B, obs_dim] and ``action`` [B, act_dim] under every member."""
+        return self.net(torch.cat([obs, action], -1)).squeeze(-1)

@@ -1,0 +1,162 @@
+"""SAC (and REDQ as SAC with an ensemble): losses against plain computations, the temperature,
+the actor delay and the critic subsets."""
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rlcli import keys
+from rlcli.algos.sac import sac_actor_loss, sac_critic_loss
+from rlcli.config.load import validate_data
+from rlcli.run import build_run
+from rlcli.timing import Timer
+
+
+def sac_run(**algo):
+    return build_run(validate_data({
+        "run": {"seed": 6, "device": "cpu"},
+        "env": {"id": "Pendulum-v1", "num_envs": 2, "vectorization": "sync"},
+        "network": {"hidden_sizes": [16, 16], "activation": "relu", "init": "default"},
+        "algo": {"name": "sac", "batch_size": 8, "learning_starts": 16, "replay": {"capacity": 1000}, **algo},
+        "collector": {"frames_per_batch": 8, "total_frames": 800},
+        "optim": {"max_grad_norm": 0.0},
+    }))
+
+
+def minibatch(size=5, seed=0) -> TensorDict:
+    g = torch.Generator().manual_seed(seed)
+    return TensorDict({
+        keys.INPUT: torch.randn(size, 3, generator=g),
+        keys.ACTION: torch.rand(size, 1, generator=g) * 4 - 2,
+        keys.REWARD: torch.randn(size, generator=g),
+        keys.NEXT_INPUT: torch.randn(size, 3, generator=g),
+        keys.TERMINATED: torch.tensor([False, True, False, False, True]),
+    }, batch_size=[size])
+
+
+def member(critic, e, obs, action):
+    """Critic member ``e`` evaluated as a plain MLP from its slice of the stacked weights."""
+    x = torch.cat([obs, action], -1)
+    layers = [layer for layer in critic.net.layers if hasattr(layer, "weight")]
+    for index, layer in enumerate(layers):
+        x = x @ layer.weight[e] + layer.bias[e, 0]
+        if index < len(layers) - 1:
+            x = torch.relu(x)
+    return x.squeeze(-1)
+
+
+def test_critic_loss_matches_a_plain_soft_bellman_target():
+    run = sac_run()
+    run.close()
+    agent, batch = run.algo.agent, minibatch()
+    alpha = torch.tensor(0.3)
+    terms = sac_critic_loss(agent, batch, gamma=0.9, alpha=alpha, subset=None,
+                            generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], torch.Generator().manual_seed(5))
+        q_next = torch.stack([member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
+                              for e in range(2)]).min(0).values
+        target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * (q_next - 0.3 * next_log_prob)
+        q = torch.stack([member(agent.critic, e, batch[keys.INPUT], batch[keys.ACTION]) for e in range(2)])
+    expected = 0.5 * sum(((q[e] - target) ** 2).mean() for e in range(2))
+    torch.testing.assert_close(terms["loss/critic"], expected)
+    torch.testing.assert_close(terms["td_error"], (q - target).abs().mean(0))
+
+
+def test_a_critic_subset_takes_the_minimum_of_those_members_only():
+    run = sac_run(num_critics=4, critic_subset=2)
+    run.close()
+    agent, batch = run.algo.agent, minibatch()
+    subset = torch.tensor([3, 1])
+    terms = sac_critic_loss(agent, batch, gamma=0.9, alpha=torch.tensor(0.0), subset=subset,
+                            generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        next_action, _ = agent.actor(batch[keys.NEXT_INPUT], torch.Generator().manual_seed(5))
+        q_next = torch.stack([member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
+                              for e in (3, 1)]).min(0).values
+        target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * q_next
+        q = torch.stack([member(agent.critic, e, batch[keys.INPUT], batch[keys.ACTION]) for e in range(4)])
+    torch.testing.assert_close(terms["loss/critic"], 0.5 * ((q - target) ** 2).mean(1).sum())
+
+
+def test_actor_loss_and_its_gradient_reach_only_the_actor():
+    run = sac_run()
+    run.close()
+    agent, batch = run.algo.agent, minibatch()
+    terms = sac_actor_loss(agent, batch, alpha=torch.tensor(0.2), actor_q="min", target_entropy=-1.0,
+                           generator=torch.Generator().manual_seed(3))
+    action, log_prob = agent.actor(batch[keys.INPUT], torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        q = torch.stack([member(agent.critic, e, batch[keys.INPUT], action) for e in range(2)]).min(0).values
+    torch.testing.assert_close(terms["loss/actor"], (0.2 * log_prob - q).mean())
+    terms["loss/actor"].backward()
+    assert all(p.grad is None for p in agent.critic.parameters())
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.actor.parameters())
+    assert all(p.requires_grad for p in agent.critic.parameters())
+
+
+# tanh(N(0, 1)) has an entropy near 0.55 nats, above the target of -1; a std of e^-6 is far below it.
+@pytest.mark.parametrize(("log_std", "direction"), [(-6.0, 1), (0.0, -1)], ids=["too_sure", "too_random"])
+def test_temperature_moves_towards_the_target_entropy(log_std, direction):
+    run = sac_run()
+    run.close()
+    agent, algo = run.algo.agent, run.algo
+    # A policy far narrower (wider) than the target entropy of -1 must raise (lower) alpha.
+    last = agent.actor.net[-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias[:1].zero_()
+        last.bias[1:].fill_(log_std)
+    before = float(agent.log_alpha.detach())
+    terms = sac_actor_loss(agent, minibatch(), alpha=algo.alpha, actor_q="min",
+                           target_entropy=algo.target_entropy, generator=torch.Generator().manual_seed(0))
+    algo.alpha_step(terms["loss/alpha"], Timer(torch.device("cpu")))
+    assert (float(agent.log_alpha.detach()) - before) * direction > 0
+
+
+def test_actor_and_temperature_step_every_policy_delay_critic_steps():
+    run = sac_run(policy_delay=3, utd_ratio=0.25, learning_starts=0)
+    try:
+        timer = Timer(run.device)
+        actor = [p.clone() for p in run.algo.agent.actor.parameters()]
+        log_alpha = float(run.algo.agent.log_alpha.detach())
+        changed = []
+        for _ in range(3):
+            stats = run.algo.learn(run.collector.collect(timer), timer)  # 2 critic steps each
+            now = [p.clone() for p in run.algo.agent.actor.parameters()]
+            changed.append(any(not torch.equal(a, b) for a, b in zip(actor, now)))
+            actor = now
+        assert stats["stats/gradient_steps"] == 2
+    finally:
+        run.close()
+    # Critic steps 1-2: no actor step; 3-4: the 3rd; 5-6: the 6th.
+    assert changed == [False, True, True]
+    assert float(run.algo.agent.log_alpha.detach()) != log_alpha
+
+
+def test_critic_subsets_are_drawn_from_the_runs_generator():
+    def subsets(seed: int) -> list[list[int]]:
+        run = sac_run(num_critics=10, critic_subset=2)
+        run.close()
+        run.algo.noise_generator.manual_seed(seed)
+        return [run.algo._subset().tolist() for _ in range(20)]
+
+    torch.manual_seed(0)
+    first = subsets(1)
+    state = torch.get_rng_state()
+    assert subsets(1) == first
+    # The global generator is never used.
+    assert torch.equal(torch.get_rng_state(), state)
+    assert subsets(2) != first
+    assert all(len(set(s)) == 2 and all(0 <= i < 10 for i in s) for s in first)
+
+
+def test_warm_up_acts_uniformly_inside_the_bounds():
+    run = sac_run(learning_starts=800)
+    try:
+        timer = Timer(run.device)
+        actions = torch.cat([run.collector.collect(timer)[keys.ACTION].clone() for _ in range(20)])
+    finally:
+        run.close()
+    assert actions.abs().max() <= 2.0
+    assert actions.min() < -1.5 and actions.max() > 1.5 and abs(float(actions.mean())) < 0.3

@@ -1,0 +1,60 @@
+"""``rlcli train`` and ``validate`` with the continuous-control presets, as a user runs them."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.test_train import (
+    assert_exit, load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv, read_run_json, rlcli,
+)
+from conftest import assert_bad_input
+
+PRESETS = ["sac_pendulum", "td3_pendulum", "ddpg_pendulum", "redq_pendulum"]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_smoke_run_of_each_preset(tmp_path, preset):
+    out = tmp_path / "runs"
+    result = rlcli("train", preset, "--set", "collector.total_frames=240", "--set", "algo.learning_starts=200",
+                   "--quiet", "--out", out)
+    assert_exit(result, 0)
+    folder = only_run_folder(out, preset)
+    header, rows = read_csv(folder / "metrics.csv")
+    assert len(rows) == 30 and "loss/critic" in header and "loss/actor" in header
+    assert rows[0]["loss/critic"] == "" and float(rows[-1]["loss/critic"]) >= 0
+    assert read_run_json(folder)["status"] == "completed"
+    agent = load_final(folder)["agent"]
+    assert any(name.startswith("critic_target.") for name in agent)
+
+
+def test_sac_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
+    metrics = metrics_by_run(tmp_path, "sac_pendulum", {"a": 3, "b": 3, "other": 4},
+                             "--set", "collector.total_frames=400", "--set", "algo.learning_starts=200")
+    assert len(metrics["a"][1]) == 50
+    assert metrics["a"] == metrics["b"]
+    assert metrics["a"][1] != metrics["other"][1]
+
+
+@pytest.mark.parametrize("name", ["sac", "td3", "ddpg"])
+def test_continuous_control_on_a_discrete_env_is_bad_input(tmp_path, name):
+    config = tmp_path / f"{name}_cartpole.toml"
+    config.write_text(f'[env]\nid = "CartPole-v1"\n\n[algo]\nname = "{name}"\n', encoding="utf-8")
+    result = rlcli("validate", "--build", config.name, cwd=tmp_path)
+    assert_bad_input(result, config.name, "algo.name", "CartPole-v1", "action space Discrete(2)",
+                     f"{name} does not support", "supported action spaces: 1-D Box")
+
+
+@pytest.mark.parametrize(("preset", "override", "field", "fragment"), [
+    ("redq_pendulum", "algo.num_critics=1", "algo.critic_subset", "must not exceed num_critics (1)"),
+    ("td3_pendulum", "algo.policy_delay=0", "algo.policy_delay", "greater than or equal to 1"),
+    ("sac_pendulum", "algo.policy_delay=0", "algo.policy_delay", "greater than or equal to 1"),
+    ("td3_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "greater than or equal to 0"),
+    ("ddpg_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "greater than or equal to 0"),
+    ("td3_pendulum", "algo.target_noise=-1", "algo.target_noise", "greater than or equal to 0"),
+    ("ddpg_pendulum", "algo.policy_delay=2", "algo.policy_delay", "ddpg"),
+])
+def test_out_of_range_continuous_control_settings_are_bad_input(tmp_path, preset, override, field, fragment):
+    out = tmp_path / "runs"
+    result = rlcli("train", preset, "--set", override, "--out", out)
+    assert_bad_input(result, field, fragment)
+    no_run_folder(out)

@@ -1,0 +1,63 @@
+"""The batched critic ensemble against E separate MLPs."""
+
+import torch
+from torch import nn
+
+from rlcli.models.ensemble import EnsembleMLP, QEnsemble
+
+
+def member_mlp(ensemble: EnsembleMLP, member: int) -> nn.Sequential:
+    """An ordinary MLP holding member ``member``'s weights of ``ensemble``."""
+    layers: list[nn.Module] = []
+    for layer in ensemble.layers:
+        if hasattr(layer, "weight"):
+            linear = nn.Linear(layer.weight.shape[1], layer.weight.shape[2])
+            with torch.no_grad():
+                linear.weight.copy_(layer.weight[member].T)
+                linear.bias.copy_(layer.bias[member, 0])
+            layers.append(linear)
+        else:
+            layers.append(type(layer)())
+    return nn.Sequential(*layers)
+
+
+def test_ensemble_equals_separate_mlps_with_the_same_weights():
+    torch.manual_seed(0)
+    ensemble = EnsembleMLP(5, 7, [16, 8], 3, activation="relu")
+    x = torch.randn(11, 7)
+    out = ensemble(x)
+    assert out.shape == (5, 11, 3)
+    for member in range(5):
+        torch.testing.assert_close(out[member], member_mlp(ensemble, member)(x))
+    # Per-member inputs give per-member outputs.
+    xs = torch.randn(5, 11, 7)
+    per_member = ensemble(xs)
+    for member in range(5):
+        torch.testing.assert_close(per_member[member], member_mlp(ensemble, member)(xs[member]))
+
+
+def test_gradients_match_separate_mlps():
+    torch.manual_seed(1)
+    ensemble = EnsembleMLP(3, 4, [8], 1, activation="tanh")
+    x = torch.randn(6, 4)
+    ensemble(x).square().sum().backward()
+    for member in range(3):
+        single = member_mlp(ensemble, member)
+        single(x).square().sum().backward()
+        torch.testing.assert_close(ensemble.layers[0].weight.grad[member], single[0].weight.grad.T)
+
+
+def test_members_start_different_and_like_nn_linear():
+    torch.manual_seed(2)
+    ensemble = EnsembleMLP(10, 64, [64], 1, activation="relu")
+    first = ensemble.layers[0].weight
+    assert not torch.allclose(first[0], first[1])
+    # nn.Linear's default: uniform in +-1/sqrt(fan_in).
+    assert first.abs().max() <= 1 / 8 and first.std() > 0.8 * (1 / 8) / 3**0.5
+
+
+def test_q_ensemble_scores_observation_action_pairs():
+    torch.manual_seed(3)
+    critic = QEnsemble(2, 3, 1, [8], activation="relu")
+    q = critic(torch.randn(5, 3), torch.randn(5, 1))
+    assert q.shape == (2, 5) and critic.members == 2
