@@ -17,6 +17,8 @@ from rlcli.normalization import ObservationNormalizer, RewardScaler
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
+    from rlcli.timing import Timer
+
 
 def transition_spec(obs_shape: tuple[int, ...], action: tuple[tuple[int, ...], torch.dtype], *,
                     n_step: int) -> Spec:
@@ -153,6 +155,20 @@ class Replay:
         sample[keys.NEXT_INPUT] = self.obs_norm(sample[keys.NEXT_OBSERVATION])
         sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
         return sample
+
+    def train(self, steps: int, batch_size: int, generator: torch.Generator,
+              update: Callable[[TensorDict, Timer], dict[str, torch.Tensor]], timer: Timer) -> dict[str, float]:
+        """Run ``update`` on ``steps`` fresh samples of ``batch_size``; returns each term's mean over
+        the steps that reported it (an actor term on delayed steps only)."""
+        sums: dict[str, torch.Tensor] = {}
+        counts: dict[str, int] = {}
+        for _ in range(steps):
+            with timer.phase("update.sample"):
+                sample = self.sample(batch_size, generator)
+            for name, value in update(sample, timer).items():
+                sums[name] = sums.get(name, 0.0) + value
+                counts[name] = counts.get(name, 0) + 1
+        return {name: float(total) / counts[name] for name, total in sums.items()}
 
     def state_dict(self) -> dict:
         """Counters, the n-step carry and the buffer's counters (its transitions are saved apart)."""

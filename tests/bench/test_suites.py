@@ -83,3 +83,22 @@ def test_buffer_cases_cover_extend_samples_and_priorities_beside_the_floor():
         for case in cases:
             case.close()
     assert ratios[0].numerator == cases[1].key and ratios[0].denominator == cases[2].key
+
+
+def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_size():
+    cases, ratios = SUITES["offpolicy"](QUICK)
+    try:
+        names = [(case.name, case.params.get("E"), case.params.get("hidden")) for case in cases]
+        assert names[:2] == [("sac.update", None, "256x256"), ("sac.bare_torch_update", None, "256x256")]
+        assert ("critic_ensemble", 10, 256) in names and ("critic_python_loop", 10, 64) in names
+        algo = next(c.cell_contents for c in cases[0].run.__closure__ if hasattr(c.cell_contents, "agent"))
+        updates = algo.updates
+        for case in cases:
+            case.run()
+        # The library's case runs SAC's own gradient step.
+        assert algo.updates == updates + 1
+    finally:
+        for case in cases:
+            case.close()
+    assert {r.name for r in ratios} == {"sac.update.slowdown_vs_bare_torch", "critic_ensemble.E10_vs_E2",
+                                        "critic_python_loop.E10_vs_ensemble_E2"}

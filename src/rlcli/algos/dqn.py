@@ -170,28 +170,27 @@ class DQN:
         with timer.phase("update.extend"):
             self.replay.observe(batch)
         steps = self.replay.due(batch.batch_size.numel())
-        sums: dict[str, torch.Tensor] = {}
-        for _ in range(steps):
-            with timer.phase("update.sample"):
-                sample = self.replay.sample(cfg.batch_size, self.generator)
-            with timer.phase("update.forward"):
-                terms = self.loss(sample)
-            td_error = terms.pop("td_error")
-            self.step(terms["loss/total"], timer)
-            if cfg.replay.prioritized:
-                with timer.phase("update.priority"):
-                    self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
-            with timer.phase("update.target"):
-                self.target.step()
-            for name, value in terms.items():
-                sums[name] = sums.get(name, 0.0) + value.detach()
-        self.updates += steps
+        stats |= self.replay.train(steps, cfg.batch_size, self.generator, self.update, timer)
         self.step.end_iteration()
         self.epsilon = self._epsilon()
-        stats.update({name: float(total) / steps for name, total in sums.items()})
         stats["stats/gradient_steps"] = float(steps)
         stats["stats/buffer_size"] = float(len(self.replay.buffer))
         return stats
+
+    def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
+        """One gradient step on a normalized replay ``sample``, the priority update and the target
+        update when due; returns the detached loss terms."""
+        with timer.phase("update.forward"):
+            terms = self.loss(sample)
+        td_error = terms.pop("td_error")
+        self.step(terms["loss/total"], timer)
+        if self.cfg.replay.prioritized:
+            with timer.phase("update.priority"):
+                self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
+        with timer.phase("update.target"):
+            self.target.step()
+        self.updates += 1
+        return {name: value.detach() for name, value in terms.items()}
 
     def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""

@@ -209,42 +209,40 @@ class SAC:
         with timer.phase("update.extend"):
             self.replay.observe(batch)
         steps = self.replay.due(batch.batch_size.numel())
-        sums: dict[str, torch.Tensor] = {}
-        counts: dict[str, int] = {}
-        for _ in range(steps):
-            with timer.phase("update.sample"):
-                sample = self.replay.sample(cfg.batch_size, self.generator)
-            alpha = self.alpha
-            with timer.phase("update.forward"):
-                terms = sac_critic_loss(self.agent, sample, gamma=cfg.gamma, alpha=alpha, subset=self._subset(),
-                                        generator=self.noise_generator)
-            td_error = terms.pop("td_error")
-            self.critic_step(terms["loss/critic"], timer)
-            if cfg.replay.prioritized:
-                with timer.phase("update.priority"):
-                    self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
-            self.updates += 1
-            if self.updates % cfg.policy_delay == 0:
-                with timer.phase("update.forward"):
-                    terms |= sac_actor_loss(self.agent, sample, alpha=alpha, actor_q=cfg.actor_q,
-                                            target_entropy=self.target_entropy, generator=self.noise_generator)
-                self.actor_step(terms["loss/actor"], timer)
-                if cfg.autotune_alpha:
-                    self.alpha_step(terms["loss/alpha"], timer)
-            with timer.phase("update.target"):
-                self.target.step()
-            for name, value in terms.items():
-                sums[name] = sums.get(name, 0.0) + value.detach()
-                counts[name] = counts.get(name, 0) + 1
+        stats |= self.replay.train(steps, cfg.batch_size, self.generator, self.update, timer)
         for step in (self.critic_step, self.actor_step, self.alpha_step):
             step.end_iteration()
-        stats.update({name: float(total) / counts[name] for name, total in sums.items()})
         if "loss/critic" in stats:
             stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0) + stats.get("loss/alpha", 0.0)
         stats["stats/alpha"] = float(self.alpha)
         stats["stats/gradient_steps"] = float(steps)
         stats["stats/buffer_size"] = float(len(self.replay.buffer))
         return stats
+
+    def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
+        """One critic step on a normalized replay ``sample``, the actor and temperature steps when
+        due, and the target update; returns the detached loss terms."""
+        cfg = self.cfg
+        alpha = self.alpha
+        with timer.phase("update.forward"):
+            terms = sac_critic_loss(self.agent, sample, gamma=cfg.gamma, alpha=alpha, subset=self._subset(),
+                                    generator=self.noise_generator)
+        td_error = terms.pop("td_error")
+        self.critic_step(terms["loss/critic"], timer)
+        if cfg.replay.prioritized:
+            with timer.phase("update.priority"):
+                self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
+        self.updates += 1
+        if self.updates % cfg.policy_delay == 0:
+            with timer.phase("update.forward"):
+                terms |= sac_actor_loss(self.agent, sample, alpha=alpha, actor_q=cfg.actor_q,
+                                        target_entropy=self.target_entropy, generator=self.noise_generator)
+            self.actor_step(terms["loss/actor"], timer)
+            if cfg.autotune_alpha:
+                self.alpha_step(terms["loss/alpha"], timer)
+        with timer.phase("update.target"):
+            self.target.step()
+        return {name: value.detach() for name, value in terms.items()}
 
     def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""

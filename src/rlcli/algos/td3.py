@@ -176,37 +176,35 @@ class TD3:
         with timer.phase("update.extend"):
             self.replay.observe(batch)
         steps = self.replay.due(batch.batch_size.numel())
-        sums: dict[str, torch.Tensor] = {}
-        counts: dict[str, int] = {}
-        for _ in range(steps):
-            with timer.phase("update.sample"):
-                sample = self.replay.sample(cfg.batch_size, self.generator)
-            with timer.phase("update.forward"):
-                terms = self._critic_terms(sample)
-            td_error = terms.pop("td_error")
-            self.critic_step(terms["loss/critic"], timer)
-            if cfg.replay.prioritized:
-                with timer.phase("update.priority"):
-                    self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
-            self.updates += 1
-            if self.updates % cfg.policy_delay == 0:
-                with timer.phase("update.forward"):
-                    terms |= td3_actor_loss(self.agent, sample)
-                self.actor_step(terms["loss/actor"], timer)
-                with timer.phase("update.target"):
-                    soft_update(self.agent.critic_target, self.agent.critic, cfg.tau)
-                    soft_update(self.agent.actor_target, self.agent.actor, cfg.tau)
-            for name, value in terms.items():
-                sums[name] = sums.get(name, 0.0) + value.detach()
-                counts[name] = counts.get(name, 0) + 1
+        stats |= self.replay.train(steps, cfg.batch_size, self.generator, self.update, timer)
         self.critic_step.end_iteration()
         self.actor_step.end_iteration()
-        stats.update({name: float(total) / counts[name] for name, total in sums.items()})
         if "loss/critic" in stats:
             stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0)
         stats["stats/gradient_steps"] = float(steps)
         stats["stats/buffer_size"] = float(len(self.replay.buffer))
         return stats
+
+    def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
+        """One critic step on a normalized replay ``sample``, and the actor step and target updates
+        when due; returns the detached loss terms."""
+        cfg = self.cfg
+        with timer.phase("update.forward"):
+            terms = self._critic_terms(sample)
+        td_error = terms.pop("td_error")
+        self.critic_step(terms["loss/critic"], timer)
+        if cfg.replay.prioritized:
+            with timer.phase("update.priority"):
+                self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
+        self.updates += 1
+        if self.updates % cfg.policy_delay == 0:
+            with timer.phase("update.forward"):
+                terms |= td3_actor_loss(self.agent, sample)
+            self.actor_step(terms["loss/actor"], timer)
+            with timer.phase("update.target"):
+                soft_update(self.agent.critic_target, self.agent.critic, cfg.tau)
+                soft_update(self.agent.actor_target, self.agent.actor, cfg.tau)
+        return {name: value.detach() for name, value in terms.items()}
 
     def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""

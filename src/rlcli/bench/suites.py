@@ -291,6 +291,146 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
     return cases, ratios
 
 
+class _BareSAC:
+    """SAC's gradient step written plainly in torch, as one would by hand: two separate critic
+    MLPs and their targets, an actor MLP, a log-temperature, three fused Adams, foreach Polyak
+    updates. The floor that the library's batched-ensemble update is priced against."""
+
+    def __init__(self, algo, target_entropy: float, gamma: float, tau: float):
+        import copy
+
+        from torch import nn
+
+        agent = algo.agent
+        self.actor = copy.deepcopy(agent.actor.net)
+        self.center, self.half = agent.actor.rescale.center, agent.actor.rescale.half_range
+        self.critics = [self._member(agent.critic, e) for e in range(agent.critic.members)]
+        self.targets = [copy.deepcopy(c).requires_grad_(False) for c in self.critics]
+        self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
+        critic_params = [p for c in self.critics for p in c.parameters()]
+        self.critic_params, self.target_params = critic_params, [p for t in self.targets for p in t.parameters()]
+        self.critic_opt = torch.optim.Adam(critic_params, lr=1e-3, fused=True)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=1e-3, fused=True)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=1e-3, fused=True)
+        self.target_entropy, self.gamma, self.tau = target_entropy, gamma, tau
+        self.generator = torch.Generator().manual_seed(0)
+
+    @staticmethod
+    def _member(ensemble, e: int):
+        from torch import nn
+
+        layers: list = []
+        for layer in ensemble.net.layers:
+            if hasattr(layer, "weight"):
+                linear = nn.Linear(layer.weight.shape[1], layer.weight.shape[2])
+                with torch.no_grad():
+                    linear.weight.copy_(layer.weight[e].T)
+                    linear.bias.copy_(layer.bias[e, 0])
+                layers.append(linear)
+            else:
+                layers.append(type(layer)())
+        return nn.Sequential(*layers)
+
+    def _policy(self, obs):
+        import math
+
+        mean, log_std = self.actor(obs).chunk(2, -1)
+        log_std = log_std.clamp(-20, 2)
+        noise = torch.randn(mean.shape, generator=self.generator)
+        u = mean + log_std.exp() * noise
+        log_prob = (-0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)
+                    - 2 * (math.log(2) - u - F.softplus(-2 * u))).sum(-1)
+        return self.center + self.half * torch.tanh(u), log_prob
+
+    def step(self, batch: TensorDict) -> None:
+        obs, action, next_obs = batch[keys.INPUT], batch[keys.ACTION], batch[keys.NEXT_INPUT]
+        alpha = self.log_alpha.detach().exp()
+        with torch.no_grad():
+            next_action, next_log_prob = self._policy(next_obs)
+            x = torch.cat([next_obs, next_action], -1)
+            q_next = torch.min(self.targets[0](x), self.targets[1](x)).squeeze(-1)
+            y = batch[keys.REWARD] + self.gamma * (~batch[keys.TERMINATED]) * (q_next - alpha * next_log_prob)
+        x = torch.cat([obs, action], -1)
+        loss = 0.5 * sum(((c(x).squeeze(-1) - y) ** 2).mean() for c in self.critics)
+        self.critic_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.critic_opt.step()
+        new_action, log_prob = self._policy(obs)
+        x = torch.cat([obs, new_action], -1)
+        for c in self.critics:
+            c.requires_grad_(False)
+        q = torch.min(self.critics[0](x), self.critics[1](x)).squeeze(-1)
+        for c in self.critics:
+            c.requires_grad_(True)
+        actor_loss = (alpha * log_prob - q).mean()
+        self.actor_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_opt.step()
+        alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
+        self.alpha_opt.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        self.alpha_opt.step()
+        with torch.no_grad():
+            torch._foreach_lerp_(self.target_params, self.critic_params, self.tau)
+
+
+@suite("offpolicy")
+def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
+    """SAC's whole gradient step (batch 256, 256x256 networks, twin critics, actor, temperature,
+    target update) beside a bare-torch floor, and critic ensembles of E = 2 and 10 (and a Python
+    loop over 10 separate critics), forward and backward at batch 256."""
+    from rlcli.models.ensemble import QEnsemble
+
+    cfg = load_config("sac_pendulum", [f'run.device="{opts.device}"', "timing.enabled=false",
+                                       "network.hidden_sizes=[256,256]", "algo.learning_starts=0"])
+    run = build_run(cfg)
+    try:
+        timer = Timer(run.device)
+        for _ in range(40):
+            run.algo.replay.observe(run.collector.collect(timer))
+    finally:
+        run.close()
+    algo = run.algo
+    sample = algo.replay.sample(256, torch.Generator().manual_seed(0))
+    params = {"batch": 256, "hidden": "256x256", "critics": 2}
+    cases = [Case("offpolicy", "sac.update", params, "calls/s", 1, lambda: algo.update(sample, timer))]
+    bare = _BareSAC(algo, algo.target_entropy, cfg.algo.gamma, cfg.algo.tau)
+    cases.append(Case("offpolicy", "sac.bare_torch_update", params, "calls/s", 1, lambda: bare.step(sample)))
+    ratios = [Ratio("offpolicy", "sac.update.slowdown_vs_bare_torch", params, "slowdown",
+                    cases[1].key, cases[0].key)]
+    generator = torch.Generator().manual_seed(1)
+    obs, action = torch.randn(256, 17, generator=generator), torch.randn(256, 6, generator=generator)
+    x = torch.cat([obs, action], -1)
+    # At 256 units a CPU is bound by the E x 256 x 256 multiply-adds themselves; at 64 by the
+    # per-kernel overhead that batching removes.
+    for hidden in (256, 64):
+        keys_by_members = {}
+        for members in (2, 10):
+            critic = QEnsemble(members, 17, 6, [hidden, hidden], activation="relu")
+
+            def ensemble(critic=critic):
+                critic.zero_grad(set_to_none=True)
+                critic(obs, action).sum().backward()
+
+            cases.append(Case("offpolicy", "critic_ensemble", {"E": members, "hidden": hidden, "batch": 256},
+                              "calls/s", 1, ensemble))
+            keys_by_members[members] = cases[-1].key
+        loop = [_BareSAC._member(QEnsemble(1, 17, 6, [hidden, hidden], activation="relu"), 0) for _ in range(10)]
+
+        def python_loop(loop=loop):
+            for net in loop:
+                net.zero_grad(set_to_none=True)
+            sum(net(x).sum() for net in loop).backward()
+
+        cases.append(Case("offpolicy", "critic_python_loop", {"E": 10, "hidden": hidden, "batch": 256},
+                          "calls/s", 1, python_loop))
+        ratios.append(Ratio("offpolicy", "critic_ensemble.E10_vs_E2", {"hidden": hidden, "batch": 256}, "slowdown",
+                            keys_by_members[2], keys_by_members[10]))
+        ratios.append(Ratio("offpolicy", "critic_python_loop.E10_vs_ensemble_E2", {"hidden": hidden, "batch": 256},
+                            "slowdown", keys_by_members[2], cases[-1].key))
+    return cases, ratios
+
+
 @suite("train")
 def train_suite(opts: BenchOptions) -> SuiteOutput:
     """End-to-end frames/s of a short run of each preset through the real trainer."""

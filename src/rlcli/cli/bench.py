@@ -31,7 +31,7 @@ def bench(
     suite: Annotated[
         Optional[list[str]],
         typer.Option(help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
-                          "update, buffer, train."),
+                          "update, buffer, offpolicy, train."),
     ] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
     repeat: Annotated[int, typer.Option(min=1, help="Timed repetitions per figure (median reported).")] = 5,
@@ -48,7 +48,7 @@ def bench(
     quick: Annotated[bool, typer.Option("--quick", help="Smaller suites: seconds each.")] = False,
     compile_: Annotated[bool, typer.Option("--compile", help="Also torch.compile the losses.")] = False,
 ) -> None:
-    """Measure throughput: env, collector, advantage, loss, update, buffer and train suites."""
+    """Measure throughput: env, collector, advantage, loss, update, buffer, offpolicy and train suites."""
     # Imported here so that other commands start without the training stack.
     from rlcli.bench.runner import run_bench
 
