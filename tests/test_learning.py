@@ -40,3 +40,20 @@ def test_ppo_pendulum_reaches_minus_300_on_2_of_3_seeds_within_1m_frames(tmp_pat
 def test_dqn_cartpole_reaches_475_on_3_of_3_seeds_within_100k_frames(tmp_path):
     # The rolling mean of 100 training episodes, exploration included (about 3 minutes on 2 cores).
     assert len(solved_seeds("dqn_cartpole", 475, 100_000, 3, tmp_path)) == 3
+
+
+# Pendulum presets: the mean of the last 10 training episodes (run.return_window = 10).
+def test_sac_pendulum_reaches_minus_200_on_3_of_3_seeds_within_10k_frames(tmp_path):
+    assert len(solved_seeds("sac_pendulum", -200, 10_000, 3, tmp_path)) == 3
+
+
+def test_td3_pendulum_reaches_minus_200_on_3_of_3_seeds_within_10k_frames(tmp_path):
+    assert len(solved_seeds("td3_pendulum", -200, 10_000, 3, tmp_path)) == 3
+
+
+def test_ddpg_pendulum_reaches_minus_200_on_2_of_3_seeds_within_20k_frames(tmp_path):
+    assert len(solved_seeds("ddpg_pendulum", -200, 20_000, 3, tmp_path)) >= 2
+
+
+def test_redq_pendulum_reaches_minus_200_on_3_of_3_seeds_within_5k_frames(tmp_path):
+    assert len(solved_seeds("redq_pendulum", -200, 5_000, 3, tmp_path)) == 3

@@ -110,3 +110,15 @@ def test_observation_statistics_take_in_valid_steps_when_learning(tmp_path, algo
     # One observation per valid step; the reset steps show a final observation again.
     assert count == pytest.approx(float(batch[keys.VALID].sum()), abs=1e-3)
     assert not batch[keys.VALID].all()
+
+
+def test_return_window_sets_the_stop_condition_and_the_rolling_return(tmp_path):
+    # 4 one-step episodes per env step, 8 per iteration: a window of 10 fills in iteration 2.
+    cfg = config(tmp_path, env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
+                 collector={"frames_per_batch": 8, "total_frames": 800},
+                 run={"stop_at_return": 0.5, "return_window": 10}, algo={"minibatch_size": 8})
+    run = build_run(cfg)
+    assert run.envs.return_queue.maxlen == 10
+    state = train(run)
+    assert state.status == "solved"
+    assert state.iteration == 2 and state.solved_at[0] == 16

@@ -37,7 +37,10 @@ def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> Ve
     # gymnasium and env constructors raise anything from ImportError (a missing
     # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
     except Exception as exc:  # noqa: BLE001
-        raise single(source, f"cannot make {cfg.id!r}: {type(exc).__name__}: {exc}", path="env") from None
+        hint = ""
+        if isinstance(exc, gym.error.DependencyNotInstalled) and "mujoco" in str(exc).lower():
+            hint = "; install the mujoco extra: pip install 'rlcli[mujoco]' (pip install -e '.[mujoco]' in a clone)"
+        raise single(source, f"cannot make {cfg.id!r}: {type(exc).__name__}: {exc}{hint}", path="env") from None
     return RecordEpisodeStatistics(envs, buffer_length=return_window)
 
 

@@ -110,7 +110,8 @@ def test_temperature_moves_towards_the_target_entropy(log_std, direction):
     before = float(agent.log_alpha.detach())
     terms = sac_actor_loss(agent, minibatch(), alpha=algo.alpha, actor_q="min",
                            target_entropy=algo.target_entropy, generator=torch.Generator().manual_seed(0))
-    algo.alpha_step(terms["loss/alpha"], Timer(torch.device("cpu")))
+    # The actor's loss leaves alpha alone: only the temperature loss moves it.
+    algo.actor_step(terms["loss/actor"].detach() + terms["loss/alpha"], Timer(torch.device("cpu")))
     assert (float(agent.log_alpha.detach()) - before) * direction > 0
 
 

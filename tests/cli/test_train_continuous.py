@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from cli.test_train import (
-    assert_exit, load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv, read_run_json, rlcli,
+    assert_exit, cli_env, load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv, read_run_json, rlcli,
 )
 from conftest import assert_bad_input
 
@@ -58,3 +60,24 @@ def test_out_of_range_continuous_control_settings_are_bad_input(tmp_path, preset
     result = rlcli("train", preset, "--set", override, "--out", out)
     assert_bad_input(result, field, fragment)
     no_run_folder(out)
+
+
+def test_sac_halfcheetah_builds_and_runs_a_few_steps(tmp_path):
+    pytest.importorskip("mujoco", reason="the mujoco extra: pip install -e '.[mujoco]'")
+    out = tmp_path / "runs"
+    result = rlcli("train", "sac_halfcheetah", "--set", "collector.total_frames=48", "--set",
+                   "algo.learning_starts=32", "--set", "algo.batch_size=16", "--quiet", "--out", out)
+    assert_exit(result, 0)
+    folder = only_run_folder(out, "sac_halfcheetah")
+    header, rows = read_csv(folder / "metrics.csv")
+    assert len(rows) == 6 and float(rows[-1]["stats/gradient_steps"]) == 8
+
+
+def test_sac_halfcheetah_without_mujoco_says_what_to_install(tmp_path):
+    # A stand-in package that fails to import, ahead of any installed mujoco.
+    blocker = tmp_path / "blocked" / "mujoco"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text('raise ImportError("mujoco is not installed")\n', encoding="utf-8")
+    env = cli_env(PYTHONPATH=os.pathsep.join([str(blocker.parent), os.environ.get("PYTHONPATH", "")]))
+    result = rlcli("validate", "--build", "presets/sac_halfcheetah.toml", env=env)
+    assert_bad_input(result, "sac_halfcheetah.toml", "HalfCheetah-v5", "pip install", "mujoco")

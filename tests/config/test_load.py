@@ -211,7 +211,7 @@ def test_find_preset_suggests_close_names():
     message = only_issue(exc).message
     assert "no preset named 'ppo_cartpol'" in message
     assert "did you mean ppo_cartpole" in message
-    assert "known presets: a2c_cartpole, ddpg_pendulum, dqn_cartpole, ppo_cartpole, ppo_pendulum, redq_pendulum, sac_pendulum, td3_pendulum" in message
+    assert "known presets: a2c_cartpole, ddpg_pendulum, dqn_cartpole, ppo_cartpole, ppo_pendulum, redq_pendulum, sac_halfcheetah, sac_pendulum, td3_pendulum" in message
 
 
 @pytest.mark.parametrize("name", ["missing.toml", "some/dir/missing"])

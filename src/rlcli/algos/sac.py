@@ -151,8 +151,10 @@ class SAC:
         self.agent = agent
         self.replay = replay
         self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations)
-        self.actor_step = GradientStep(optim, agent.actor.parameters(), iterations)
-        self.alpha_step = GradientStep(optim, [agent.log_alpha], iterations)
+        # The actor and temperature losses touch disjoint parameters (alpha is detached in the
+        # actor's loss), so one backward of their sum and one optimizer serve both.
+        tuned = [agent.log_alpha] if cfg.autotune_alpha else []
+        self.actor_step = GradientStep(optim, [*agent.actor.parameters(), *tuned], iterations)
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau,
                                      interval=cfg.target_update_interval)
         self.target_entropy = (float(cfg.target_entropy) if cfg.target_entropy is not None
@@ -210,8 +212,8 @@ class SAC:
             self.replay.observe(batch)
         steps = self.replay.due(batch.batch_size.numel())
         stats |= self.replay.train(steps, cfg.batch_size, self.generator, self.update, timer)
-        for step in (self.critic_step, self.actor_step, self.alpha_step):
-            step.end_iteration()
+        self.critic_step.end_iteration()
+        self.actor_step.end_iteration()
         if "loss/critic" in stats:
             stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0) + stats.get("loss/alpha", 0.0)
         stats["stats/alpha"] = float(self.alpha)
@@ -237,9 +239,8 @@ class SAC:
             with timer.phase("update.forward"):
                 terms |= sac_actor_loss(self.agent, sample, alpha=alpha, actor_q=cfg.actor_q,
                                         target_entropy=self.target_entropy, generator=self.noise_generator)
-            self.actor_step(terms["loss/actor"], timer)
-            if cfg.autotune_alpha:
-                self.alpha_step(terms["loss/alpha"], timer)
+            loss = terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"]
+            self.actor_step(loss, timer)
         with timer.phase("update.target"):
             self.target.step()
         return {name: value.detach() for name, value in terms.items()}
@@ -252,7 +253,7 @@ class SAC:
     def state_dict(self) -> dict:
         return {
             "critic_step": self.critic_step.state_dict(), "actor_step": self.actor_step.state_dict(),
-            "alpha_step": self.alpha_step.state_dict(), "target": self.target.state_dict(),
+            "target": self.target.state_dict(),
             "generator": self.generator.get_state(), "noise_generator": self.noise_generator.get_state(),
             "updates": self.updates, "replay": self.replay.state_dict(),
         }
@@ -260,7 +261,6 @@ class SAC:
     def load_state_dict(self, state: dict) -> None:
         self.critic_step.load_state_dict(state["critic_step"])
         self.actor_step.load_state_dict(state["actor_step"])
-        self.alpha_step.load_state_dict(state["alpha_step"])
         self.target.load_state_dict(state["target"])
         self.generator.set_state(state["generator"])
         self.noise_generator.set_state(state["noise_generator"])

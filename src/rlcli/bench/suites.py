@@ -166,7 +166,7 @@ def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
         run.close()
 
 
-def _learning(algo, batch: TensorDict, timer: Timer, limit: int = 1000) -> None:
+def _learning(algo, batch: TensorDict, timer: Timer, limit: int = 100_000) -> None:
     """Feed ``batch`` to ``learn`` until it reports a loss: off-policy methods warm up first."""
     for _ in range(limit):
         if any(key.startswith("loss/") for key in algo.learn(batch.clone(), timer)):
@@ -293,8 +293,8 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
 
 class _BareSAC:
     """SAC's gradient step written plainly in torch, as one would by hand: two separate critic
-    MLPs and their targets, an actor MLP, a log-temperature, three fused Adams, foreach Polyak
-    updates. The floor that the library's batched-ensemble update is priced against."""
+    MLPs and their targets, an actor MLP, a log-temperature, fused Adams (one for the critics, one
+    for the actor and temperature), foreach Polyak updates. The floor that the library's batched-ensemble update is priced against."""
 
     def __init__(self, algo, target_entropy: float, gamma: float, tau: float):
         import copy
@@ -310,8 +310,7 @@ class _BareSAC:
         critic_params = [p for c in self.critics for p in c.parameters()]
         self.critic_params, self.target_params = critic_params, [p for t in self.targets for p in t.parameters()]
         self.critic_opt = torch.optim.Adam(critic_params, lr=1e-3, fused=True)
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=1e-3, fused=True)
-        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=1e-3, fused=True)
+        self.actor_opt = torch.optim.Adam([*self.actor.parameters(), self.log_alpha], lr=1e-3, fused=True)
         self.target_entropy, self.gamma, self.tau = target_entropy, gamma, tau
         self.generator = torch.Generator().manual_seed(0)
 
@@ -363,13 +362,10 @@ class _BareSAC:
         for c in self.critics:
             c.requires_grad_(True)
         actor_loss = (alpha * log_prob - q).mean()
-        self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        self.actor_opt.step()
         alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
-        self.alpha_opt.zero_grad(set_to_none=True)
-        alpha_loss.backward()
-        self.alpha_opt.step()
+        self.actor_opt.zero_grad(set_to_none=True)
+        (actor_loss + alpha_loss).backward()
+        self.actor_opt.step()
         with torch.no_grad():
             torch._foreach_lerp_(self.target_params, self.critic_params, self.tau)
 
