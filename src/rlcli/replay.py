@@ -160,15 +160,14 @@ class Replay:
               update: Callable[[TensorDict, Timer], dict[str, torch.Tensor]], timer: Timer) -> dict[str, float]:
         """Run ``update`` on ``steps`` fresh samples of ``batch_size``; returns each term's mean over
         the steps that reported it (an actor term on delayed steps only)."""
-        sums: dict[str, torch.Tensor] = {}
-        counts: dict[str, int] = {}
+        seen: dict[str, list[torch.Tensor]] = {}
         for _ in range(steps):
             with timer.phase("update.sample"):
                 sample = self.sample(batch_size, generator)
             for name, value in update(sample, timer).items():
-                sums[name] = sums.get(name, 0.0) + value
-                counts[name] = counts.get(name, 0) + 1
-        return {name: float(total) / counts[name] for name, total in sums.items()}
+                seen.setdefault(name, []).append(value)
+        # One stack and mean per term, once per batch rather than once per step.
+        return {name: float(torch.stack(values).mean()) for name, values in seen.items()}
 
     def state_dict(self) -> dict:
         """Counters, the n-step carry and the buffer's counters (its transitions are saved apart)."""

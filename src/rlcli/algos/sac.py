@@ -129,11 +129,8 @@ def sac_actor_loss(agent: SACAgent, batch: TensorDict, *, alpha: torch.Tensor, a
     The critics' weights get no gradient from the actor loss.
     """
     action, log_prob = agent.actor(batch[keys.INPUT], generator)
-    agent.critic.requires_grad_(False)
-    try:
+    with agent.critic.frozen():
         q = agent.critic(batch[keys.INPUT], action)
-    finally:
-        agent.critic.requires_grad_(True)
     q_pi = q.min(0).values if actor_q == "min" else q.mean(0)
     actor = (alpha * log_prob - q_pi).mean()
     temperature = -(agent.log_alpha * (log_prob.detach() + target_entropy)).mean()

@@ -21,7 +21,7 @@ from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.optim import GradientStep
 from rlcli.replay import Replay, build_replay, off_policy_problems, transition_spec
-from rlcli.targets import soft_update
+from rlcli.targets import TargetSchedule
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -111,11 +111,8 @@ def td3_actor_loss(agent: DeterministicAgent, batch: TensorDict) -> dict[str, to
     """``-mean Q_0(s, pi(s))``: the first critic judges the actor. Reads ``input``; the
     critics' weights get no gradient."""
     action = agent.actor(batch[keys.INPUT])
-    agent.critic.requires_grad_(False)
-    try:
+    with agent.critic.frozen():
         q = agent.critic(batch[keys.INPUT], action)[0]
-    finally:
-        agent.critic.requires_grad_(True)
     return {"loss/actor": -q.mean()}
 
 
@@ -133,6 +130,9 @@ class TD3:
         self.noise = noise
         self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations)
         self.actor_step = GradientStep(optim, agent.actor.parameters(), iterations)
+        # Both targets move together, right after each (delayed) actor step.
+        self.critic_target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
+        self.actor_target = TargetSchedule(agent.actor_target, agent.actor, tau=cfg.tau, interval=1)
         self.low = torch.as_tensor(action_space.low, dtype=torch.float32, device=device)
         self.high = torch.as_tensor(action_space.high, dtype=torch.float32, device=device)
         self.device = device
@@ -202,8 +202,8 @@ class TD3:
                 terms |= td3_actor_loss(self.agent, sample)
             self.actor_step(terms["loss/actor"], timer)
             with timer.phase("update.target"):
-                soft_update(self.agent.critic_target, self.agent.critic, cfg.tau)
-                soft_update(self.agent.actor_target, self.agent.actor, cfg.tau)
+                self.critic_target.step()
+                self.actor_target.step()
         return {name: value.detach() for name, value in terms.items()}
 
     def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:

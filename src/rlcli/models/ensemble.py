@@ -8,7 +8,8 @@ over E separate MLPs would pay E kernel launches and E autograd nodes per layer.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -67,6 +68,22 @@ class QEnsemble(nn.Module):
     def __init__(self, members: int, obs_dim: int, act_dim: int, hidden_sizes: Sequence[int], *, activation: str):
         super().__init__()
         self.net = EnsembleMLP(members, obs_dim + act_dim, hidden_sizes, 1, activation=activation)
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Evaluate without gradients into the critics' own weights (an actor's loss), while
+        gradients still flow through the inputs."""
+        # Walked once: a module walk per step costs more than the step's small kernels.
+        if not hasattr(self, "_params"):
+            self._params = list(self.parameters())
+        params = [p for p in self._params if p.requires_grad]
+        for param in params:
+            param.requires_grad_(False)
+        try:
+            yield
+        finally:
+            for param in params:
+                param.requires_grad_(True)
 
     @property
     def members(self) -> int:
