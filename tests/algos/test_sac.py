@@ -50,10 +50,10 @@ def test_critic_loss_matches_a_plain_soft_bellman_target():
     run.close()
     agent, batch = run.algo.agent, minibatch()
     alpha = torch.tensor(0.3)
-    terms = sac_critic_loss(agent, batch, gamma=0.9, alpha=alpha, subset=None,
-                            generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
         next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], torch.Generator().manual_seed(5))
+    terms = sac_critic_loss(agent, batch, next_action, next_log_prob, gamma=0.9, alpha=alpha, subset=None)
+    with torch.no_grad():
         q_next = torch.stack([member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
                               for e in range(2)]).min(0).values
         target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * (q_next - 0.3 * next_log_prob)
@@ -68,10 +68,11 @@ def test_a_critic_subset_takes_the_minimum_of_those_members_only():
     run.close()
     agent, batch = run.algo.agent, minibatch()
     subset = torch.tensor([3, 1])
-    terms = sac_critic_loss(agent, batch, gamma=0.9, alpha=torch.tensor(0.0), subset=subset,
-                            generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
-        next_action, _ = agent.actor(batch[keys.NEXT_INPUT], torch.Generator().manual_seed(5))
+        next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], torch.Generator().manual_seed(5))
+    terms = sac_critic_loss(agent, batch, next_action, next_log_prob, gamma=0.9, alpha=torch.tensor(0.0),
+                            subset=subset)
+    with torch.no_grad():
         q_next = torch.stack([member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
                               for e in (3, 1)]).min(0).values
         target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * q_next
@@ -83,9 +84,9 @@ def test_actor_loss_and_its_gradient_reach_only_the_actor():
     run = sac_run()
     run.close()
     agent, batch = run.algo.agent, minibatch()
-    terms = sac_actor_loss(agent, batch, alpha=torch.tensor(0.2), actor_q="min", target_entropy=-1.0,
-                           generator=torch.Generator().manual_seed(3))
     action, log_prob = agent.actor(batch[keys.INPUT], torch.Generator().manual_seed(3))
+    terms = sac_actor_loss(agent, batch, action, log_prob, alpha=torch.tensor(0.2), actor_q="min",
+                           target_entropy=-1.0)
     with torch.no_grad():
         q = torch.stack([member(agent.critic, e, batch[keys.INPUT], action) for e in range(2)]).min(0).values
     torch.testing.assert_close(terms["loss/actor"], (0.2 * log_prob - q).mean())
@@ -108,8 +109,10 @@ def test_temperature_moves_towards_the_target_entropy(log_std, direction):
         last.bias[:1].zero_()
         last.bias[1:].fill_(log_std)
     before = float(agent.log_alpha.detach())
-    terms = sac_actor_loss(agent, minibatch(), alpha=algo.alpha, actor_q="min",
-                           target_entropy=algo.target_entropy, generator=torch.Generator().manual_seed(0))
+    batch = minibatch()
+    action, log_prob = agent.actor(batch[keys.INPUT], torch.Generator().manual_seed(0))
+    terms = sac_actor_loss(agent, batch, action, log_prob, alpha=algo.alpha, actor_q="min",
+                           target_entropy=algo.target_entropy)
     # The actor's loss leaves alpha alone: only the temperature loss moves it.
     algo.actor_step(terms["loss/actor"].detach() + terms["loss/alpha"], Timer(torch.device("cpu")))
     assert (float(agent.log_alpha.detach()) - before) * direction > 0

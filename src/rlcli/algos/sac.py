@@ -97,17 +97,19 @@ def critic_targets(q_next: torch.Tensor, subset: torch.Tensor | None) -> torch.T
     return q_next.min(0).values
 
 
-def sac_critic_loss(agent: SACAgent, batch: TensorDict, *, gamma: float, alpha: torch.Tensor,
-                    subset: torch.Tensor | None, generator: torch.Generator) -> dict[str, torch.Tensor]:
+def sac_critic_loss(agent: SACAgent, batch: TensorDict, next_action: torch.Tensor, next_log_prob: torch.Tensor,
+                    *, gamma: float, alpha: torch.Tensor, subset: torch.Tensor | None) -> dict[str, torch.Tensor]:
     """Soft Bellman loss of every critic: ``0.5 * sum_e mean_b (Q_e(s, a) - y)^2`` with
     ``y = r + discount * (1 - terminated) * (min_{e in subset} Q'_e(s', a') - alpha * log pi(a'|s'))``.
 
     Reads ``input``, ``action``, ``reward``, ``next_input``, ``terminated`` and, when present,
-    ``discount`` and ``weight``, each [B, ...]. Returns ``loss/critic``, ``stats/q_mean``,
-    ``stats/td_abs`` and ``td_error`` ([B], detached, the mean over critics, for priorities).
+    ``discount`` and ``weight``, each [B, ...]; ``next_action`` [B, A] and ``next_log_prob`` [B]
+    are the actor's sample for ``next_input`` (no gradient is taken through them). Returns
+    ``loss/critic``, ``stats/q_mean``, ``stats/td_abs`` and ``td_error`` ([B], detached, the
+    mean over critics, for priorities).
     """
     with torch.no_grad():
-        next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], generator)
+        next_action, next_log_prob = next_action.detach(), next_log_prob.detach()
         q_next = critic_targets(agent.critic_target(batch[keys.NEXT_INPUT], next_action), subset)
         discount = batch.get(keys.DISCOUNT, None)
         discount = gamma if discount is None else discount
@@ -116,19 +118,20 @@ def sac_critic_loss(agent: SACAgent, batch: TensorDict, *, gamma: float, alpha: 
     td = q - target
     weight = batch.get(keys.WEIGHT, None)
     per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
+    distance = td.detach().abs()
     return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
-            "stats/td_abs": td.detach().abs().mean(), "td_error": td.detach().abs().mean(0)}
+            "stats/td_abs": distance.mean(), "td_error": distance.mean(0)}
 
 
-def sac_actor_loss(agent: SACAgent, batch: TensorDict, *, alpha: torch.Tensor, actor_q: str,
-                   target_entropy: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
-    """Actor loss ``mean(alpha * log pi(a|s) - Q(s, a))`` with ``a`` reparameterized, and the
-    temperature loss ``-mean(log_alpha * (log pi(a|s) + target_entropy))``.
+def sac_actor_loss(agent: SACAgent, batch: TensorDict, action: torch.Tensor, log_prob: torch.Tensor, *,
+                   alpha: torch.Tensor, actor_q: str, target_entropy: float) -> dict[str, torch.Tensor]:
+    """Actor loss ``mean(alpha * log pi(a|s) - Q(s, a))``, and the temperature loss
+    ``-mean(log_alpha * (log pi(a|s) + target_entropy))``.
 
-    Reads ``input`` [B, obs]. Returns ``loss/actor``, ``loss/alpha`` and ``stats/entropy``.
+    Reads ``input`` [B, obs]; ``action`` [B, A] and ``log_prob`` [B] are the actor's
+    reparameterized sample for it. Returns ``loss/actor``, ``loss/alpha`` and ``stats/entropy``.
     The critics' weights get no gradient from the actor loss.
     """
-    action, log_prob = agent.actor(batch[keys.INPUT], generator)
     with agent.critic.frozen():
         q = agent.critic(batch[keys.INPUT], action)
     q_pi = q.min(0).values if actor_q == "min" else q.mean(0)
@@ -190,14 +193,28 @@ class SAC:
             return None
         return torch.randperm(cfg.num_critics, generator=self.noise_generator, device=self.device)[:cfg.critic_subset]
 
+    def _samples(self, batch: TensorDict, with_actor: bool):
+        """The actor's samples for ``next_input`` (for the target) and, when ``with_actor``, for
+        ``input`` (for the actor's loss), drawn in one pass over both: one actor forward instead
+        of two on the steps that update the actor."""
+        agent = self.agent
+        if not with_actor:
+            with torch.no_grad():
+                next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], self.noise_generator)
+            return next_action, next_log_prob, None, None
+        size = batch.batch_size[0]
+        action, log_prob = agent.actor(torch.cat([batch[keys.NEXT_INPUT], batch[keys.INPUT]]), self.noise_generator)
+        return action[:size], log_prob[:size], action[size:], log_prob[size:]
+
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """Critic, actor and temperature losses of one minibatch; ``loss/total`` is their sum."""
         cfg = self.cfg
         alpha = self.alpha
-        terms = sac_critic_loss(self.agent, batch, gamma=cfg.gamma, alpha=alpha, subset=self._subset(),
-                                generator=self.noise_generator)
-        terms |= sac_actor_loss(self.agent, batch, alpha=alpha, actor_q=cfg.actor_q,
-                                target_entropy=self.target_entropy, generator=self.noise_generator)
+        next_action, next_log_prob, action, log_prob = self._samples(batch, with_actor=True)
+        terms = sac_critic_loss(self.agent, batch, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha,
+                                subset=self._subset())
+        terms |= sac_actor_loss(self.agent, batch, action, log_prob, alpha=alpha, actor_q=cfg.actor_q,
+                                target_entropy=self.target_entropy)
         terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"] + terms["loss/alpha"]
         return terms
 
@@ -223,19 +240,23 @@ class SAC:
         due, and the target update; returns the detached loss terms."""
         cfg = self.cfg
         alpha = self.alpha
+        actor_due = (self.updates + 1) % cfg.policy_delay == 0
         with timer.phase("update.forward"):
-            terms = sac_critic_loss(self.agent, sample, gamma=cfg.gamma, alpha=alpha, subset=self._subset(),
-                                    generator=self.noise_generator)
+            next_action, next_log_prob, action, log_prob = self._samples(sample, actor_due)
+            terms = sac_critic_loss(self.agent, sample, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha,
+                                    subset=self._subset())
         td_error = terms.pop("td_error")
         self.critic_step(terms["loss/critic"], timer)
         if cfg.replay.prioritized:
             with timer.phase("update.priority"):
                 self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
         self.updates += 1
-        if self.updates % cfg.policy_delay == 0:
+        if actor_due:
+            # The actor's sample was drawn before the critic step; the actor has not moved since,
+            # and its loss is judged by the critics as they are now.
             with timer.phase("update.forward"):
-                terms |= sac_actor_loss(self.agent, sample, alpha=alpha, actor_q=cfg.actor_q,
-                                        target_entropy=self.target_entropy, generator=self.noise_generator)
+                terms |= sac_actor_loss(self.agent, sample, action, log_prob, alpha=alpha, actor_q=cfg.actor_q,
+                                        target_entropy=self.target_entropy)
             loss = terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"]
             self.actor_step(loss, timer)
         with timer.phase("update.target"):

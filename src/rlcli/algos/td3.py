@@ -103,8 +103,9 @@ def td3_critic_loss(agent: DeterministicAgent, batch: TensorDict, *, gamma: floa
     td = q - target
     weight = batch.get(keys.WEIGHT, None)
     per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
+    distance = td.detach().abs()
     return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
-            "stats/td_abs": td.detach().abs().mean(), "td_error": td.detach().abs().mean(0)}
+            "stats/td_abs": distance.mean(), "td_error": distance.mean(0)}
 
 
 def td3_actor_loss(agent: DeterministicAgent, batch: TensorDict) -> dict[str, torch.Tensor]:
