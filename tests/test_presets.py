@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import PRESET_FILES
+from conftest import PRESET_FILES, PRESETS_TO_BUILD
 from rlcli.algos import ALGORITHMS
 from rlcli.config.load import load_config
 from rlcli.run import check_build
@@ -15,7 +15,7 @@ def test_presets_exist_for_every_algorithm():
     assert {load_config(p).algo.name for p in PRESET_FILES} == set(ALGORITHMS)
 
 
-@pytest.mark.parametrize("preset", PRESET_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("preset", PRESETS_TO_BUILD)
 def test_preset_loads_and_builds(preset):
     before = preset.read_bytes()
     cfg = load_config(preset, ["run.device=cpu"])

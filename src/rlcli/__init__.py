@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 from rlcli.config.load import load_config
 from rlcli.config.errors import ConfigError
 
-__all__ = ["__version__", "load_config", "ConfigError", "build_run", "train"]
+__all__ = ["__version__", "load_config", "ConfigError", "TrainingError", "build_run", "train"]
 
 
 def __getattr__(name: str):
@@ -22,4 +22,8 @@ def __getattr__(name: str):
         from rlcli.trainer import train
 
         return train
+    if name == "TrainingError":
+        from rlcli.trainer import TrainingError
+
+        return TrainingError
     raise AttributeError(name)

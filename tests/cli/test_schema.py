@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import copy
 import json
-import tomllib
+import sys
 
 import jsonschema
 import pytest
 
 from conftest import PRESET_FILES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +81,16 @@ def test_output_option_writes_the_file(rlcli, tmp_path, schema):
     assert result.returncode == 0, result.stderr
     assert "schema.json" in result.stdout
     assert json.loads((tmp_path / "schema.json").read_text(encoding="utf-8")) == schema
+
+
+def test_partial_schema_requires_nothing_and_accepts_a_base_file(rlcli, schema):
+    result = rlcli("schema", "--partial")
+    assert result.returncode == 0, result.stderr
+    partial = json.loads(result.stdout)
+    jsonschema.Draft202012Validator.check_schema(partial)
+    assert "required" not in json.dumps(partial)
+    base = {"network": {"hidden_sizes": [64, 64]}, "optim": {"lr": 1e-3}, "env": {"num_envs": 8}}
+    assert list(jsonschema.Draft202012Validator(partial).iter_errors(base)) == []
+    # The full schema flags the same base file; unknown keys stay errors in both.
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(base))
+    assert list(jsonschema.Draft202012Validator(partial).iter_errors({"optim": {"learning_rate": 1}}))

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
-import tomllib
+import sys
 
 
 from conftest import MINIMAL_TOML
 from rlcli.config.load import load_config
 from rlcli.config.schema import RunConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 
 def test_toml_output_round_trips_through_validate(rlcli, tmp_path):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import BROKEN_CONFIGS, MINIMAL_TOML, PRESET_FILES, assert_bad_input
+from conftest import BROKEN_CONFIGS, BUILDABLE_PRESETS, MINIMAL_TOML, PRESET_FILES, assert_bad_input
 
 # file -> (dotted path, message fragment, line of the offending key or None).
 EXPECTED = {
@@ -98,11 +98,12 @@ def test_presets_are_valid(rlcli):
 
 
 def test_presets_build(rlcli):
-    result = rlcli("validate", "--build", "--json", "presets/")
+    files = [f"presets/{p.name}" for p in BUILDABLE_PRESETS]
+    result = rlcli("validate", "--build", "--json", *files)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["ok"] is True
-    assert sorted(e["file"] for e in report["files"]) == sorted(f"presets/{p.name}" for p in PRESET_FILES)
+    assert sorted(e["file"] for e in report["files"]) == sorted(files)
     for entry in report["files"]:
         # The build summary names the spaces and the parameter count.
         assert "observation Box" in entry["summary"] and "parameters" in entry["summary"], entry
@@ -114,3 +115,11 @@ def test_build_rejects_an_env_whose_observation_space_is_unsupported(rlcli, tmp_
     result = rlcli("validate", "--build", "blackjack.toml", cwd=tmp_path)
     output = assert_bad_input(result, "blackjack.toml", "INVALID", "Blackjack-v1", "Tuple(", "supported")
     assert "supported observation spaces: 1-D Box" in output
+
+
+def test_set_applies_to_every_file_validated(rlcli):
+    good = rlcli("validate", "presets/ppo_cartpole.toml", "presets/dqn_cartpole.toml", "--set", "env.num_envs=4",
+                 "--set", "collector.frames_per_batch=1024")
+    assert good.returncode == 0, good.stdout + good.stderr
+    bad = rlcli("validate", "presets/ppo_cartpole.toml", "--set", "env.num_envs=0")
+    assert_bad_input(bad, "presets/ppo_cartpole.toml", "INVALID", "env.num_envs", "--set env.num_envs=0")

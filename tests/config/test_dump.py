@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-import tomllib
+import sys
 
 import pytest
 
@@ -11,6 +11,11 @@ from conftest import MINIMAL_TOML, PRESET_FILES
 from rlcli.config.dump import to_toml
 from rlcli.config.load import load_config
 from rlcli.config.schema import RunConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 
 def round_trip(cfg: RunConfig) -> RunConfig:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-import tomllib
+import sys
 
 import pydantic
 import pytest
@@ -13,6 +13,11 @@ from rlcli.algos import ALGORITHMS
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import load_config, validate_data
 from rlcli.config.schema import SECTIONS, RunConfig, json_schema
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 BASE = tomllib.loads(MINIMAL_TOML)
 

@@ -6,6 +6,7 @@ preset is benched without new code here.
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,9 +48,22 @@ def suite(name: str):
 
 
 def preset_configs(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
-    """Every shipped preset, on the bench device, with ``extra`` overrides."""
+    """Every shipped preset whose env can be made here, on the bench device, with ``extra``
+    overrides (a preset whose optional extra, such as mujoco, is not installed is left out)."""
     device = f'run.device="{opts.device}"'
-    return {name: load_config(name, [device, "timing.enabled=false", *extra]) for name in available_presets()}
+    configs = {name: load_config(name, [device, "timing.enabled=false", *extra]) for name in available_presets()}
+    return {name: cfg for name, cfg in configs.items() if _env_available(cfg.env.id)}
+
+
+@functools.cache
+def _env_available(env_id: str) -> bool:
+    import gymnasium as gym
+
+    try:
+        gym.make(env_id).close()
+    except gym.error.DependencyNotInstalled:
+        return False
+    return True
 
 
 @suite("env")

@@ -18,9 +18,12 @@ def schema(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")
     ] = None,
+    partial: Annotated[
+        bool, typer.Option("--partial", help="Require nothing: the schema for _*.toml bases meant for extends.")
+    ] = False,
 ) -> None:
     """Print the JSON Schema of preset files (for Taplo / Even Better TOML)."""
-    text = json.dumps(json_schema(), indent=2) + "\n"
+    text = json.dumps(json_schema(partial=partial), indent=2) + "\n"
     if output is None:
         console.print(text, markup=False, highlight=False, soft_wrap=True, end="")
     else:

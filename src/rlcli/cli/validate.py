@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.cli.render import EXIT_BAD_INPUT
+from rlcli.cli.render import EXIT_BAD_INPUT, SET_HELP
 from rlcli.config.check import check_files
 from rlcli.console import console
 
@@ -24,9 +24,10 @@ def validate(
         bool, typer.Option("--build", help="Also build the env, networks and algorithm, without training.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable report.")] = False,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
 ) -> None:
     """Check config files; exit 0 only when every one is valid."""
-    results = check_files(paths or [], build=build)
+    results = check_files(paths or [], build=build, overrides=set_ or [])
     ok = bool(results) and all(r.ok for r in results)
     if as_json:
         report = {

@@ -42,13 +42,15 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
-def check_files(paths: Sequence[str | Path], *, build: bool = False) -> list[CheckResult]:
-    """Load (and with ``build`` construct) every config under ``paths``."""
+def check_files(paths: Sequence[str | Path], *, build: bool = False,
+                overrides: Sequence[str] = ()) -> list[CheckResult]:
+    """Load (and with ``build`` construct) every config under ``paths``, each with the
+    ``--set`` style ``overrides`` applied."""
     results = []
     for file in expand_paths(paths):
         name = display_path(file) if file.exists() else str(file)
         try:
-            cfg = load_config(file)
+            cfg = load_config(file, overrides)
             summary = f"{cfg.algo.name} on {cfg.env.id}"
             if build:
                 # The training stack loads only when something is built.
