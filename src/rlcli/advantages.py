@@ -172,3 +172,30 @@ def n_step_returns(
         open_ = open_ & ~done[k:k + starts]
     steps = last - torch.arange(starts, device=reward.device)[:, None] + 1
     return returns, last, torch.pow(gamma, steps.to(reward.dtype))
+
+
+def bootstrapped_target(batch: TensorDict, next_value: torch.Tensor, *, gamma: float) -> torch.Tensor:
+    """``reward + discount * (1 - terminated) * next_value``, the one-step (or n-step) TD target.
+
+    Reads ``reward`` and ``terminated`` [B] and, when present, ``discount`` [B] (gamma to the
+    n-step window's length); otherwise ``gamma``. Truncation bootstraps like any other step:
+    only termination drops ``next_value`` ([B] float32).
+    """
+    discount = batch.get(keys.DISCOUNT, None)
+    discount = gamma if discount is None else discount
+    return batch[keys.REWARD] + discount * (~batch[keys.TERMINATED]) * next_value
+
+
+def critic_regression(q: torch.Tensor, target: torch.Tensor, batch: TensorDict) -> dict[str, torch.Tensor]:
+    """``0.5 * sum_e mean_b w_b (Q_e - y)^2`` for a critic ensemble ``q`` [E, B] and targets [B].
+
+    Reads ``weight`` [B] (importance weights) when present. Returns ``loss/critic``,
+    ``stats/q_mean``, ``stats/td_abs`` and ``td_error`` ([B], detached, the mean |TD| over
+    critics, for priorities).
+    """
+    td = q - target
+    weight = batch.get(keys.WEIGHT, None)
+    per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
+    distance = td.detach().abs()
+    return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
+            "stats/td_abs": distance.mean(), "td_error": distance.mean(0)}

@@ -40,3 +40,9 @@ class ActionNoise(nn.Module):
             self.state.add_(-self.theta * self.state * self.dt + self.scale * self.dt**0.5 * draw)
             unit = self.state
         return action + unit * self.half_range
+
+
+def uniform_actions(low: torch.Tensor, high: torch.Tensor, count: int, generator: torch.Generator) -> torch.Tensor:
+    """``count`` actions [count, A] drawn uniformly in the Box ``[low, high]`` (an off-policy warm-up)."""
+    unit = torch.rand((count, *low.shape), generator=generator, device=low.device)
+    return low + unit * (high - low)

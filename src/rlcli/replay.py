@@ -156,6 +156,19 @@ class Replay:
         sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
         return sample
 
+    def learn(self, batch: TensorDict, batch_size: int, generator: torch.Generator,
+              update: Callable[[TensorDict, Timer], dict[str, torch.Tensor]], timer: Timer) -> dict[str, float]:
+        """What every off-policy ``learn`` does with a fresh batch: store it, then run ``update``
+        for the gradient steps it pays for. Returns the terms' means, ``stats/gradient_steps``
+        and ``stats/buffer_size``."""
+        with timer.phase("update.extend"):
+            self.observe(batch)
+        steps = self.due(batch.batch_size.numel())
+        stats = self.train(steps, batch_size, generator, update, timer)
+        stats["stats/gradient_steps"] = float(steps)
+        stats["stats/buffer_size"] = float(len(self.buffer))
+        return stats
+
     def train(self, steps: int, batch_size: int, generator: torch.Generator,
               update: Callable[[TensorDict, Timer], dict[str, torch.Tensor]], timer: Timer) -> dict[str, float]:
         """Run ``update`` on ``steps`` fresh samples of ``batch_size``; returns each term's mean over

@@ -11,12 +11,16 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
 
     One ``_foreach_lerp_`` call covers every tensor; ``tau`` 1 is a hard copy.
     """
+    _move(list(target.parameters()), list(source.parameters()), tau)
+
+
+def _move(target: list[torch.Tensor], source: list[torch.Tensor], tau: float) -> None:
+    """``target <- lerp(target, source, tau)`` over tensor lists, a copy when ``tau`` is 1."""
     with torch.no_grad():
-        target_params, source_params = list(target.parameters()), list(source.parameters())
         if tau >= 1.0:
-            torch._foreach_copy_(target_params, source_params)
+            torch._foreach_copy_(target, source)
         else:
-            torch._foreach_lerp_(target_params, source_params, tau)
+            torch._foreach_lerp_(target, source, tau)
 
 
 def hard_update(target: nn.Module, source: nn.Module) -> None:
@@ -40,11 +44,7 @@ class TargetSchedule:
         self.steps += 1
         if self.steps % self.interval:
             return False
-        with torch.no_grad():
-            if self.tau >= 1.0:
-                torch._foreach_copy_(self.target_params, self.source_params)
-            else:
-                torch._foreach_lerp_(self.target_params, self.source_params, self.tau)
+        _move(self.target_params, self.source_params, self.tau)
         return True
 
     def state_dict(self) -> dict:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from rlcli import keys
+from rlcli.advantages import bootstrapped_target
 from rlcli.buffers import ReplayConfig
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
@@ -102,9 +103,7 @@ def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, hu
             next_q = next_target.gather(1, choice).squeeze(1)
         else:
             next_q = next_target.max(1).values
-        discount = batch.get(keys.DISCOUNT, None)
-        discount = gamma if discount is None else discount
-        target = batch[keys.REWARD] + discount * (~batch[keys.TERMINATED]) * next_q
+        target = bootstrapped_target(batch, next_q, gamma=gamma)
     td = q - target
     elementwise = F.smooth_l1_loss(q, target, reduction="none") if huber else td.square()
     weight = batch.get(keys.WEIGHT, None)
@@ -167,14 +166,9 @@ class DQN:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
         cfg = self.cfg
         stats = {"optim/lr": self.step.lr, "stats/epsilon": self.epsilon}
-        with timer.phase("update.extend"):
-            self.replay.observe(batch)
-        steps = self.replay.due(batch.batch_size.numel())
-        stats |= self.replay.train(steps, cfg.batch_size, self.generator, self.update, timer)
+        stats |= self.replay.learn(batch, cfg.batch_size, self.generator, self.update, timer)
         self.step.end_iteration()
         self.epsilon = self._epsilon()
-        stats["stats/gradient_steps"] = float(steps)
-        stats["stats/buffer_size"] = float(len(self.replay.buffer))
         return stats
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:

@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from rlcli import keys
+from rlcli.advantages import bootstrapped_target, critic_regression
 from rlcli.buffers import ReplayConfig
-from rlcli.exploration import ActionNoise
+from rlcli.exploration import ActionNoise, uniform_actions
 from rlcli.models.actors import DeterministicActor
 from rlcli.models.ensemble import QEnsemble
 from rlcli.models.mlp import mlp
@@ -96,16 +97,8 @@ def td3_critic_loss(agent: DeterministicAgent, batch: TensorDict, *, gamma: floa
             noise = (noise * target_noise).clamp_(-noise_clip, noise_clip)
             next_action = torch.minimum(torch.maximum(next_action + noise * (high - low) / 2, low), high)
         q_next = agent.critic_target(batch[keys.NEXT_INPUT], next_action).min(0).values
-        discount = batch.get(keys.DISCOUNT, None)
-        discount = gamma if discount is None else discount
-        target = batch[keys.REWARD] + discount * (~batch[keys.TERMINATED]) * q_next
-    q = agent.critic(batch[keys.INPUT], batch[keys.ACTION])
-    td = q - target
-    weight = batch.get(keys.WEIGHT, None)
-    per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
-    distance = td.detach().abs()
-    return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
-            "stats/td_abs": distance.mean(), "td_error": distance.mean(0)}
+        target = bootstrapped_target(batch, q_next, gamma=gamma)
+    return critic_regression(agent.critic(batch[keys.INPUT], batch[keys.ACTION]), target, batch)
 
 
 def td3_actor_loss(agent: DeterministicAgent, batch: TensorDict) -> dict[str, torch.Tensor]:
@@ -150,8 +143,7 @@ class TD3:
 
         n = observation.shape[0]
         if not self.replay.learning:
-            unit = torch.rand((n, *self.low.shape), generator=generator, device=observation.device)
-            action = self.low + unit * (self.high - self.low)
+            action = uniform_actions(self.low, self.high, n, generator)
         else:
             action = self.noise(self.agent.actor(self.agent.obs_norm(observation)), generator)
             # Stored as executed: the critic learns the value of the clipped action.
@@ -174,16 +166,11 @@ class TD3:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
         cfg = self.cfg
         stats = {"optim/lr": self.critic_step.lr}
-        with timer.phase("update.extend"):
-            self.replay.observe(batch)
-        steps = self.replay.due(batch.batch_size.numel())
-        stats |= self.replay.train(steps, cfg.batch_size, self.generator, self.update, timer)
+        stats |= self.replay.learn(batch, cfg.batch_size, self.generator, self.update, timer)
         self.critic_step.end_iteration()
         self.actor_step.end_iteration()
         if "loss/critic" in stats:
             stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0)
-        stats["stats/gradient_steps"] = float(steps)
-        stats["stats/buffer_size"] = float(len(self.replay.buffer))
         return stats
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
