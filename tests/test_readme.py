@@ -45,3 +45,27 @@ def test_every_bench_suite_is_documented():
 
     for suite in SUITES:
         assert f"| `{suite}` |" in README
+
+
+def test_config_reference_is_generated_from_the_models():
+    from rlcli.config.reference import current, markdown
+
+    block = current(README)
+    assert block is not None, "README lacks the config reference markers"
+    assert block == markdown(), "run: python -m rlcli.config.reference --write README.md"
+
+
+def test_reference_check_command_fails_on_a_stale_readme(tmp_path):
+    import subprocess
+    import sys
+
+    from rlcli.config.reference import main
+
+    stale = tmp_path / "README.md"
+    stale.write_text(README.replace("| `num_envs` |", "| `n_envs` |"), encoding="utf-8")
+    assert main(["--check", str(stale)]) == 1
+    assert main(["--write", str(stale)]) == 0
+    assert main(["--check", str(stale)]) == 0
+    assert stale.read_text(encoding="utf-8") == README
+    done = subprocess.run([sys.executable, "-m", "rlcli.config.reference", "--check", str(stale)])
+    assert done.returncode == 0

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from rlcli import keys
 from rlcli.config.errors import single
+from rlcli.config.model import SECTION
 
 if TYPE_CHECKING:
     # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
@@ -31,7 +32,7 @@ Spec = dict[str, tuple[tuple[int, ...], torch.dtype]]
 class ReplayConfig(BaseModel):
     # Defaults follow Stable-Baselines3's (1M transitions) and Schaul et al. (2016) for the
     # proportional variant (alpha 0.6, beta 0.4 annealed to 1).
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = SECTION
 
     capacity: int = Field(1_000_000, ge=1, le=2**31 - 1, description="Transitions kept; the oldest are overwritten.")
     storage: Literal["tensor", "memmap"] = Field(

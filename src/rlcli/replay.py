@@ -40,10 +40,10 @@ def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
     """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
     pairs: a warm-up inside the run and a batch that fits in the buffer."""
     problems = []
-    if cfg.learning_starts > collector.total_frames:
+    if cfg.learning_starts > collector.frames:
         problems.append(("algo.learning_starts",
-                         f"learning_starts ({cfg.learning_starts:,}) is larger than "
-                         f"collector.total_frames ({collector.total_frames:,}): the run would never learn"))
+                         f"learning_starts ({cfg.learning_starts:,}) is larger than the run's "
+                         f"{collector.frames:,} frames (collector.total_frames): the run would never learn"))
     if cfg.batch_size > cfg.replay.capacity:
         problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must not exceed "
                                             f"algo.replay.capacity ({cfg.replay.capacity})"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,6 +15,15 @@ from rlcli.trainer import Hooks, TrainState
 
 def _fmt_return(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.1f}"
+
+
+def frames_planned(collector) -> str:
+    """The frames a run trains, and why when that is more than ``total_frames``."""
+    text = f"{collector.frames:,} frames"
+    if collector.frames != collector.total_frames:
+        text += (f" (total_frames {collector.total_frames:,} rounded up to {collector.iterations:,} "
+                 f"whole batches of {collector.frames_per_batch:,})")
+    return text
 
 
 def timing_table(state: TrainState) -> Table:
@@ -39,6 +49,20 @@ def timing_table(state: TrainState) -> Table:
         label = ("  " + phase.split(".", 1)[1]) if "." in phase else phase
         table.add_row(label, f"{seconds * 1e3:.2f}", f"{timer.mean(phase) * 1e3:.2f}",
                       f"{100 * seconds / total:.1f}%")
+    return table
+
+
+def run_timing_table(state: TrainState) -> Table:
+    """Where the whole run's time went: mean ms per iteration and share, per phase."""
+    table = Table(title=f"time per phase over {state.timer.iterations:,} iterations", title_justify="left")
+    table.add_column("phase")
+    table.add_column("mean ms", justify="right")
+    table.add_column("total s", justify="right")
+    table.add_column("share", justify="right")
+    for phase, figures in state.timer.breakdown(state.run.phases).items():
+        label = ("  " + phase.split(".", 1)[1]) if "." in phase else phase
+        table.add_row(label, f"{figures['mean_ms']:.2f}", f"{figures['total_s']:.2f}",
+                      f"{100 * figures['share']:.1f}%")
     return table
 
 
@@ -77,18 +101,20 @@ class ConsoleReport:
         self.quiet = quiet
         self.progress: Progress | None = None
         self.task = None
+        self.last_table = time.perf_counter()
 
     def hooks(self) -> Hooks:
         return Hooks(on_run_start=[self.start], on_iteration_end=[self.iteration], on_run_end=[self.end])
 
     def start(self, state: TrainState) -> None:
         cfg = state.run.cfg
+        self.last_table = time.perf_counter()
         self.console.print(f"run folder: {escape(str(state.run_dir))}")
         if self.quiet:
             return
         self.console.print(
             f"{cfg.algo.name} on {cfg.env.id} x{cfg.env.num_envs} ({cfg.env.vectorization}), "
-            f"device {state.run.device}, {cfg.collector.total_frames:,} frames, seed {cfg.run.seed}"
+            f"device {state.run.device}, {frames_planned(cfg.collector)}, seed {cfg.run.seed}"
         )
         if self.console.is_terminal:
             self.progress = Progress(
@@ -96,24 +122,40 @@ class ConsoleReport:
                 TextColumn("frames · {task.fields[fps]} fps · return {task.fields[ret]}"),
                 TimeRemainingColumn(), console=self.console,
             )
-            self.task = self.progress.add_task("train", total=cfg.collector.total_frames, fps="-", ret="-")
+            self.task = self.progress.add_task("train", total=cfg.collector.frames, fps="-", ret="-")
             self.progress.start()
 
     def iteration(self, state: TrainState) -> None:
         if self.quiet:
             return
-        timing = state.run.cfg.timing
         if self.progress is not None:
             self.progress.update(self.task, completed=state.frames, fps=f"{state.fps:,.0f}",
                                  ret=_fmt_return(state.last_return))
-        if timing.enabled and state.iteration % timing.every == 0:
+        if not self._due(state):
+            return
+        if state.run.cfg.timing.enabled:
             self.console.print(timing_table(state))
-        elif self.progress is None and state.iteration % timing.every == 0:
+        elif self.progress is None:
             self.console.print(f"iteration {state.iteration}: frames {state.frames:,}, "
                                f"{state.fps:,.0f} frames/s, return {_fmt_return(state.last_return)}")
+
+    def _due(self, state: TrainState) -> bool:
+        """Whether a table is due: every ``timing.every`` iterations when set, else once
+        ``timing.seconds`` of wall time have passed since the last one, so that a fast run
+        prints a handful of tables rather than one per iteration."""
+        timing = state.run.cfg.timing
+        if timing.every is not None:
+            return state.iteration % timing.every == 0
+        now = time.perf_counter()
+        if now - self.last_table < timing.seconds:
+            return False
+        self.last_table = now
+        return True
 
     def end(self, state: TrainState) -> None:
         if self.progress is not None:
             self.progress.stop()
+        if state.timer.iterations:
+            self.console.print(run_timing_table(state))
         self.console.print(summary_table(state))
         self.console.print(f"run folder: {escape(str(state.run_dir))}")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import torch
 from gymnasium import spaces
@@ -12,11 +14,12 @@ from gymnasium.vector import VectorEnv
 
 from rlcli.algos import ALGORITHMS, Algorithm
 from rlcli.collectors import Collector
-from rlcli.config.errors import single
+from rlcli.config.errors import folder_error, single
 from rlcli.config.schema import RunConfig
 from rlcli.devices import resolve_device
 from rlcli.envs import describe_space, make_envs
 from rlcli.loggers import check_backends
+from rlcli.provenance import provenance
 
 
 class RunFolder:
@@ -53,8 +56,7 @@ class RunFolder:
                     suffix += 1
                     candidate = base.with_name(f"{base.name}-{suffix}")
                 except OSError as exc:
-                    raise single(None, f"cannot write the run folder under {str(self.output_dir)!r}: {exc}",
-                                 path="run.output_dir") from None
+                    raise folder_error(self.output_dir, exc) from None
         return self._path
 
 
@@ -73,13 +75,18 @@ class Run:
     """Every timed phase in display order: the loop's, with the algorithm's sub-phases after ``update``."""
     metrics: tuple[str, ...]
     """The row keys the algorithm's ``learn`` reports (its module's ``METRICS``)."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """Seed, versions, git commit and overrides, recorded in ``run.json``."""
 
     def close(self) -> None:
         self.envs.close()
 
 
-def build_run(cfg: RunConfig, *, source: str | None = None) -> Run:
+def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = ()) -> Run:
     """Build envs, networks, algorithm and collector for ``cfg``.
+
+    ``source`` names the config in errors (and, when it is a file, locates its git
+    commit); ``overrides`` are the command-line changes to record in ``run.json``.
 
     Networks are initialised from ``run.seed`` inside a forked RNG, and actions
     and minibatches are drawn from generators of their own, so torch's global
@@ -117,7 +124,8 @@ def build_run(cfg: RunConfig, *, source: str | None = None) -> Run:
         raise
     phases = ("collect", "collect.policy", "collect.env_step", "update", *module.PHASES, "log", "iteration")
     return Run(cfg, device, envs, algo, collector, cfg.collector.iterations, folder,
-               tuple(dict.fromkeys(phases)), tuple(module.METRICS))
+               tuple(dict.fromkeys(phases)), tuple(module.METRICS),
+               provenance(cfg.run.seed, overrides=overrides, config_file=source))
 
 
 def check_spaces(

@@ -48,3 +48,13 @@ class Timer:
     def mean(self, name: str) -> float:
         """Mean seconds per iteration of ``name`` over the closed iterations."""
         return self.totals.get(name, 0.0) / max(self.iterations, 1)
+
+    def breakdown(self, phases: tuple[str, ...]) -> dict[str, dict[str, float]]:
+        """Each of ``phases`` over the closed iterations: mean ms per iteration, total seconds
+        and share of the ``iteration`` phase (a sub-phase's share is of the whole iteration too)."""
+        whole = self.totals.get("iteration", 0.0) or 1e-12
+        return {
+            phase: {"mean_ms": round(self.mean(phase) * 1e3, 4), "total_s": round(self.totals[phase], 4),
+                    "share": round(self.totals[phase] / whole, 4)}
+            for phase in phases if phase in self.totals
+        }

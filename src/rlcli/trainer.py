@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import signal
 import threading
@@ -16,7 +17,7 @@ import torch
 
 from rlcli import checkpoint
 from rlcli.config.dump import to_toml
-from rlcli.config.errors import single
+from rlcli.config.errors import folder_error
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.run import Run
 from rlcli.timing import Timer
@@ -59,6 +60,9 @@ class TrainState:
     best_return: float = math.nan
     last_return: float = math.nan
     solved_at: tuple[int, float] | None = None
+    started_at: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc)
+                            .isoformat(timespec="seconds"))
+    """When the run started, ISO 8601 in UTC."""
     status: str = "running"
     error: str | None = None
     stop_requested: bool = False
@@ -122,8 +126,7 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
         loggers = make_loggers(cfg.logger, run_dir, columns(run))
     except OSError as exc:
         run.close()
-        raise single(None, f"cannot write the run folder under {cfg.run.output_dir!r}: {exc}",
-                     path="run.output_dir") from None
+        raise folder_error(cfg.run.output_dir, exc) from None
     except BaseException:
         run.close()
         raise
@@ -268,10 +271,15 @@ def _write_status(state: TrainState) -> None:
         "device": str(state.run.device),
         "iterations": state.iteration,
         "frames": state.frames,
+        "planned_iterations": state.run.iterations,
+        "planned_frames": state.run.cfg.collector.frames,
         "wall_time_s": round(state.wall_time, 3),
         "fps": round(state.fps, 1),
         "best_return": None if math.isnan(state.best_return) else state.best_return,
         "last_return": None if math.isnan(state.last_return) else state.last_return,
         "solved_at_frames": solved[0] if solved else None,
         "solved_at_seconds": round(solved[1], 3) if solved else None,
+        "timing": state.timer.breakdown(state.run.phases),
+        "started_at": state.started_at,
+        **state.run.provenance,
     })

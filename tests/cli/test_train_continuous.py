@@ -48,11 +48,11 @@ def test_continuous_control_on_a_discrete_env_is_bad_input(tmp_path, name):
 
 @pytest.mark.parametrize(("preset", "override", "field", "fragment"), [
     ("redq_pendulum", "algo.num_critics=1", "algo.critic_subset", "must not exceed num_critics (1)"),
-    ("td3_pendulum", "algo.policy_delay=0", "algo.policy_delay", "greater than or equal to 1"),
-    ("sac_pendulum", "algo.policy_delay=0", "algo.policy_delay", "greater than or equal to 1"),
-    ("td3_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "greater than or equal to 0"),
-    ("ddpg_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "greater than or equal to 0"),
-    ("td3_pendulum", "algo.target_noise=-1", "algo.target_noise", "greater than or equal to 0"),
+    ("td3_pendulum", "algo.policy_delay=0", "algo.policy_delay", "0 is out of range; allowed: >= 1"),
+    ("sac_pendulum", "algo.policy_delay=0", "algo.policy_delay", "0 is out of range; allowed: >= 1"),
+    ("td3_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "-0.1 is out of range; allowed: 0 to 10"),
+    ("ddpg_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "-0.1 is out of range; allowed: 0 to 10"),
+    ("td3_pendulum", "algo.target_noise=-1", "algo.target_noise", "-1 is out of range; allowed: 0 to 10"),
     ("ddpg_pendulum", "algo.policy_delay=2", "algo.policy_delay", "ddpg"),
 ])
 def test_out_of_range_continuous_control_settings_are_bad_input(tmp_path, preset, override, field, fragment):

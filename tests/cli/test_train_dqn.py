@@ -90,10 +90,10 @@ def test_an_unwritable_memmap_directory_is_bad_input(tmp_path):
 
 
 @pytest.mark.parametrize(("override", "field", "fragment"), [
-    ("algo.replay.alpha=1.5", "algo.replay.alpha", "less than or equal to 1"),
-    ("algo.replay.beta=-0.1", "algo.replay.beta", "greater than or equal to 0"),
-    ("algo.replay.beta_frames=0", "algo.replay.beta_frames", "greater than or equal to 1"),
-    ("algo.learning_starts=200000", "algo.learning_starts", "larger than collector.total_frames"),
+    ("algo.replay.alpha=1.5", "algo.replay.alpha", "1.5 is out of range; allowed: 0 to 1"),
+    ("algo.replay.beta=-0.1", "algo.replay.beta", "-0.1 is out of range; allowed: 0 to 1"),
+    ("algo.replay.beta_frames=0", "algo.replay.beta_frames", "0 is out of range; allowed: >= 1"),
+    ("algo.learning_starts=200000", "algo.learning_starts", "is larger than the run's 100,096 frames"),
     ("algo.batch_size=200000", "algo.batch_size", "must not exceed algo.replay.capacity"),
 ])
 def test_out_of_range_off_policy_settings_are_bad_input(tmp_path, override, field, fragment):

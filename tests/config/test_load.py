@@ -89,15 +89,15 @@ def test_parse_override_error_names_the_field():
 
 def test_apply_override_creates_tables():
     data = {"algo": {"name": "ppo"}}
-    apply_override(data, ["algo", "gamma"], 0.9, "algo.gamma=0.9")
-    apply_override(data, ["env", "kwargs", "g"], 9.8, "env.kwargs.g=9.8")
+    apply_override(data, ["algo", "gamma"], 0.9, "--set algo.gamma=0.9")
+    apply_override(data, ["env", "kwargs", "g"], 9.8, "--set env.kwargs.g=9.8")
     assert data == {"algo": {"name": "ppo", "gamma": 0.9}, "env": {"kwargs": {"g": 9.8}}}
 
 
 def test_apply_override_into_a_value_fails():
     data = {"env": {"id": "CartPole-v1"}}
     with pytest.raises(ConfigError) as exc:
-        apply_override(data, ["env", "id", "x"], 1, "env.id.x=1")
+        apply_override(data, ["env", "id", "x"], 1, "--set env.id.x=1")
     issue = only_issue(exc)
     assert issue.message == "env.id is a value, not a table"
     assert (issue.path, issue.source) == ("env.id.x", "--set env.id.x=1")
@@ -277,7 +277,7 @@ def test_load_config_locates_errors_by_line(write_toml, monkeypatch):
     assert exc.value.file == "bad.toml"
     issue = only_issue(exc)
     assert (issue.path, issue.source, issue.line) == ("algo.gamma", "bad.toml", 7)
-    assert issue.render() == "algo.gamma: Input should be less than or equal to 1 (got 1.5)  [bad.toml:7]"
+    assert issue.render() == "algo.gamma: 1.5 is out of range; allowed: 0 to 1  [bad.toml:7]"
 
 
 def test_load_config_locates_override_errors_at_the_override(write_toml):
@@ -294,7 +294,7 @@ def test_load_config_reports_every_problem(write_toml):
         load_config(write_toml("bad.toml", text))
     assert {issue.path for issue in exc.value.issues} == {"env.num_envs", "algo.gama"}
     (gama,) = [i for i in exc.value.issues if i.path == "algo.gama"]
-    assert "did you mean 'gamma'?" in gama.message
+    assert "did you mean gamma?" in gama.message
 
 
 def test_load_config_syntax_error_has_line_and_column(write_toml):

@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from rlcli import keys
 from rlcli.advantages import prepare_rollout, valid_rows
+from rlcli.config.model import SECTION
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
 from rlcli.normalization import RewardScaler
 from rlcli.optim import GradientStep
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 class A2CConfig(BaseModel):
     # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = SECTION
 
     name: Literal["a2c"] = Field(description="Advantage Actor-Critic.")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")

@@ -6,17 +6,18 @@ from __future__ import annotations
 from typing import Literal
 
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from rlcli.algos.td3 import METRICS, PHASES, build_deterministic
 from rlcli.buffers import ReplayConfig
+from rlcli.config.model import SECTION
 from rlcli.replay import off_policy_problems
 
 
 class DDPGConfig(BaseModel):
     # Defaults follow Stable-Baselines3's DDPG defaults (learning rates live in [optim]);
     # presets override them with RL-Zoo's tuned values.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = SECTION
 
     name: Literal["ddpg"] = Field(description="Deep Deterministic Policy Gradient, for Box actions.")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")

@@ -10,12 +10,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target
 from rlcli.buffers import ReplayConfig
+from rlcli.config.model import SECTION
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.optim import GradientStep
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 class DQNConfig(BaseModel):
     # Defaults follow Stable-Baselines3's DQN defaults (lr and max_grad_norm live in [optim]);
     # presets override them with RL-Zoo's tuned values.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = SECTION
 
     name: Literal["dqn"] = Field(description="Deep Q-Network, for discrete actions.")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
@@ -226,4 +227,4 @@ def build(cfg: DQNConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], networ
     replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
                           device=device, run_folder=run_folder, source=source)
     return DQN(cfg, agent=agent, replay=replay, optim=optim, iterations=collector.iterations,
-               total_frames=collector.total_frames, num_actions=num_actions, device=device, seed=seed)
+               total_frames=collector.frames, num_actions=num_actions, device=device, seed=seed)

@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from rlcli import keys
 from rlcli.advantages import prepare_rollout, valid_rows
+from rlcli.config.model import SECTION
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
 from rlcli.normalization import RewardScaler
 from rlcli.optim import SCHEDULES, GradientStep
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 class PPOConfig(BaseModel):
     # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
     # MuJoCo runs); presets override them with RL-Zoo's tuned values.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = SECTION
 
     name: Literal["ppo"] = Field(description="Proximal Policy Optimization.")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target, critic_regression
 from rlcli.buffers import ReplayConfig
+from rlcli.config.model import SECTION
 from rlcli.exploration import uniform_actions
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.ensemble import QEnsemble
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 class SACConfig(BaseModel):
     # Defaults follow Stable-Baselines3's SAC defaults (learning rates live in [optim]);
     # presets override them with RL-Zoo's tuned values.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = SECTION
 
     name: Literal["sac"] = Field(description="Soft Actor-Critic, for Box actions (REDQ with a critic ensemble).")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target, critic_regression
 from rlcli.buffers import ReplayConfig
+from rlcli.config.model import SECTION
 from rlcli.exploration import ActionNoise, uniform_actions
 from rlcli.models.actors import DeterministicActor
 from rlcli.models.ensemble import QEnsemble
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 class TD3Config(BaseModel):
     # Defaults follow Stable-Baselines3's TD3 defaults (learning rates live in [optim]),
     # which are the paper's; presets override them with RL-Zoo's tuned values.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = SECTION
 
     name: Literal["td3"] = Field(description="Twin Delayed DDPG, for Box actions.")
     gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcli.bench.measure import UNITS
-from rlcli.config.errors import single
+from rlcli.config.errors import InputError
 
 FORMAT = "rlcli-bench/1"
 
@@ -31,15 +31,15 @@ def load_report(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise single(path, "baseline file not found") from None
+        raise InputError(f"bench baseline {path}", "file not found") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise single(path, f"not a JSON file: {exc}") from None
+        raise InputError(f"bench baseline {path}", f"not a JSON file: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("results"), list):
-        raise single(path, f"not an rlcli bench report (expected \"format\": \"{FORMAT}\" and a results list)")
+        raise InputError(f"bench baseline {path}", f"not an rlcli bench report (expected \"format\": \"{FORMAT}\" and a results list)")
     for index, row in enumerate(data["results"]):
         if not (isinstance(row, dict) and isinstance(row.get("key"), str)
                 and isinstance(row.get("median"), (int, float)) and row.get("unit") in UNITS):
-            raise single(path, f"results[{index}] lacks a key, a numeric median or a known unit")
+            raise InputError(f"bench baseline {path}", f"results[{index}] lacks a key, a numeric median or a known unit")
     return data
 
 

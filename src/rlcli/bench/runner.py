@@ -14,7 +14,7 @@ import torch
 from rlcli.bench.compare import FORMAT
 from rlcli.bench.measure import Result, measure
 from rlcli.bench.suites import SUITES, BenchOptions
-from rlcli.config.errors import single
+from rlcli.config.errors import InputError
 from rlcli.devices import resolve_device
 
 
@@ -35,8 +35,8 @@ def run_bench(
     """
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
-        raise single(None, f"unknown suite(s) {', '.join(unknown)}; known suites: {', '.join(SUITES)}",
-                     path="--suite")
+        raise InputError(f"--suite {' '.join(unknown)}",
+                         f"unknown suite; known suites: {', '.join(SUITES)}")
     opts = BenchOptions(device=resolve_device(device), quick=quick, compile=compile)
     torch.set_num_threads(threads)
     min_seconds = 0.05 if quick else 0.2

@@ -1,1 +1,17 @@
-"""The ``rlcli`` command: thin Typer wrappers over the library."""
+"""The ``rlcli`` command line: one thin module per command over the Python API."""
+
+import sys
+
+EXIT_INTERRUPTED = 130
+
+
+def main() -> None:
+    """Run the ``rlcli`` command; Ctrl-C at any moment exits 130 without a traceback."""
+    try:
+        # Imported here so that a Ctrl-C during the imports is caught below.
+        from rlcli.cli.app import app
+
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(EXIT_INTERRUPTED)

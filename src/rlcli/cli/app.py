@@ -19,7 +19,8 @@ app = typer.Typer(
     help="Train reinforcement-learning agents from a small TOML file.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    # Plain click-style help: flags print bare (--quiet), values by their metavar (--seed N).
+    rich_markup_mode=None,
 )
 
 
@@ -32,7 +33,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Train reinforcement-learning agents from a small TOML file."""
@@ -43,7 +44,3 @@ app.command("validate")(validate)
 app.command("show-config")(show_config)
 app.command("schema")(schema)
 app.command("bench")(bench)
-
-
-def main() -> None:
-    app()

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from rlcli.bench.compare import Comparison, compare, load_report, regressions
 from rlcli.cli.render import user_errors
-from rlcli.config.errors import single
+from rlcli.config.errors import InputError
 from rlcli.console import console, err_console
 
 EXIT_REGRESSION = 1
@@ -30,23 +30,23 @@ def _figure(value: float | None) -> str:
 def bench(
     suite: Annotated[
         Optional[list[str]],
-        typer.Option(help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
+        typer.Option(metavar="SUITE", help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
                           "update, buffer, offpolicy, train."),
     ] = None,
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
-    repeat: Annotated[int, typer.Option(min=1, help="Timed repetitions per figure (median reported).")] = 5,
-    threads: Annotated[int, typer.Option(min=1, help="torch intra-op threads.")] = 1,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write figures and machine info here.")] = None,
+    device: Annotated[str, typer.Option(metavar="DEVICE", help="auto, cpu, cuda or cuda:N.")] = "auto",
+    repeat: Annotated[int, typer.Option(min=1, metavar="N", help="Timed repetitions per figure (median reported).")] = 5,
+    threads: Annotated[int, typer.Option(min=1, metavar="N", help="torch intra-op threads.")] = 1,
+    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write figures and machine info here.")] = None,
     baseline: Annotated[
-        Optional[Path], typer.Option("--compare", help="A report from --json to compare against.")
+        Optional[Path], typer.Option("--compare", metavar="FILE", help="A report from --json to compare against.")
     ] = None,
     max_regression: Annotated[
         Optional[float],
-        typer.Option(min=0, help="With --compare: exit 1 when a figure is worse by more than this percent."),
+        typer.Option(min=0, metavar="PCT", help="With --compare: exit 1 when a figure is worse by more than this percent."),
     ] = None,
-    noise: Annotated[float, typer.Option(min=0, help="Changes within this percent count as noise.")] = 5.0,
-    quick: Annotated[bool, typer.Option("--quick", help="Smaller suites: seconds each.")] = False,
-    compile_: Annotated[bool, typer.Option("--compile", help="Also torch.compile the losses.")] = False,
+    noise: Annotated[float, typer.Option(min=0, metavar="PCT", help="Changes within this percent count as noise.")] = 5.0,
+    quick: Annotated[bool, typer.Option("--quick", metavar="", help="Smaller suites: seconds each.")] = False,
+    compile_: Annotated[bool, typer.Option("--compile", metavar="", help="Also torch.compile the losses.")] = False,
 ) -> None:
     """Measure throughput: env, collector, advantage, loss, update, buffer, offpolicy and train suites."""
     # Imported here so that other commands start without the training stack.
@@ -54,7 +54,7 @@ def bench(
 
     with user_errors():
         if json_out is not None and not json_out.parent.is_dir():
-            raise single(json_out, f"--json: folder {json_out.parent} does not exist")
+            raise InputError(f"--json {json_out}", f"folder {json_out.parent} does not exist")
         old = load_report(baseline) if baseline is not None else None
         if max_regression is not None and old is None:
             err_console.print("[bold red]error:[/] --max-regression needs --compare BASELINE.json")

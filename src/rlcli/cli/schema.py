@@ -9,17 +9,17 @@ from typing import Annotated, Optional
 import typer
 
 from rlcli.cli.render import user_errors
-from rlcli.config.errors import single
+from rlcli.config.errors import InputError
 from rlcli.config.schema import json_schema
 from rlcli.console import console
 
 
 def schema(
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+        Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write to this file instead of stdout.")
     ] = None,
     partial: Annotated[
-        bool, typer.Option("--partial", help="Require nothing: the schema for _*.toml bases meant for extends.")
+        bool, typer.Option("--partial", metavar="", help="Require nothing: the schema for _*.toml bases meant for extends.")
     ] = False,
 ) -> None:
     """Print the JSON Schema of preset files (for Taplo / Even Better TOML)."""
@@ -31,5 +31,5 @@ def schema(
             try:
                 output.write_text(text, encoding="utf-8")
             except OSError as exc:
-                raise single(output, f"cannot write the schema: {exc}") from None
+                raise InputError(f"--output {output}", f"cannot write the schema: {exc.strerror or exc}") from None
         console.print(f"wrote {output}", markup=False)

@@ -19,8 +19,8 @@ class Format(str, Enum):
 
 
 def show_config(
-    preset: Annotated[str, typer.Argument(help="A preset file, or the name of a shipped preset.")],
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    preset: Annotated[str, typer.Argument(metavar="PRESET", help="A preset file, or the name of a shipped preset.")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.toml,
 ) -> None:
     """Print the resolved config: extends merged, overrides applied, every default shown."""

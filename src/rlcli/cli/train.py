@@ -10,22 +10,27 @@ import typer
 from rich.markup import escape
 
 from rlcli.cli.render import SET_HELP, user_errors
-from rlcli.config.load import load_config
+from rlcli.config.load import Override, load_config
 from rlcli.console import console, err_console
 
 EXIT_TRAINING_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
+def _typed(item: str | Override) -> str:
+    """An override as the user typed it."""
+    return item.flag if isinstance(item, Override) else f"--set {item}"
+
+
 def train(
-    preset: Annotated[str, typer.Argument(help="A preset file, or the name of a shipped preset.")],
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    preset: Annotated[str, typer.Argument(metavar="PRESET", help="A preset file, or the name of a shipped preset.")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
     device: Annotated[
-        Optional[str], typer.Option(help="Shorthand for --set run.device=...: auto, cpu, cuda or cuda:N.")
+        Optional[str], typer.Option(metavar="DEVICE", help="Shorthand for --set run.device=...: auto, cpu, cuda or cuda:N.")
     ] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Shorthand for --set run.seed=N.")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Shorthand for --set run.output_dir=DIR.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary.")] = False,
+    seed: Annotated[Optional[int], typer.Option(metavar="N", help="Shorthand for --set run.seed=N.")] = None,
+    out: Annotated[Optional[Path], typer.Option(metavar="DIR", help="Shorthand for --set run.output_dir=DIR.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="Print only the final summary.")] = False,
 ) -> None:
     """Train an agent; Ctrl-C stops cleanly and keeps the run folder."""
     # Imported here so that other commands start without the training stack.
@@ -34,17 +39,17 @@ def train(
     from rlcli.trainer import TrainingError
     from rlcli.trainer import train as train_run
 
-    overrides = list(set_ or [])
-    # The flags are shorthands that win over the file and over --set.
+    overrides: list[str | Override] = list(set_ or [])
+    # The flags are shorthands that win over the file and over --set; errors name the flag.
     if device is not None:
-        overrides.append(f"run.device={json.dumps(device)}")
+        overrides.append(Override(f"run.device={json.dumps(device)}", f"--device {device}"))
     if seed is not None:
-        overrides.append(f"run.seed={seed}")
+        overrides.append(Override(f"run.seed={seed}", f"--seed {seed}"))
     if out is not None:
-        overrides.append(f"run.output_dir={json.dumps(str(out))}")
+        overrides.append(Override(f"run.output_dir={json.dumps(str(out))}", f"--out {out}"))
     with user_errors(preset):
         cfg = load_config(preset, overrides)
-        run = build_run(cfg, source=preset)
+        run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides])
     report = ConsoleReport(console, quiet=quiet)
     try:
         with user_errors(preset):

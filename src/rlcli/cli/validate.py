@@ -18,13 +18,13 @@ from rlcli.console import console
 def validate(
     paths: Annotated[
         Optional[list[Path]],
-        typer.Argument(help="Config files or folders of them (default: presets/).", show_default=False),
+        typer.Argument(metavar="PATH", help="Config files or folders of them (default: presets/).", show_default=False),
     ] = None,
     build: Annotated[
-        bool, typer.Option("--build", help="Also build the env, networks and algorithm, without training.")
+        bool, typer.Option("--build", metavar="", help="Also build the env, networks and algorithm, without training.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable report.")] = False,
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
 ) -> None:
     """Check config files; exit 0 only when every one is valid."""
     results = check_files(paths or [], build=build, overrides=set_ or [])

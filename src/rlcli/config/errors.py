@@ -65,3 +65,25 @@ def single(file: str | Path | None, message: str, **where: Any) -> ConfigError:
     # The header already names the file; repeat it only to anchor a line number.
     default_source = name if where.get("line") is not None else None
     return ConfigError(name, [ConfigIssue(message, source=where.pop("source", default_source), **where)])
+
+
+class InputError(ConfigError):
+    """Bad input that is not a config: an output folder, a bench baseline, a flag's value.
+
+    It exits 2 like a :class:`ConfigError` (and is one, for ``except`` clauses), but says
+    what it is about instead of "invalid config": ``bench baseline b.json: not a JSON file``.
+    """
+
+    def __init__(self, what: str, message: str):
+        self.what = what
+        super().__init__(None, [ConfigIssue(message)])
+
+    def render(self) -> str:
+        return f"{self.what}: {self.issues[0].message}"
+
+
+def folder_error(output_dir: str | Path, exc: OSError) -> InputError:
+    """The error for a run folder that cannot be created or written under ``output_dir``."""
+    return InputError(f"run folder under {str(output_dir)!r}",
+                      f"cannot write it: {exc.strerror or exc}; choose another with --out DIR "
+                      "or run.output_dir")

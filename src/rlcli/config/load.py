@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import json
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -161,12 +163,22 @@ def load_layers(path: Path) -> tuple[dict[str, Any], list[Path]]:
     return merged, chain
 
 
-def parse_override(text: str) -> tuple[list[str], Any]:
+@dataclass(frozen=True)
+class Override:
+    """A ``--set`` style ``KEY=VALUE`` that came from a flag: errors about it name ``flag``
+    (``--device gpu``), which is what the user typed."""
+
+    text: str
+    flag: str
+
+
+def parse_override(text: str, where: str | None = None) -> tuple[list[str], Any]:
     """Split ``a.b=VALUE`` into its key path and its value, parsed as a TOML literal.
 
     A bare word that is not valid TOML (``env.id=Pendulum-v1``) is taken as a string.
+    ``where`` names what the user typed in errors (default ``--set a.b=VALUE``).
     """
-    where = f"--set {text}"
+    where = where or f"--set {text}"
     if "=" not in text:
         raise single(None, f"expected KEY=VALUE such as algo.clip_epsilon=0.1, got {text!r}", source=where)
     key, raw = text.split("=", 1)
@@ -192,20 +204,23 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return keys, value
 
 
-def apply_override(data: dict[str, Any], keys: list[str], value: Any, text: str) -> None:
+def apply_override(data: dict[str, Any], keys: list[str], value: Any, where: str) -> None:
     """Set ``data[k1][k2]... = value`` in place, creating tables as needed."""
     node = data
     for depth, key in enumerate(keys[:-1]):
         child = node.setdefault(key, {})
         if not isinstance(child, dict):
             prefix = ".".join(keys[: depth + 1])
-            raise single(None, f"{prefix} is a value, not a table", source=f"--set {text}", path=".".join(keys))
+            raise single(None, f"{prefix} is a value, not a table", source=where, path=".".join(keys))
         node = child
     node[keys[-1]] = value
 
 
-def load_config(preset: str | Path, overrides: Sequence[str] = ()) -> "RunConfig":
+def load_config(preset: str | Path, overrides: Sequence[str | Override] = ()) -> "RunConfig":
     """Load, merge and validate a preset (a path or a shipped preset's name).
+
+    ``overrides`` are ``KEY=VALUE`` texts with TOML values (``algo.gamma=0.98``), applied
+    in order over the file.
 
     Raises:
         ConfigError: with every problem found, each located as precisely as the TOML allows.
@@ -213,10 +228,11 @@ def load_config(preset: str | Path, overrides: Sequence[str] = ()) -> "RunConfig
     path = find_preset(preset)
     data, chain = load_layers(path)
     override_paths: dict[str, str] = {}
-    for text in overrides:
-        keys, value = parse_override(text)
-        apply_override(data, keys, value, text)
-        override_paths[".".join(keys)] = text
+    for item in overrides:
+        text, where = (item.text, item.flag) if isinstance(item, Override) else (item, f"--set {item}")
+        keys, value = parse_override(text, where)
+        apply_override(data, keys, value, where)
+        override_paths[".".join(keys)] = where
     return validate_data(data, display_path(path), chain=chain, overrides=override_paths)
 
 
@@ -227,29 +243,60 @@ def validate_data(
     chain: Sequence[Path] = (),
     overrides: dict[str, str] | None = None,
 ) -> "RunConfig":
-    """Validate already-parsed config data, raising :class:`ConfigError`.
+    """Validate already-parsed config data, raising :class:`ConfigError` with every problem.
 
-    ``chain`` (the files it came from, child first) and ``overrides`` (dotted
-    path -> ``--set`` text) let each error point at the line or flag behind it.
+    Field errors and the checks between sections come together: a cross-section check
+    runs whenever the sections it reads are valid on their own. ``chain`` (the files it
+    came from, child first) and ``overrides`` (dotted path -> the ``--set`` text or flag
+    that set it) let each error point at the line or flag behind it.
     """
     from rlcli.config.schema import RunConfig
 
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        issues = [_issue(err, list(chain), overrides or {}) for err in exc.errors(include_url=False)]
-        raise ConfigError(file, issues) from None
+        errors = exc.errors(include_url=False)
+    issues = [issue for err in errors for issue in _issues(err, list(chain), overrides or {})]
+    if not any(err["type"] == "cross_field" and len(err["loc"]) == 0 for err in errors):
+        for path, message in _cross_section_problems(data):
+            issues.append(_located(path, message, list(chain), overrides or {}))
+    raise ConfigError(file, issues)
 
 
-def _issue(err: dict[str, Any], chain: list[Path], overrides: dict[str, str]) -> ConfigIssue:
+def _cross_section_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """The checks between sections, run on the sections of ``data`` that are valid alone."""
+    from pydantic import TypeAdapter
+
+    from rlcli.config.schema import RunConfig, cross_section_problems
+
+    if not isinstance(data, dict):
+        return []
+    sections: dict[str, Any] = {}
+    for name, field in RunConfig.model_fields.items():
+        try:
+            if name in data:
+                sections[name] = TypeAdapter(field.annotation).validate_python(data[name])
+            elif not field.is_required():
+                sections[name] = field.get_default(call_default_factory=True)
+            else:
+                sections[name] = None
+        except ValidationError:
+            sections[name] = None
+    return cross_section_problems(sections)
+
+
+def _issues(err: dict[str, Any], chain: list[Path], overrides: dict[str, str]) -> list[ConfigIssue]:
     loc = tuple(str(part) for part in err["loc"])
-    ctx = err.get("ctx") or {}
-    kind = err["type"]
-    if kind == "cross_field":
-        path, message = ctx["field"], ctx["message"]
-    else:
-        path = ".".join(_without_tags(loc))
-        message = _message(kind, err, loc)
+    if err["type"] == "cross_field":
+        return [_located(path, message, chain, overrides) for path, message in err["ctx"]["problems"]]
+    # List items read as TOML users index them: network.hidden_sizes[0].
+    path = ""
+    for part in _without_tags(loc):
+        path += f"[{part}]" if part.isdigit() and path else ("." if path else "") + part
+    return [_located(path, _message(err["type"], err, loc), chain, overrides)]
+
+
+def _located(path: str, message: str, chain: list[Path], overrides: dict[str, str]) -> ConfigIssue:
     source, line = _locate(path, chain, overrides)
     return ConfigIssue(message, path=path, source=source, line=line)
 
@@ -279,10 +326,77 @@ def _message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
         return "missing required field"
     if kind == "value_error":
         return str(err["ctx"]["error"])
-    got = repr(err.get("input"))
-    if len(got) > 60:
-        got = got[:57] + "..."
+    got = _shown(err.get("input"))
+    ctx = err.get("ctx") or {}
+    expected = _EXPECTED.get(kind)
+    if expected is not None:
+        what = "the string " if isinstance(err.get("input"), str) else ""
+        return f"expected {expected}, got {what}{got}"
+    if kind in _BOUNDS:
+        return f"{got} is out of range; allowed: {_allowed_range(loc, kind, ctx)}"
+    if kind == "literal_error":
+        return f"{got} is not allowed; allowed: {ctx.get('expected', '')}".replace("'", '"')
+    if kind in ("too_short", "too_long"):
+        size = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
+        unit = "characters" if isinstance(err.get("input"), str) else "items"
+        side = "at least" if kind == "too_short" else "at most"
+        return f"{got} has {ctx.get('actual_length', len(err.get('input') or ''))} {unit}; allowed: {side} {size}"
+    if kind in ("string_too_short", "string_too_long"):
+        side, size = (("at least", ctx.get("min_length")) if kind == "string_too_short"
+                      else ("at most", ctx.get("max_length")))
+        return f"{got} is too {'short' if kind == 'string_too_short' else 'long'}; allowed: {side} {size} characters"
+    if kind == "finite_number":
+        return f"{got} is not a finite number; allowed: finite numbers"
     return f"{err['msg']} (got {got})"
+
+
+# What a strict type error expected, in words; TOML types named as a TOML user writes them.
+_EXPECTED = {
+    "int_type": "an integer such as 16 (no quotes, no decimal point)",
+    "int_from_float": "an integer such as 16 (no decimal point)",
+    "float_type": "a number such as 0.5 (no quotes)",
+    "bool_type": "true or false (no quotes)",
+    "string_type": 'a string in quotes, such as "text"',
+    "list_type": "a list such as [64, 64]",
+    "dict_type": "a table such as { key = 1 }",
+    "model_type": "a table (a [section] or { key = value })",
+    "model_attributes_type": "a table (a [section] or { key = value })",
+}
+_BOUNDS = {"greater_than": "gt", "greater_than_equal": "ge", "less_than": "lt", "less_than_equal": "le"}
+
+
+def _allowed_range(loc: tuple[str, ...], kind: str, ctx: dict[str, Any]) -> str:
+    """The whole range of the field at ``loc`` in words: ``0 to 1``, ``> 0``, ``>= 1 and < 1``."""
+    model = _model_at(loc[:-1])
+    field = model.model_fields.get(loc[-1]) if model is not None else None
+    bounds = {key: getattr(item, key) for item in (field.metadata if field else ())
+              for key in ("gt", "ge", "lt", "le") if getattr(item, key, None) is not None}
+    if not bounds:
+        key = _BOUNDS[kind]
+        bounds = {key: ctx.get(key)}
+    if "ge" in bounds and "le" in bounds:
+        return f"{_number(bounds['ge'])} to {_number(bounds['le'])}"
+    signs = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    return " and ".join(f"{signs[key]} {_number(value)}" for key, value in bounds.items())
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _shown(value: Any) -> str:
+    """A value as its TOML literal (strings quoted, booleans lower case), cut to 60 characters."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+    elif isinstance(value, dict):
+        text = "{ " + ", ".join(f"{k} = {_shown(v)}" for k, v in value.items()) + " }" if value else "{}"
+    elif isinstance(value, list):
+        text = "[" + ", ".join(_shown(v) for v in value) + "]"
+    else:
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _unknown_key(loc: tuple[str, ...]) -> str:
@@ -291,17 +405,63 @@ def _unknown_key(loc: tuple[str, ...]) -> str:
     key = loc[-1]
     model = _model_at(loc[:-1])
     allowed = sorted(model.model_fields) if model is not None else []
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    own = _SYNONYMS.get(key, key)
+    close = [own] if own in allowed else difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
     if len(loc) == 1:
-        return f"unknown section [{key}]{hint}; allowed sections: {', '.join(allowed)}"
+        hint = f"; did you mean [{close[0]}]?" if close else ""
+        return f"unknown section [{key}]{hint} (allowed sections: {', '.join(allowed)})"
     where = ".".join(_without_tags(loc[:-1]))
-    message = f"unknown key {key!r} in [{where}]{hint}"
-    if loc[0] == "algo" and len(loc) > 2:
+    elsewhere = None if close else _elsewhere(own, loc)
+    hint = f"; did you mean {close[0]}?" if close else (f"; did you mean {elsewhere}?" if elsewhere else "")
+    message = f"unknown key{hint}" if hint else f"unknown key {key!r} in [{where}]"
+    if loc[0] == "algo" and len(loc) > 2 and not hint:
         owners = [n for n, m in ALGORITHMS.items() if key in _algo_config(m).model_fields and n != loc[1]]
         if owners:
             message += f"; {key!r} belongs to {', '.join(owners)}, not {loc[1]}"
-    return f"{message}; allowed keys: {', '.join(allowed)}"
+    return f"{message} (allowed in [{where}]: {', '.join(allowed)})"
+
+
+# Names that Stable-Baselines3 and RL-Zoo users bring along, mapped to ours.
+_SYNONYMS = {
+    "learning_rate": "lr",
+    "n_envs": "num_envs",
+    "env_id": "id",
+    "n_timesteps": "total_frames",
+    "total_timesteps": "total_frames",
+    "n_epochs": "epochs",
+    "ent_coef": "entropy_coef",
+    "vf_coef": "value_coef",
+    "clip_range": "clip_epsilon",
+    "net_arch": "hidden_sizes",
+    "activation_fn": "activation",
+    "buffer_size": "capacity",
+}
+
+
+def _elsewhere(key: str, loc: tuple[str, ...]) -> str | None:
+    """The dotted field in another section that ``key`` names, exactly or nearly, if any."""
+    from rlcli.algos import ALGORITHMS
+    from rlcli.config.schema import RunConfig
+
+    algo = loc[1] if loc[0] == "algo" and len(loc) > 2 else None
+    fields: dict[str, str] = {}
+    prefixes = [(section,) for section in RunConfig.model_fields if section != "algo"]
+    # The algorithm being configured, else every one.
+    prefixes += [("algo", name) for name in ([algo] if algo else ALGORITHMS)]
+    for prefix in prefixes:
+        section = prefix[0]
+        model = _model_at(prefix)
+        if model is None or prefix == loc[:-1]:
+            continue
+        for name, field in model.model_fields.items():
+            fields.setdefault(name, f"{section}.{name}")
+            nested = _model_at((*prefix, name)) if field.annotation is not None else None
+            for inner in (nested.model_fields if nested is not None else ()):
+                fields.setdefault(inner, f"{section}.{name}.{inner}")
+    if key in fields:
+        return fields[key]
+    close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.8)
+    return fields[close[0]] if close else None
 
 
 def _algo_config(module: Any) -> type[BaseModel]:
@@ -332,10 +492,10 @@ def _model_at(loc: tuple[str, ...]) -> type[BaseModel] | None:
 
 
 def _locate(path: str, chain: list[Path], overrides: dict[str, str]) -> tuple[str | None, int | None]:
-    for key, text in overrides.items():
+    for key, where in overrides.items():
         if key == path or key.startswith(path + ".") or path.startswith(key + "."):
-            return f"--set {text}", None
-    parts = path.split(".") if path else []
+            return where, None
+    parts = re.sub(r"\[\d+\]", "", path).split(".") if path else []
     lines = {file: key_lines(file) for file in chain}
     # The full key in any file of the chain beats its table header in the child.
     for end in range(len(parts), 0, -1):

@@ -8,37 +8,33 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import re
 from typing import Any, Literal
 
 import gymnasium as gym
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from rlcli.algos import AlgoConfig
+from rlcli.config.model import SECTION, cross_field_error
 
-# Typed floats reject inf and nan: a coefficient of inf is never meant.
-STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-def cross_field_error(field: str, message: str) -> PydanticCustomError:
-    """An error for a check that spans sections, located at the dotted ``field``."""
-    return PydanticCustomError("cross_field", "{message}", {"message": message, "field": field})
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_DEVICE = re.compile(r"^(auto|cpu|cuda(:[0-9]+)?)$")
 
 
 class RunSection(BaseModel):
-    model_config = STRICT
+    model_config = SECTION
 
     name: str = Field(
         "run",
         min_length=1,
         max_length=100,
-        pattern=r"^[A-Za-z0-9_.\-]+$",
-        description="Name of the run; the run folder is <output_dir>/<name>-<timestamp>.",
+        description="Name of the run; the run folder is `<output_dir>/<name>-<timestamp>`.",
+        json_schema_extra={"allowed": "letters, digits, _ . - (1 to 100)"},
     )
     seed: int = Field(0, ge=0, lt=2**31, description="Seed for torch and the environments.")
     device: str = Field(
         "auto",
-        pattern=r"^(auto|cpu|cuda(:[0-9]+)?)$",
+        json_schema_extra={"allowed": "auto, cpu, cuda, cuda:N"},
         description='Where the networks run: "auto" (CUDA when available), "cpu", "cuda" or "cuda:N".',
     )
     output_dir: str = Field("runs", min_length=1, description="Folder that receives run folders.")
@@ -60,11 +56,28 @@ class RunSection(BaseModel):
         description="torch intra-op threads; small MLPs run fastest on one.",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not _NAME.match(name):
+            odd = sorted({c for c in name if not _NAME.match(c)})
+            what = "a space" if odd == [" "] else "the characters " + " ".join(repr(c) for c in odd)
+            raise ValueError(f"{name!r} has {what}; allowed: letters, digits, _ . -")
+        return name
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, device: str) -> str:
+        if not _DEVICE.match(device):
+            raise ValueError(f"{device!r} is not a device; allowed: auto, cpu, cuda, cuda:N")
+        return device
+
 
 class EnvConfig(BaseModel):
-    model_config = STRICT
+    model_config = SECTION
 
-    id: str = Field(description="A registered gymnasium environment id, such as CartPole-v1.")
+    id: str = Field(description="A registered gymnasium environment id, such as CartPole-v1.",
+                    json_schema_extra={"allowed": "registered ids; not module:Env ids"})
     num_envs: int = Field(8, ge=1, le=4096, description="Environments stepped side by side.")
     vectorization: Literal["sync", "async", "vector_entry_point"] = Field(
         "sync",
@@ -123,26 +136,27 @@ class EnvConfig(BaseModel):
     @model_validator(mode="after")
     def _vector_entry_point(self) -> EnvConfig:
         if self.vectorization == "vector_entry_point" and gym.spec(self.id).vector_entry_point is None:
-            raise cross_field_error(
+            raise cross_field_error([(
                 "env.vectorization",
                 f"{self.id} has no vector entry point; use \"sync\" or \"async\"",
-            )
+            )])
         return self
 
 
 class NetworkConfig(BaseModel):
-    model_config = STRICT
+    model_config = SECTION
 
     hidden_sizes: list[int] = Field(
         default_factory=lambda: [64, 64],
         max_length=16,
+        json_schema_extra={"allowed": "up to 16 sizes, each 1 to 65536"},
         description="Hidden layer widths of every MLP, input and output sizes come from the env.",
     )
     policy_hidden_sizes: list[int] | None = Field(
-        None, max_length=16, description="Hidden widths of the policy MLP (default: hidden_sizes)."
+        None, max_length=16, json_schema_extra={"allowed": "up to 16 sizes, each 1 to 65536"}, description="Hidden widths of the policy MLP (default: hidden_sizes)."
     )
     value_hidden_sizes: list[int] | None = Field(
-        None, max_length=16, description="Hidden widths of the value MLP (default: hidden_sizes)."
+        None, max_length=16, json_schema_extra={"allowed": "up to 16 sizes, each 1 to 65536"}, description="Hidden widths of the value MLP (default: hidden_sizes)."
     )
     activation: Literal["tanh", "relu", "elu", "gelu", "silu", "leaky_relu"] = Field(
         "tanh", description="Activation between hidden layers."
@@ -172,21 +186,31 @@ class NetworkConfig(BaseModel):
 
 
 class CollectorConfig(BaseModel):
-    model_config = STRICT
+    model_config = SECTION
 
     frames_per_batch: int = Field(
         2048, ge=1, description="Env steps (over all envs) per training iteration."
     )
-    total_frames: int = Field(100_000, ge=1, description="Env steps of the whole run.")
+    total_frames: int = Field(
+        100_000, ge=1,
+        description="Env steps of the whole run, rounded up to a whole number of batches "
+        "(1000 at 512 frames per batch trains 1024).",
+    )
 
     @property
     def iterations(self) -> int:
-        """Training iterations of the run: whole batches of ``frames_per_batch``."""
-        return self.total_frames // self.frames_per_batch
+        """Training iterations of the run: ``total_frames`` rounded up to whole batches."""
+        return -(-self.total_frames // self.frames_per_batch)
+
+    @property
+    def frames(self) -> int:
+        """Env steps the run trains: ``iterations`` whole batches, at least ``total_frames``.
+        Schedules, the banner and ``run.json`` count these."""
+        return self.iterations * self.frames_per_batch
 
 
 class OptimConfig(BaseModel):
-    model_config = STRICT
+    model_config = SECTION
 
     name: Literal["adam", "adamw", "sgd", "rmsprop"] = Field("adam", description="Optimizer.")
     lr: float = Field(3e-4, gt=0, le=1, description="Learning rate (at the start of the schedule).")
@@ -203,7 +227,7 @@ class OptimConfig(BaseModel):
 
 
 class LoggerConfig(BaseModel):
-    model_config = STRICT
+    model_config = SECTION
 
     backends: list[Literal["csv", "jsonl", "tensorboard"]] = Field(
         default_factory=lambda: ["csv", "jsonl"],
@@ -213,16 +237,22 @@ class LoggerConfig(BaseModel):
 
 
 class TimingConfig(BaseModel):
-    model_config = STRICT
+    model_config = SECTION
 
-    enabled: bool = Field(True, description="Print the per-iteration timing table.")
-    every: int = Field(1, ge=1, description="Print the timing table every this many iterations.")
+    enabled: bool = Field(True, description="Print timing tables during the run (the summary always has one).")
+    every: int | None = Field(
+        None, ge=1, description="Print the timing table every this many iterations (default: by wall time)."
+    )
+    seconds: float = Field(
+        2.0, gt=0, le=3600,
+        description="When every is unset, print the table at most once per this many seconds of wall time.",
+    )
 
 
 class RunConfig(BaseModel):
     """A whole run: what to train, where and how."""
 
-    model_config = STRICT
+    model_config = SECTION
 
     run: RunSection = Field(default_factory=RunSection, description="Run identity and placement.")
     env: EnvConfig = Field(description="The environment.")
@@ -234,23 +264,35 @@ class RunConfig(BaseModel):
     timing: TimingConfig = Field(default_factory=TimingConfig, description="Timing table output.")
 
     @model_validator(mode="after")
-    def _sizes_agree(self) -> RunConfig:
-        fpb = self.collector.frames_per_batch
-        if fpb % self.env.num_envs:
-            raise cross_field_error(
-                "collector.frames_per_batch",
-                f"frames_per_batch ({fpb}) must be a multiple of env.num_envs ({self.env.num_envs})",
-            )
-        if self.collector.total_frames < fpb:
-            raise cross_field_error(
-                "collector.total_frames",
-                f"total_frames ({self.collector.total_frames}) must be at least "
-                f"frames_per_batch ({fpb})",
-            )
-        # Each algorithm checks its own section against the others.
-        for field, message in self.algo.check(collector=self.collector, env=self.env):
-            raise cross_field_error(field, message)
+    def _sections_agree(self) -> RunConfig:
+        problems = cross_section_problems(dict(self))
+        if problems:
+            raise cross_field_error(problems)
         return self
+
+
+def cross_section_problems(sections: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every problem between sections, as (dotted field, message) pairs.
+
+    ``sections`` maps a section name to its validated model, or to None where the
+    section itself is invalid: a check runs only when the sections it reads are valid,
+    so that ``validate`` can report it beside the field errors of other sections.
+    """
+    env, collector, algo = sections.get("env"), sections.get("collector"), sections.get("algo")
+    problems: list[tuple[str, str]] = []
+    if env is not None and collector is not None:
+        fpb = collector.frames_per_batch
+        if fpb % env.num_envs:
+            problems.append(("collector.frames_per_batch",
+                             f"frames_per_batch ({fpb}) must be a multiple of env.num_envs ({env.num_envs})"))
+    if collector is not None and collector.total_frames < collector.frames_per_batch:
+        problems.append(("collector.total_frames",
+                         f"total_frames ({collector.total_frames}) must be at least "
+                         f"frames_per_batch ({collector.frames_per_batch})"))
+    if algo is not None and env is not None and collector is not None:
+        # Each algorithm checks its own section against the others.
+        problems += algo.check(collector=collector, env=env)
+    return problems
 
 
 SECTIONS = tuple(RunConfig.model_fields)

@@ -1,0 +1,57 @@
+"""Where a run came from: seed, versions, the config's git commit and the overrides."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+
+def provenance(seed: int, *, overrides: Sequence[str] = (), config_file: str | Path | None = None) -> dict[str, Any]:
+    """What ``run.json`` records so that a run can be traced and repeated.
+
+    ``overrides`` are what the user gave on the command line (``--set KEY=VALUE``, ``--seed N``).
+    The git commit is that of the repository holding ``config_file`` (else the working folder),
+    with ``dirty`` when it has uncommitted changes; None outside a repository or without git.
+    """
+    return {
+        "seed": seed,
+        "versions": {
+            "rlcli": _version("rlcli"),
+            "torch": _version("torch"),
+            "gymnasium": _version("gymnasium"),
+            "tensordict": _version("tensordict"),
+            "python": platform.python_version(),
+        },
+        "git": git_commit(Path(config_file).resolve().parent if config_file and Path(config_file).is_file()
+                          else Path.cwd()),
+        "overrides": list(overrides),
+        "command": [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else [],
+    }
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_commit(folder: Path) -> dict[str, Any] | None:
+    """``{"commit", "dirty"}`` of the git work tree holding ``folder``, or None."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
