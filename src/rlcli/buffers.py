@@ -12,45 +12,20 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import torch
-from pydantic import BaseModel, Field
 
 from rlcli import keys
 from rlcli.config.errors import single
-from rlcli.config.model import SECTION
+from rlcli.config.algos import ReplayConfig
 
 if TYPE_CHECKING:
-    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
-    from tensordict import TensorDict
+    # Only a type here; at run time it comes from rlcli.batch.
+    from rlcli.batch import TensorDict
 
 Spec = dict[str, tuple[tuple[int, ...], torch.dtype]]
 """Key -> (per-transition shape, dtype) of what a buffer stores."""
-
-
-class ReplayConfig(BaseModel):
-    # Defaults follow Stable-Baselines3's (1M transitions) and Schaul et al. (2016) for the
-    # proportional variant (alpha 0.6, beta 0.4 annealed to 1).
-    model_config = SECTION
-
-    capacity: int = Field(1_000_000, ge=1, le=2**31 - 1, description="Transitions kept; the oldest are overwritten.")
-    storage: Literal["tensor", "memmap"] = Field(
-        "tensor",
-        description='"tensor": preallocated in memory; "memmap": memory-mapped files on disk, '
-        "for buffers larger than RAM.",
-    )
-    device: Literal["cpu", "auto"] = Field(
-        "cpu", description='Where "tensor" storage lives: "cpu", or "auto" for the training device.'
-    )
-    directory: str | None = Field(
-        None, min_length=1, description='Folder of "memmap" files (default: replay/ in the run folder).'
-    )
-    prioritized: bool = Field(False, description="Proportional prioritized replay (Schaul et al., 2016).")
-    alpha: float = Field(0.6, ge=0, le=1, description="Priority exponent: 0 samples uniformly.")
-    beta: float = Field(0.4, ge=0, le=1, description="Initial importance-sampling exponent.")
-    beta_frames: int = Field(100_000, ge=1, description="Frames over which beta anneals linearly to 1.")
-    priority_eps: float = Field(1e-6, gt=0, le=1, description="Added to |TD error| so no priority is 0.")
 
 
 def storage_bytes(cfg: ReplayConfig, spec: Spec) -> int:
@@ -226,7 +201,7 @@ class ReplayBuffer:
     def _allocate(self) -> None:
         capacity = self.cfg.capacity
         if self.cfg.storage == "memmap":
-            from tensordict import MemoryMappedTensor
+            from rlcli.batch import MemoryMappedTensor
 
             self._folder = Path(self.cfg.directory) if self.cfg.directory else self.directory()
             self._folder.mkdir(parents=True, exist_ok=True)
@@ -293,7 +268,7 @@ class ReplayBuffer:
         ``(size * P(i))^-beta`` divided by the largest weight in the batch.
         ``generator`` must live on the storage device.
         """
-        from tensordict import TensorDict
+        from rlcli.batch import TensorDict
 
         if self.size == 0:
             raise RuntimeError("sample() from an empty replay buffer")

@@ -15,7 +15,7 @@ from rlcli.buffers import ReplayBuffer, Spec, check_storage
 from rlcli.normalization import ObservationNormalizer, RewardScaler
 
 if TYPE_CHECKING:
-    from tensordict import TensorDict
+    from rlcli.batch import TensorDict
 
     from rlcli.timing import Timer
 
@@ -34,20 +34,6 @@ def transition_spec(obs_shape: tuple[int, ...], action: tuple[tuple[int, ...], t
     if n_step > 1:
         spec[keys.DISCOUNT] = ((), torch.float32)
     return spec
-
-
-def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
-    """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
-    pairs: a warm-up inside the run and a batch that fits in the buffer."""
-    problems = []
-    if cfg.learning_starts > collector.frames:
-        problems.append(("algo.learning_starts",
-                         f"learning_starts ({cfg.learning_starts:,}) is larger than the run's "
-                         f"{collector.frames:,} frames (collector.total_frames): the run would never learn"))
-    if cfg.batch_size > cfg.replay.capacity:
-        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must not exceed "
-                                            f"algo.replay.capacity ({cfg.replay.capacity})"))
-    return problems
 
 
 def build_replay(cfg, spec: Spec, obs_norm: ObservationNormalizer, *, num_envs: int, normalize_reward: bool,
@@ -123,7 +109,7 @@ class Replay:
         n = self.n_step
         if n == 1:
             return batch
-        from tensordict import TensorDict
+        from rlcli.batch import TensorDict
 
         raw = batch.select(keys.OBSERVATION, keys.NEXT_OBSERVATION, keys.ACTION, keys.REWARD,
                            keys.TERMINATED, keys.TRUNCATED, keys.VALID)
@@ -189,7 +175,7 @@ class Replay:
                 "carry": None if self.carry is None else self.carry.to_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        from tensordict import TensorDict
+        from rlcli.batch import TensorDict
 
         self.frames, self.owed = state["frames"], state["owed"]
         self.buffer.load_state_dict(state["buffer"])

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
+
+
+def since_process_start() -> float | None:
+    """Seconds since this process started (Linux, from /proc; 10 ms resolution), else None."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            # Field 22 (starttime, in clock ticks after boot) is the 20th after the ")" closing the name.
+            start_ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as handle:
+            uptime = float(handle.read().split()[0])
+        return max(uptime - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 class Timer:

@@ -20,7 +20,7 @@ from rlcli.config.dump import to_toml
 from rlcli.config.errors import folder_error
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.run import Run
-from rlcli.timing import Timer
+from rlcli.timing import Timer, since_process_start
 
 # Row keys before the algorithm's own METRICS; the timing columns follow them.
 BASE_COLUMNS = (
@@ -63,6 +63,8 @@ class TrainState:
     started_at: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc)
                             .isoformat(timespec="seconds"))
     """When the run started, ISO 8601 in UTC."""
+    startup_s: float | None = None
+    """Seconds from process start to the first iteration (Linux only; None elsewhere)."""
     status: str = "running"
     error: str | None = None
     stop_requested: bool = False
@@ -134,6 +136,7 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     for hook in hooks.on_run_start:
         hook(state)
     state.started = time.perf_counter()
+    state.startup_s = since_process_start()
     pending: Row | None = None
     try:
         with _stop_on_ctrl_c(state):
@@ -281,5 +284,6 @@ def _write_status(state: TrainState) -> None:
         "solved_at_seconds": round(solved[1], 3) if solved else None,
         "timing": state.timer.breakdown(state.run.phases),
         "started_at": state.started_at,
+        "startup_s": None if state.startup_s is None else round(state.startup_s, 3),
         **state.run.provenance,
     })

@@ -156,3 +156,12 @@ def test_every_algorithm_module_has_the_table_interface(name):
     assert all(phase.startswith("update.") for phase in module.PHASES)
     assert all(key.split("/")[0] in {"loss", "stats", "optim"} for key in module.METRICS)
     assert callable(module.build)
+
+
+def test_the_config_table_and_the_algorithm_table_agree():
+    from rlcli.config.algos import ALGO_CONFIGS
+
+    assert list(ALGO_CONFIGS) == list(ALGORITHMS)
+    for name, module in ALGORITHMS.items():
+        assert module.CONFIG is ALGO_CONFIGS[name]
+        assert module.CONFIG.model_fields["name"].annotation.__args__ == (name,)

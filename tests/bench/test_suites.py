@@ -102,3 +102,10 @@ def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_s
             case.close()
     assert {r.name for r in ratios} == {"sac.update.slowdown_vs_bare_torch", "critic_ensemble.E10_vs_E2",
                                         "critic_python_loop.E10_vs_ensemble_E2"}
+
+
+def test_the_torch_free_suite_names_match_the_suites():
+    from rlcli.bench import SUITE_NAMES
+    from rlcli.bench.suites import SUITES
+
+    assert tuple(SUITES) == SUITE_NAMES

@@ -3,22 +3,22 @@
 Each entry maps a config ``name`` to its module. A module exposes ``CONFIG``
 (its pydantic model), ``SUPPORTS`` (the space types it accepts), ``PHASES``
 (the timed sub-phases of its ``learn``), ``METRICS`` (the row keys its
-``learn`` reports) and ``build``. Adding an algorithm means adding its module
-and one entry here; the ``AlgoConfig`` union, ``validate --build``, the bench
-suites and the generic tests all read this table.
+``learn`` reports) and ``build``. The config models themselves live in
+``rlcli.config.algos`` (its ``ALGO_CONFIGS`` table names the same algorithms in the
+same order), so that reading and checking a config never imports torch. Adding an
+algorithm means its module, its config model there, one entry in each table and a
+preset; ``validate --build``, the bench suites and the generic tests read this table.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Protocol, Union
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Protocol
 
 from rlcli.algos import a2c, ddpg, dqn, ppo, sac, td3
 
 if TYPE_CHECKING:
     import torch
-    from tensordict import TensorDict
+    from rlcli.batch import TensorDict
     from torch import nn
 
     from rlcli.timing import Timer
@@ -73,7 +73,3 @@ ALGORITHMS = {
     "ddpg": ddpg,
 }
 
-AlgoConfig = Annotated[
-    Union[tuple(module.CONFIG for module in ALGORITHMS.values())],  # noqa: UP007
-    Field(discriminator="name"),
-]

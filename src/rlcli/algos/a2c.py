@@ -2,40 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import torch
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, Field
 
 from rlcli import keys
 from rlcli.advantages import prepare_rollout, valid_rows
-from rlcli.config.model import SECTION
+from rlcli.config.algos import A2CConfig
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
 from rlcli.normalization import RewardScaler
 from rlcli.optim import GradientStep
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
-    from tensordict import TensorDict
-
-
-class A2CConfig(BaseModel):
-    # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
-    model_config = SECTION
-
-    name: Literal["a2c"] = Field(description="Advantage Actor-Critic.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
-    gae_lambda: float = Field(1.0, ge=0, le=1, description="GAE lambda; 1 gives n-step returns.")
-    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
-    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
-    normalize_advantage: bool = Field(False, description="Normalize advantages over the batch.")
-
-
-    def check(self, *, collector, env) -> list[tuple[str, str]]:
-        """Problems between this section and others, as (dotted field, message) pairs: none for A2C."""
-        return []
+    # Only a type here; at run time it comes from rlcli.batch.
+    from rlcli.batch import TensorDict
 
 
 CONFIG = A2CConfig

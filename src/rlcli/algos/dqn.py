@@ -4,63 +4,27 @@ n-step returns and optional prioritized replay, on the shared replay buffer."""
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, Field
 from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target
-from rlcli.buffers import ReplayConfig
-from rlcli.config.model import SECTION
+from rlcli.config.algos import DQNConfig
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.optim import GradientStep
-from rlcli.replay import Replay, build_replay, off_policy_problems, transition_spec
+from rlcli.replay import Replay, build_replay, transition_spec
 from rlcli.targets import TargetSchedule
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
-    from tensordict import TensorDict
-
-
-class DQNConfig(BaseModel):
-    # Defaults follow Stable-Baselines3's DQN defaults (lr and max_grad_norm live in [optim]);
-    # presets override them with RL-Zoo's tuned values.
-    model_config = SECTION
-
-    name: Literal["dqn"] = Field(description="Deep Q-Network, for discrete actions.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
-    double: bool = Field(True, description="Double DQN: the online network picks the next action, "
-                                           "the target network values it.")
-    loss: Literal["huber", "mse"] = Field("huber", description="TD loss: huber (smooth L1) or mse.")
-    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
-    batch_size: int = Field(32, ge=1, le=1_000_000, description="Transitions per gradient step.")
-    learning_starts: int = Field(
-        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
-    )
-    utd_ratio: float = Field(
-        0.25, gt=0, le=1024, description="Gradient steps per collected frame (update-to-data ratio)."
-    )
-    target_update_interval: int = Field(
-        10_000, ge=1, description="Gradient steps between target-network updates."
-    )
-    tau: float = Field(1.0, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
-    epsilon_start: float = Field(1.0, ge=0, le=1, description="Exploration rate at the start.")
-    epsilon_end: float = Field(0.05, ge=0, le=1, description="Exploration rate after the decay.")
-    exploration_fraction: float = Field(
-        0.1, ge=0, le=1, description="Fraction of total_frames over which epsilon decays linearly."
-    )
-    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
-
-    def check(self, *, collector, env) -> list[tuple[str, str]]:
-        """Problems between this section and others, as (dotted field, message) pairs."""
-        return off_policy_problems(self, collector)
+    # Only a type here; at run time it comes from rlcli.batch.
+    from rlcli.batch import TensorDict
 
 
 CONFIG = DQNConfig
@@ -144,7 +108,7 @@ class DQN:
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs])."""
-        from tensordict import TensorDict
+        from rlcli.batch import TensorDict
 
         n = observation.shape[0]
         uniform = torch.randint(self.num_actions, (n,), generator=generator, device=observation.device)

@@ -2,57 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import torch
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, Field
 
 from rlcli import keys
 from rlcli.advantages import prepare_rollout, valid_rows
-from rlcli.config.model import SECTION
+from rlcli.config.algos import PPOConfig
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
 from rlcli.normalization import RewardScaler
 from rlcli.optim import SCHEDULES, GradientStep
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
-    from tensordict import TensorDict
-
-
-class PPOConfig(BaseModel):
-    # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
-    # MuJoCo runs); presets override them with RL-Zoo's tuned values.
-    model_config = SECTION
-
-    name: Literal["ppo"] = Field(description="Proximal Policy Optimization.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
-    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE lambda (1: Monte Carlo, 0: TD(0)).")
-    clip_epsilon: float = Field(0.2, gt=0, le=1, description="Clip range of the probability ratio.")
-    clip_schedule: Literal["constant", "linear"] = Field(
-        "constant", description="Decay of clip_epsilon over the run."
-    )
-    clip_value: float | None = Field(
-        None, gt=0, description="Clip the value update to this distance from the old value (off when unset)."
-    )
-    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
-    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
-    epochs: int = Field(10, ge=1, le=1000, description="Passes over each batch.")
-    minibatch_size: int = Field(64, ge=2, description="Samples per gradient step.")
-    normalize_advantage: bool = Field(True, description="Normalize advantages per minibatch.")
-    target_kl: float | None = Field(
-        None, gt=0, description="Stop the epochs of an update once the approximate KL exceeds this."
-    )
-
-
-    def check(self, *, collector, env) -> list[tuple[str, str]]:
-        """Problems between this section and others, as (dotted field, message) pairs."""
-        fpb = collector.frames_per_batch
-        if self.minibatch_size > fpb:
-            return [("algo.minibatch_size",
-                     f"minibatch_size ({self.minibatch_size}) must not exceed collector.frames_per_batch ({fpb})")]
-        return []
+    # Only a type here; at run time it comes from rlcli.batch.
+    from rlcli.batch import TensorDict
 
 
 CONFIG = PPOConfig

@@ -5,71 +5,29 @@ and a high ``utd_ratio`` it is REDQ (Chen et al., 2021)."""
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, Field
 from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target, critic_regression
-from rlcli.buffers import ReplayConfig
-from rlcli.config.model import SECTION
+from rlcli.config.algos import SACConfig
 from rlcli.exploration import uniform_actions
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.ensemble import QEnsemble
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.optim import GradientStep
-from rlcli.replay import Replay, build_replay, off_policy_problems, transition_spec
+from rlcli.replay import Replay, build_replay, transition_spec
 from rlcli.targets import TargetSchedule
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
-    from tensordict import TensorDict
-
-
-class SACConfig(BaseModel):
-    # Defaults follow Stable-Baselines3's SAC defaults (learning rates live in [optim]);
-    # presets override them with RL-Zoo's tuned values.
-    model_config = SECTION
-
-    name: Literal["sac"] = Field(description="Soft Actor-Critic, for Box actions (REDQ with a critic ensemble).")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
-    tau: float = Field(0.005, gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
-    target_update_interval: int = Field(1, ge=1, description="Gradient steps between target-critic updates.")
-    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
-    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
-    learning_starts: int = Field(
-        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
-    )
-    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
-    num_critics: int = Field(2, ge=1, le=64, description="Critics in the ensemble (2: SAC's twin critics).")
-    critic_subset: int = Field(
-        2, ge=1, le=64, description="Critics drawn at random for each target's minimum (REDQ's M)."
-    )
-    actor_q: Literal["min", "mean"] = Field(
-        "min", description='The actor maximises the "min" (SAC) or the "mean" (REDQ) over the critics.'
-    )
-    policy_delay: int = Field(1, ge=1, description="Critic updates per actor and temperature update.")
-    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
-    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
-    target_entropy: float | None = Field(
-        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
-    )
-    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
-
-    def check(self, *, collector, env) -> list[tuple[str, str]]:
-        """Problems between this section and others, as (dotted field, message) pairs."""
-        problems = []
-        if self.critic_subset > self.num_critics:
-            problems.append(("algo.critic_subset", f"critic_subset ({self.critic_subset}) must not exceed "
-                                                   f"num_critics ({self.num_critics})"))
-        problems += off_policy_problems(self, collector)
-        return problems
+    # Only a type here; at run time it comes from rlcli.batch.
+    from rlcli.batch import TensorDict
 
 
 CONFIG = SACConfig
@@ -172,7 +130,7 @@ class SAC:
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action`` [N, A] in the Box bounds for raw ``observation`` [N, obs]: uniform in the bounds
         during the warm-up, then sampled from the squashed Gaussian."""
-        from tensordict import TensorDict
+        from rlcli.batch import TensorDict
 
         n = observation.shape[0]
         if not self.replay.learning:

@@ -4,61 +4,29 @@ on a batched ensemble, target policy smoothing, and delayed actor and target upd
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from gymnasium import spaces as gspaces
-from pydantic import BaseModel, Field
 from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target, critic_regression
-from rlcli.buffers import ReplayConfig
-from rlcli.config.model import SECTION
+from rlcli.config.algos import TD3Config
 from rlcli.exploration import ActionNoise, uniform_actions
 from rlcli.models.actors import DeterministicActor
 from rlcli.models.ensemble import QEnsemble
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.optim import GradientStep
-from rlcli.replay import Replay, build_replay, off_policy_problems, transition_spec
+from rlcli.replay import Replay, build_replay, transition_spec
 from rlcli.targets import TargetSchedule
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here: importing tensordict costs ~1 s, which `rlcli validate` need not pay.
-    from tensordict import TensorDict
-
-
-class TD3Config(BaseModel):
-    # Defaults follow Stable-Baselines3's TD3 defaults (learning rates live in [optim]),
-    # which are the paper's; presets override them with RL-Zoo's tuned values.
-    model_config = SECTION
-
-    name: Literal["td3"] = Field(description="Twin Delayed DDPG, for Box actions.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
-    tau: float = Field(0.005, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
-    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
-    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
-    learning_starts: int = Field(
-        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
-    )
-    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
-    num_critics: int = Field(2, ge=1, le=64, description="Critics whose minimum is the target (2: clipped double Q).")
-    policy_delay: int = Field(2, ge=1, description="Critic updates per actor and target update.")
-    target_noise: float = Field(0.2, ge=0, le=10, description="Std of the target-policy smoothing noise "
-                                                                "(fraction of the action half-range).")
-    target_noise_clip: float = Field(0.5, ge=0, le=10, description="Clip of the smoothing noise (same units).")
-    noise: Literal["gaussian", "ou"] = Field("gaussian", description="Exploration noise: gaussian or "
-                                                                     "ou (Ornstein-Uhlenbeck).")
-    noise_scale: float = Field(0.1, ge=0, le=10, description="Exploration noise std (fraction of the half-range).")
-    ou_theta: float = Field(0.15, gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")
-    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
-
-    def check(self, *, collector, env) -> list[tuple[str, str]]:
-        """Problems between this section and others, as (dotted field, message) pairs."""
-        return off_policy_problems(self, collector)
+    # Only a type here; at run time it comes from rlcli.batch.
+    from rlcli.batch import TensorDict
 
 
 CONFIG = TD3Config
@@ -140,7 +108,7 @@ class TD3:
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action`` [N, A] in the Box bounds: uniform during the warm-up, then the actor's plus noise."""
-        from tensordict import TensorDict
+        from rlcli.batch import TensorDict
 
         n = observation.shape[0]
         if not self.replay.learning:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlcli.bench.measure import UNITS
+from rlcli.bench import UNITS
 from rlcli.config.errors import InputError
 
 FORMAT = "rlcli-bench/1"

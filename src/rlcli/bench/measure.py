@@ -10,18 +10,7 @@ from typing import Any
 
 import torch
 
-# Direction of each unit: True when a larger figure is better.
-UNITS = {
-    "frames/s": True,
-    "steps/s": True,
-    "elements/s": True,
-    "calls/s": True,
-    "updates/s": True,
-    "speedup": True,
-    "slowdown": False,
-    "ms": False,
-    "s": False,
-}
+from rlcli.bench import UNITS
 
 
 @dataclass

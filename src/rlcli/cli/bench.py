@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from rlcli.bench import SUITE_NAMES
 from rlcli.bench.compare import Comparison, compare, load_report, regressions
 from rlcli.cli.render import user_errors
 from rlcli.config.errors import InputError
@@ -49,16 +50,19 @@ def bench(
     compile_: Annotated[bool, typer.Option("--compile", metavar="", help="Also torch.compile the losses.")] = False,
 ) -> None:
     """Measure throughput: env, collector, advantage, loss, update, buffer, offpolicy and train suites."""
-    # Imported here so that other commands start without the training stack.
-    from rlcli.bench.runner import run_bench
-
     with user_errors():
+        unknown = [s for s in suite or [] if s not in SUITE_NAMES]
+        if unknown:
+            raise InputError(f"--suite {' '.join(unknown)}", f"unknown suite; known suites: {', '.join(SUITE_NAMES)}")
         if json_out is not None and not json_out.parent.is_dir():
             raise InputError(f"--json {json_out}", f"folder {json_out.parent} does not exist")
         old = load_report(baseline) if baseline is not None else None
         if max_regression is not None and old is None:
             err_console.print("[bold red]error:[/] --max-regression needs --compare BASELINE.json")
             raise typer.Exit(2)
+        # Imported only now: bad arguments are reported without loading torch.
+        from rlcli.bench.runner import run_bench
+
         with console.status("benchmarking", spinner="dots") as status:
             report = run_bench(
                 suite or [], device=device, repeat=repeat, threads=threads, quick=quick, compile=compile_,

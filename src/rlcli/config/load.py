@@ -302,18 +302,18 @@ def _located(path: str, message: str, chain: list[Path], overrides: dict[str, st
 
 
 def _without_tags(loc: tuple[str, ...]) -> list[str]:
-    from rlcli.algos import ALGORITHMS
+    from rlcli.config.algos import ALGO_CONFIGS
 
     # Pydantic puts the discriminator tag in the location: ("algo", "ppo", "gamma").
-    if len(loc) > 1 and loc[0] == "algo" and loc[1] in ALGORITHMS:
+    if len(loc) > 1 and loc[0] == "algo" and loc[1] in ALGO_CONFIGS:
         return [loc[0], *loc[2:]]
     return list(loc)
 
 
 def _message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
-    from rlcli.algos import ALGORITHMS
+    from rlcli.config.algos import ALGO_CONFIGS
 
-    known_algos = ", ".join(ALGORITHMS)
+    known_algos = ", ".join(ALGO_CONFIGS)
     if kind == "extra_forbidden":
         return _unknown_key(loc)
     if kind == "union_tag_invalid":
@@ -400,7 +400,7 @@ def _shown(value: Any) -> str:
 
 
 def _unknown_key(loc: tuple[str, ...]) -> str:
-    from rlcli.algos import ALGORITHMS
+    from rlcli.config.algos import ALGO_CONFIGS
 
     key = loc[-1]
     model = _model_at(loc[:-1])
@@ -415,7 +415,7 @@ def _unknown_key(loc: tuple[str, ...]) -> str:
     hint = f"; did you mean {close[0]}?" if close else (f"; did you mean {elsewhere}?" if elsewhere else "")
     message = f"unknown key{hint}" if hint else f"unknown key {key!r} in [{where}]"
     if loc[0] == "algo" and len(loc) > 2 and not hint:
-        owners = [n for n, m in ALGORITHMS.items() if key in _algo_config(m).model_fields and n != loc[1]]
+        owners = [n for n, m in ALGO_CONFIGS.items() if key in m.model_fields and n != loc[1]]
         if owners:
             message += f"; {key!r} belongs to {', '.join(owners)}, not {loc[1]}"
     return f"{message} (allowed in [{where}]: {', '.join(allowed)})"
@@ -440,14 +440,14 @@ _SYNONYMS = {
 
 def _elsewhere(key: str, loc: tuple[str, ...]) -> str | None:
     """The dotted field in another section that ``key`` names, exactly or nearly, if any."""
-    from rlcli.algos import ALGORITHMS
+    from rlcli.config.algos import ALGO_CONFIGS
     from rlcli.config.schema import RunConfig
 
     algo = loc[1] if loc[0] == "algo" and len(loc) > 2 else None
     fields: dict[str, str] = {}
     prefixes = [(section,) for section in RunConfig.model_fields if section != "algo"]
     # The algorithm being configured, else every one.
-    prefixes += [("algo", name) for name in ([algo] if algo else ALGORITHMS)]
+    prefixes += [("algo", name) for name in ([algo] if algo else ALGO_CONFIGS)]
     for prefix in prefixes:
         section = prefix[0]
         model = _model_at(prefix)
@@ -464,12 +464,8 @@ def _elsewhere(key: str, loc: tuple[str, ...]) -> str | None:
     return fields[close[0]] if close else None
 
 
-def _algo_config(module: Any) -> type[BaseModel]:
-    return module.CONFIG
-
-
 def _model_at(loc: tuple[str, ...]) -> type[BaseModel] | None:
-    from rlcli.algos import ALGORITHMS
+    from rlcli.config.algos import ALGO_CONFIGS
     from rlcli.config.schema import RunConfig
 
     model: type[BaseModel] = RunConfig
@@ -477,9 +473,9 @@ def _model_at(loc: tuple[str, ...]) -> type[BaseModel] | None:
     while parts:
         part = parts.pop(0)
         if part == "algo" and model is RunConfig:
-            if not parts or parts[0] not in ALGORITHMS:
+            if not parts or parts[0] not in ALGO_CONFIGS:
                 return None
-            model = _algo_config(ALGORITHMS[parts.pop(0)])
+            model = ALGO_CONFIGS[parts.pop(0)]
             continue
         field = model.model_fields.get(part)
         annotation = field.annotation if field else None

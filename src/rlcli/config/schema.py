@@ -14,7 +14,7 @@ from typing import Any, Literal
 import gymnasium as gym
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from rlcli.algos import AlgoConfig
+from rlcli.config.algos import AlgoConfig
 from rlcli.config.model import SECTION, cross_field_error
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")

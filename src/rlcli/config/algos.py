@@ -1,0 +1,267 @@
+"""The algorithms' config models: one pydantic model per algorithm, the ``[algo.replay]``
+table the off-policy ones share, and the ``AlgoConfig`` union over them.
+
+They live apart from the algorithms themselves so that reading and checking a config
+(``rlcli validate``, ``show-config``, ``schema``) never imports torch. Each algorithm module
+names its model as ``CONFIG``; ``ALGO_CONFIGS`` is the torch-free table the union and the
+error messages read, and a test checks that it and ``rlcli.algos.ALGORITHMS`` agree.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, Field
+
+from rlcli.config.model import SECTION
+
+
+class ReplayConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's (1M transitions) and Schaul et al. (2016) for the
+    # proportional variant (alpha 0.6, beta 0.4 annealed to 1).
+    model_config = SECTION
+
+    capacity: int = Field(1_000_000, ge=1, le=2**31 - 1, description="Transitions kept; the oldest are overwritten.")
+    storage: Literal["tensor", "memmap"] = Field(
+        "tensor",
+        description='"tensor": preallocated in memory; "memmap": memory-mapped files on disk, '
+        "for buffers larger than RAM.",
+    )
+    device: Literal["cpu", "auto"] = Field(
+        "cpu", description='Where "tensor" storage lives: "cpu", or "auto" for the training device.'
+    )
+    directory: str | None = Field(
+        None, min_length=1, description='Folder of "memmap" files (default: replay/ in the run folder).'
+    )
+    prioritized: bool = Field(False, description="Proportional prioritized replay (Schaul et al., 2016).")
+    alpha: float = Field(0.6, ge=0, le=1, description="Priority exponent: 0 samples uniformly.")
+    beta: float = Field(0.4, ge=0, le=1, description="Initial importance-sampling exponent.")
+    beta_frames: int = Field(100_000, ge=1, description="Frames over which beta anneals linearly to 1.")
+    priority_eps: float = Field(1e-6, gt=0, le=1, description="Added to |TD error| so no priority is 0.")
+
+
+def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
+    """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
+    pairs: a warm-up inside the run and a batch that fits in the buffer."""
+    problems = []
+    if cfg.learning_starts > collector.frames:
+        problems.append(("algo.learning_starts",
+                         f"learning_starts ({cfg.learning_starts:,}) is larger than the run's "
+                         f"{collector.frames:,} frames (collector.total_frames): the run would never learn"))
+    if cfg.batch_size > cfg.replay.capacity:
+        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must not exceed "
+                                            f"algo.replay.capacity ({cfg.replay.capacity})"))
+    return problems
+
+
+class PPOConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
+    # MuJoCo runs); presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["ppo"] = Field(description="Proximal Policy Optimization.")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE lambda (1: Monte Carlo, 0: TD(0)).")
+    clip_epsilon: float = Field(0.2, gt=0, le=1, description="Clip range of the probability ratio.")
+    clip_schedule: Literal["constant", "linear"] = Field(
+        "constant", description="Decay of clip_epsilon over the run."
+    )
+    clip_value: float | None = Field(
+        None, gt=0, description="Clip the value update to this distance from the old value (off when unset)."
+    )
+    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
+    epochs: int = Field(10, ge=1, le=1000, description="Passes over each batch.")
+    minibatch_size: int = Field(64, ge=2, description="Samples per gradient step.")
+    normalize_advantage: bool = Field(True, description="Normalize advantages per minibatch.")
+    target_kl: float | None = Field(
+        None, gt=0, description="Stop the epochs of an update once the approximate KL exceeds this."
+    )
+
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        fpb = collector.frames_per_batch
+        if self.minibatch_size > fpb:
+            return [("algo.minibatch_size",
+                     f"minibatch_size ({self.minibatch_size}) must not exceed collector.frames_per_batch ({fpb})")]
+        return []
+
+
+class A2CConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
+    model_config = SECTION
+
+    name: Literal["a2c"] = Field(description="Advantage Actor-Critic.")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(1.0, ge=0, le=1, description="GAE lambda; 1 gives n-step returns.")
+    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
+    normalize_advantage: bool = Field(False, description="Normalize advantages over the batch.")
+
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs: none for A2C."""
+        return []
+
+
+class DQNConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's DQN defaults (lr and max_grad_norm live in [optim]);
+    # presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["dqn"] = Field(description="Deep Q-Network, for discrete actions.")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    double: bool = Field(True, description="Double DQN: the online network picks the next action, "
+                                           "the target network values it.")
+    loss: Literal["huber", "mse"] = Field("huber", description="TD loss: huber (smooth L1) or mse.")
+    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
+    batch_size: int = Field(32, ge=1, le=1_000_000, description="Transitions per gradient step.")
+    learning_starts: int = Field(
+        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
+    )
+    utd_ratio: float = Field(
+        0.25, gt=0, le=1024, description="Gradient steps per collected frame (update-to-data ratio)."
+    )
+    target_update_interval: int = Field(
+        10_000, ge=1, description="Gradient steps between target-network updates."
+    )
+    tau: float = Field(1.0, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
+    epsilon_start: float = Field(1.0, ge=0, le=1, description="Exploration rate at the start.")
+    epsilon_end: float = Field(0.05, ge=0, le=1, description="Exploration rate after the decay.")
+    exploration_fraction: float = Field(
+        0.1, ge=0, le=1, description="Fraction of total_frames over which epsilon decays linearly."
+    )
+    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        return off_policy_problems(self, collector)
+
+
+class SACConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's SAC defaults (learning rates live in [optim]);
+    # presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["sac"] = Field(description="Soft Actor-Critic, for Box actions (REDQ with a critic ensemble).")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    tau: float = Field(0.005, gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
+    target_update_interval: int = Field(1, ge=1, description="Gradient steps between target-critic updates.")
+    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
+    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
+    learning_starts: int = Field(
+        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
+    )
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    num_critics: int = Field(2, ge=1, le=64, description="Critics in the ensemble (2: SAC's twin critics).")
+    critic_subset: int = Field(
+        2, ge=1, le=64, description="Critics drawn at random for each target's minimum (REDQ's M)."
+    )
+    actor_q: Literal["min", "mean"] = Field(
+        "min", description='The actor maximises the "min" (SAC) or the "mean" (REDQ) over the critics.'
+    )
+    policy_delay: int = Field(1, ge=1, description="Critic updates per actor and temperature update.")
+    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
+    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
+    target_entropy: float | None = Field(
+        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
+    )
+    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        problems = []
+        if self.critic_subset > self.num_critics:
+            problems.append(("algo.critic_subset", f"critic_subset ({self.critic_subset}) must not exceed "
+                                                   f"num_critics ({self.num_critics})"))
+        problems += off_policy_problems(self, collector)
+        return problems
+
+
+class TD3Config(BaseModel):
+    # Defaults follow Stable-Baselines3's TD3 defaults (learning rates live in [optim]),
+    # which are the paper's; presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["td3"] = Field(description="Twin Delayed DDPG, for Box actions.")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    tau: float = Field(0.005, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
+    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
+    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
+    learning_starts: int = Field(
+        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
+    )
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    num_critics: int = Field(2, ge=1, le=64, description="Critics whose minimum is the target (2: clipped double Q).")
+    policy_delay: int = Field(2, ge=1, description="Critic updates per actor and target update.")
+    target_noise: float = Field(0.2, ge=0, le=10, description="Std of the target-policy smoothing noise "
+                                                                "(fraction of the action half-range).")
+    target_noise_clip: float = Field(0.5, ge=0, le=10, description="Clip of the smoothing noise (same units).")
+    noise: Literal["gaussian", "ou"] = Field("gaussian", description="Exploration noise: gaussian or "
+                                                                     "ou (Ornstein-Uhlenbeck).")
+    noise_scale: float = Field(0.1, ge=0, le=10, description="Exploration noise std (fraction of the half-range).")
+    ou_theta: float = Field(0.15, gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")
+    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        return off_policy_problems(self, collector)
+
+
+class DDPGConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's DDPG defaults (learning rates live in [optim]);
+    # presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["ddpg"] = Field(description="Deep Deterministic Policy Gradient, for Box actions.")
+    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    tau: float = Field(0.005, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
+    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
+    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
+    learning_starts: int = Field(
+        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
+    )
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Gradient steps per collected frame.")
+    noise: Literal["gaussian", "ou"] = Field("gaussian", description="Exploration noise: gaussian or "
+                                                                     "ou (Ornstein-Uhlenbeck).")
+    noise_scale: float = Field(0.1, ge=0, le=10, description="Exploration noise std (fraction of the half-range).")
+    ou_theta: float = Field(0.15, gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")
+    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+
+    # What makes TD3's machinery DDPG; not fields, so a config cannot set them.
+    @property
+    def num_critics(self) -> int:
+        return 1
+
+    @property
+    def policy_delay(self) -> int:
+        return 1
+
+    @property
+    def target_noise(self) -> float:
+        return 0.0
+
+    @property
+    def target_noise_clip(self) -> float:
+        return 0.0
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        return off_policy_problems(self, collector)
+
+
+ALGO_CONFIGS: dict[str, type[BaseModel]] = {
+    "ppo": PPOConfig,
+    "a2c": A2CConfig,
+    "dqn": DQNConfig,
+    "sac": SACConfig,
+    "td3": TD3Config,
+    "ddpg": DDPGConfig,
+}
+"""Config model of each algorithm, by its ``name``; the order is that of ``rlcli.algos.ALGORITHMS``."""
+
+AlgoConfig = Annotated[
+    Union[tuple(ALGO_CONFIGS.values())],  # noqa: UP007
+    Field(discriminator="name"),
+]
