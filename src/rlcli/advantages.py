@@ -9,8 +9,8 @@ import torch
 from rlcli import keys
 
 if TYPE_CHECKING:
-    # Only a type here; at run time it comes from rlcli.batch.
-    from rlcli.batch import TensorDict
+    # Only a type here.
+    from tensordict import TensorDict
 
     from rlcli.models.actor_critic import ActorCritic
     from rlcli.normalization import RewardScaler

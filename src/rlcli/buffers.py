@@ -21,8 +21,8 @@ from rlcli.config.errors import single
 from rlcli.config.algos import ReplayConfig
 
 if TYPE_CHECKING:
-    # Only a type here; at run time it comes from rlcli.batch.
-    from rlcli.batch import TensorDict
+    # Only a type here.
+    from tensordict import TensorDict
 
 Spec = dict[str, tuple[tuple[int, ...], torch.dtype]]
 """Key -> (per-transition shape, dtype) of what a buffer stores."""
@@ -201,7 +201,7 @@ class ReplayBuffer:
     def _allocate(self) -> None:
         capacity = self.cfg.capacity
         if self.cfg.storage == "memmap":
-            from rlcli.batch import MemoryMappedTensor
+            from tensordict import MemoryMappedTensor
 
             self._folder = Path(self.cfg.directory) if self.cfg.directory else self.directory()
             self._folder.mkdir(parents=True, exist_ok=True)
@@ -268,7 +268,7 @@ class ReplayBuffer:
         ``(size * P(i))^-beta`` divided by the largest weight in the batch.
         ``generator`` must live on the storage device.
         """
-        from rlcli.batch import TensorDict
+        from tensordict import TensorDict
 
         if self.size == 0:
             raise RuntimeError("sample() from an empty replay buffer")

@@ -26,6 +26,8 @@ def save(path: Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` with torch.save so that ``path`` is either the old or the new file, never half."""
     with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
         torch.save(payload, tmp)
+        tmp.flush()
+        os.fsync(tmp.fileno())
     _publish(tmp.name, path)
 
 
@@ -35,6 +37,17 @@ def _publish(temporary: str, path: Path) -> None:
     os.umask(umask)
     os.chmod(temporary, 0o666 & ~umask)
     os.replace(temporary, path)
+    # The rename itself is durable only once the folder's entry is on disk.
+    try:
+        folder = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(folder)
+    except OSError:
+        pass
+    finally:
+        os.close(folder)
 
 
 def load(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -48,4 +61,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
                                      encoding="utf-8") as tmp:
         json.dump(data, tmp, indent=2)
         tmp.write("\n")
+        tmp.flush()
+        os.fsync(tmp.fileno())
     _publish(tmp.name, path)

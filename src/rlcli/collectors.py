@@ -16,7 +16,7 @@ from rlcli.envs import autoreset_mode
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    from rlcli.batch import TensorDict
+    from tensordict import TensorDict
 
     from rlcli.algos import Algorithm
 
@@ -35,7 +35,7 @@ class Collector:
     """
 
     def __init__(self, envs: VectorEnv, actor: Algorithm, *, steps: int, device: torch.device, seed: int):
-        from rlcli.batch import TensorDict
+        from tensordict import TensorDict
 
         self.envs = envs
         self.actor = actor

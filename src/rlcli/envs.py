@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Sequence
+
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
-from rlcli.config.errors import single
+from rlcli.config.errors import InputError, single
+
+
+def import_env_packages(names: Sequence[str]) -> None:
+    """Import each named, installed module so that its gymnasium registrations take effect.
+
+    This is the command line's ``--env-package``: a choice of the person running the
+    command, never of a config file, which cannot name code. From Python, import the
+    package (or call ``gym.register_envs(module)``) before :func:`rlcli.build_run`.
+
+    Raises:
+        InputError: a module that cannot be imported, with the first line of its error.
+    """
+    for name in names:
+        if not name or not all(part.isidentifier() for part in name.split(".")):
+            raise InputError(f"--env-package {name}", "not a module name; give an importable module "
+                                                      "such as ale_py or my_envs.register")
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any failure of a user's module is bad input
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise InputError(f"--env-package {name}",
+                             f"cannot import it: {type(exc).__name__}: {first}") from None
 
 
 def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> VectorEnv:

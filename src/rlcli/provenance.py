@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 
-def provenance(seed: int, *, overrides: Sequence[str] = (), config_file: str | Path | None = None) -> dict[str, Any]:
+def provenance(seed: int, *, overrides: Sequence[str] = (), env_packages: Sequence[str] = (),
+               config_file: str | Path | None = None) -> dict[str, Any]:
     """What ``run.json`` records so that a run can be traced and repeated.
 
-    ``overrides`` are what the user gave on the command line (``--set KEY=VALUE``, ``--seed N``).
+    ``overrides`` are what the user gave on the command line (``--set KEY=VALUE``, ``--seed N``);
+    ``env_packages`` the modules ``--env-package`` imported, which a later command on the
+    run (resume, eval) needs again.
     The git commit is that of the repository holding ``config_file`` (else the working folder),
     with ``dirty`` when it has uncommitted changes; None outside a repository or without git.
     """
@@ -30,6 +33,7 @@ def provenance(seed: int, *, overrides: Sequence[str] = (), config_file: str | P
         "git": git_commit(Path(config_file).resolve().parent if config_file and Path(config_file).is_file()
                           else Path.cwd()),
         "overrides": list(overrides),
+        "env_packages": list(env_packages),
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else [],
     }
 

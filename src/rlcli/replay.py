@@ -15,7 +15,7 @@ from rlcli.buffers import ReplayBuffer, Spec, check_storage
 from rlcli.normalization import ObservationNormalizer, RewardScaler
 
 if TYPE_CHECKING:
-    from rlcli.batch import TensorDict
+    from tensordict import TensorDict
 
     from rlcli.timing import Timer
 
@@ -109,7 +109,7 @@ class Replay:
         n = self.n_step
         if n == 1:
             return batch
-        from rlcli.batch import TensorDict
+        from tensordict import TensorDict
 
         raw = batch.select(keys.OBSERVATION, keys.NEXT_OBSERVATION, keys.ACTION, keys.REWARD,
                            keys.TERMINATED, keys.TRUNCATED, keys.VALID)
@@ -175,7 +175,7 @@ class Replay:
                 "carry": None if self.carry is None else self.carry.to_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        from rlcli.batch import TensorDict
+        from tensordict import TensorDict
 
         self.frames, self.owed = state["frames"], state["owed"]
         self.buffer.load_state_dict(state["buffer"])

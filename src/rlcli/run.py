@@ -82,11 +82,13 @@ class Run:
         self.envs.close()
 
 
-def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = ()) -> Run:
+def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = (),
+              env_packages: Sequence[str] = ()) -> Run:
     """Build envs, networks, algorithm and collector for ``cfg``.
 
     ``source`` names the config in errors (and, when it is a file, locates its git
-    commit); ``overrides`` are the command-line changes to record in ``run.json``.
+    commit); ``overrides`` are the command-line changes and ``env_packages`` the modules
+    imported by ``--env-package`` (already imported), both recorded in ``run.json``.
 
     Networks are initialised from ``run.seed`` inside a forked RNG, and actions
     and minibatches are drawn from generators of their own, so torch's global
@@ -125,7 +127,7 @@ def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[
     phases = ("collect", "collect.policy", "collect.env_step", "update", *module.PHASES, "log", "iteration")
     return Run(cfg, device, envs, algo, collector, cfg.collector.iterations, folder,
                tuple(dict.fromkeys(phases)), tuple(module.METRICS),
-               provenance(cfg.run.seed, overrides=overrides, config_file=source))
+               provenance(cfg.run.seed, overrides=overrides, env_packages=env_packages, config_file=source))
 
 
 def check_spaces(

@@ -68,6 +68,8 @@ class TrainState:
     status: str = "running"
     error: str | None = None
     stop_requested: bool = False
+    stop_signal: str | None = None
+    """The signal that stopped the run: "SIGINT" (Ctrl-C) or "SIGTERM" (a scheduler, docker stop)."""
 
     @property
     def fps(self) -> float:
@@ -173,8 +175,9 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
 
 @contextmanager
 def _stop_on_ctrl_c(state: TrainState) -> Iterator[None]:
-    """Turn the first Ctrl-C into a stop at the end of the iteration, so that the
-    metrics and weights saved are those of whole iterations; a second one stops at once.
+    """Turn the first SIGINT (Ctrl-C) or SIGTERM (a scheduler, ``docker stop``) into a stop at
+    the end of the iteration, so that the metrics and weights saved are those of whole
+    iterations; a second signal stops at once. Either way the folder is completed.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -184,12 +187,14 @@ def _stop_on_ctrl_c(state: TrainState) -> Iterator[None]:
         if state.stop_requested:
             raise KeyboardInterrupt
         state.stop_requested = True
+        state.stop_signal = signal.Signals(signum).name
 
-    previous = signal.signal(signal.SIGINT, request_stop)
+    previous = {signum: signal.signal(signum, request_stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None,
@@ -269,6 +274,7 @@ def _write_status(state: TrainState) -> None:
     checkpoint.write_json(state.run_dir / "run.json", {
         "status": state.status,
         "error": state.error,
+        "signal": state.stop_signal,
         "algo": state.run.cfg.algo.name,
         "env": state.run.cfg.env.id,
         "device": str(state.run.device),

@@ -18,7 +18,7 @@ from rlcli.algos import a2c, ddpg, dqn, ppo, sac, td3
 
 if TYPE_CHECKING:
     import torch
-    from rlcli.batch import TensorDict
+    from tensordict import TensorDict
     from torch import nn
 
     from rlcli.timing import Timer

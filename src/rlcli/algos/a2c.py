@@ -16,8 +16,8 @@ from rlcli.optim import GradientStep
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here; at run time it comes from rlcli.batch.
-    from rlcli.batch import TensorDict
+    # Only a type here.
+    from tensordict import TensorDict
 
 
 CONFIG = A2CConfig

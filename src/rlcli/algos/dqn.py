@@ -23,8 +23,8 @@ from rlcli.targets import TargetSchedule
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here; at run time it comes from rlcli.batch.
-    from rlcli.batch import TensorDict
+    # Only a type here.
+    from tensordict import TensorDict
 
 
 CONFIG = DQNConfig
@@ -108,7 +108,7 @@ class DQN:
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs])."""
-        from rlcli.batch import TensorDict
+        from tensordict import TensorDict
 
         n = observation.shape[0]
         uniform = torch.randint(self.num_actions, (n,), generator=generator, device=observation.device)

@@ -26,8 +26,8 @@ from rlcli.targets import TargetSchedule
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here; at run time it comes from rlcli.batch.
-    from rlcli.batch import TensorDict
+    # Only a type here.
+    from tensordict import TensorDict
 
 
 CONFIG = SACConfig
@@ -130,7 +130,7 @@ class SAC:
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action`` [N, A] in the Box bounds for raw ``observation`` [N, obs]: uniform in the bounds
         during the warm-up, then sampled from the squashed Gaussian."""
-        from rlcli.batch import TensorDict
+        from tensordict import TensorDict
 
         n = observation.shape[0]
         if not self.replay.learning:

@@ -25,8 +25,8 @@ from rlcli.targets import TargetSchedule
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    # Only a type here; at run time it comes from rlcli.batch.
-    from rlcli.batch import TensorDict
+    # Only a type here.
+    from tensordict import TensorDict
 
 
 CONFIG = TD3Config
@@ -108,7 +108,7 @@ class TD3:
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action`` [N, A] in the Box bounds: uniform during the warm-up, then the actor's plus noise."""
-        from rlcli.batch import TensorDict
+        from tensordict import TensorDict
 
         n = observation.shape[0]
         if not self.replay.learning:

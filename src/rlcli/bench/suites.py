@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from rlcli.batch import TensorDict, prepare_compile
+from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.advantages import gae
@@ -205,8 +205,6 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
 def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo_name: str,
                 cfg: RunConfig, algo, minibatch: TensorDict) -> None:
     """Append the loss cases of one algorithm at one batch size."""
-    if opts.compile:
-        prepare_compile()
     loss = torch.compile(algo.loss) if opts.compile else algo.loss
     params = {"preset": cfg.run.name, "batch": minibatch.batch_size[0]} | ({"compile": True} if opts.compile else {})
 

@@ -7,10 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from rlcli.cli.render import SET_HELP, user_errors
+from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
 from rlcli.config.dump import to_toml
 from rlcli.config.load import load_config
 from rlcli.console import console
+from rlcli.envs import import_env_packages
 
 
 class Format(str, Enum):
@@ -22,9 +23,12 @@ def show_config(
     preset: Annotated[str, typer.Argument(metavar="PRESET", help="A preset file, or the name of a shipped preset.")],
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.toml,
+    env_package: Annotated[Optional[list[str]], typer.Option(
+        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)] = None,
 ) -> None:
     """Print the resolved config: extends merged, overrides applied, every default shown."""
     with user_errors():
+        import_env_packages(env_package or [])
         cfg = load_config(preset, set_ or [])
     text = to_toml(cfg) if fmt is Format.toml else cfg.model_dump_json(indent=2)
     console.print(text, markup=False, highlight=False, soft_wrap=True, end="" if text.endswith("\n") else "\n")

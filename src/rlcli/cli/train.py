@@ -8,13 +8,19 @@ from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
-from rlcli.cli.render import SET_HELP, user_errors
+from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
+from rlcli.config.errors import InputError
 from rlcli.config.load import Override, load_config
 from rlcli.console import console, err_console
+from rlcli.envs import import_env_packages
+from rlcli.seeds import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
 
 EXIT_TRAINING_FAILED = 1
 EXIT_INTERRUPTED = 130
+# 128 + SIGTERM, what a shell reports for a process that SIGTERM ended.
+EXIT_TERMINATED = 143
 
 
 def _typed(item: str | Override) -> str:
@@ -29,16 +35,16 @@ def train(
         Optional[str], typer.Option(metavar="DEVICE", help="Shorthand for --set run.device=...: auto, cpu, cuda or cuda:N.")
     ] = None,
     seed: Annotated[Optional[int], typer.Option(metavar="N", help="Shorthand for --set run.seed=N.")] = None,
+    seeds: Annotated[Optional[str], typer.Option(
+        metavar="SPEC", help="Train once per seed, each in its own process: 0,1,2 or 0-4. Not with --seed.")] = None,
+    jobs: Annotated[Optional[int], typer.Option(
+        metavar="J", help="With --seeds: seeds run at once (default: one per core, at most the seeds).")] = None,
     out: Annotated[Optional[Path], typer.Option(metavar="DIR", help="Shorthand for --set run.output_dir=DIR.")] = None,
+    env_package: Annotated[Optional[list[str]], typer.Option(
+        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="Print only the final summary.")] = False,
 ) -> None:
     """Train an agent; Ctrl-C stops cleanly and keeps the run folder."""
-    # Imported here so that other commands start without the training stack.
-    from rlcli.report import ConsoleReport
-    from rlcli.run import build_run
-    from rlcli.trainer import TrainingError
-    from rlcli.trainer import train as train_run
-
     overrides: list[str | Override] = list(set_ or [])
     # The flags are shorthands that win over the file and over --set; errors name the flag.
     if device is not None:
@@ -47,9 +53,29 @@ def train(
         overrides.append(Override(f"run.seed={seed}", f"--seed {seed}"))
     if out is not None:
         overrides.append(Override(f"run.output_dir={json.dumps(str(out))}", f"--out {out}"))
+    packages = list(env_package or [])
     with user_errors(preset):
+        if seeds is not None or jobs is not None:
+            if seeds is None:
+                raise InputError(f"--jobs {jobs}", "needs --seeds SPEC")
+            if seed is not None:
+                raise InputError(f"--seeds {seeds}", "cannot be combined with --seed; give the seeds in --seeds")
+            if jobs is not None and jobs < 1:
+                raise InputError(f"--jobs {jobs}", "must be at least 1")
+            seed_list = parse_seeds(seeds)
+        import_env_packages(packages)
         cfg = load_config(preset, overrides)
-        run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides])
+    if seeds is not None:
+        _train_seeds(preset, seed_list, overrides, jobs, packages)
+        return
+    # Imported only now: a bad config is reported without loading the training stack.
+    from rlcli.report import ConsoleReport
+    from rlcli.run import build_run
+    from rlcli.trainer import TrainingError
+    from rlcli.trainer import train as train_run
+
+    with user_errors(preset):
+        run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides], env_packages=packages)
     report = ConsoleReport(console, quiet=quiet)
     try:
         with user_errors(preset):
@@ -59,4 +85,54 @@ def train(
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
     if state.status == "interrupted":
         err_console.print("interrupted: the run folder holds the metrics and weights so far")
+        raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
+
+
+def _train_seeds(preset: str, seeds: list[int], overrides: list[str | Override], jobs: int | None,
+                 packages: list[str]) -> None:
+    def show(event: str, run: SeedRun) -> None:
+        if event == "start":
+            console.print(f"seed {run.seed}: started")
+        else:
+            console.print(f"seed {run.seed}: {run.status}" + (f" ({escape(run.reason)})" if run.reason else ""))
+
+    with user_errors(preset):
+        result = train_seeds(preset, seeds, overrides=overrides, jobs=jobs, env_packages=packages, on_event=show)
+    console.print(seeds_table(result))
+    console.print(f"seeds folder: {escape(str(result.group))}")
+    if result.interrupted:
+        err_console.print("interrupted: each started seed's folder holds its metrics and weights so far")
         raise typer.Exit(EXIT_INTERRUPTED)
+    if result.failed:
+        raise typer.Exit(EXIT_TRAINING_FAILED)
+
+
+def _cell(value: float | int | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.{digits}f}"
+
+
+def seeds_table(result: SeedsResult) -> Table:
+    """One row per seed, then the median and interquartile range of each figure."""
+    target = result.target
+    reached = f">= {target:g}" if target is not None else "target"
+    table = Table(title=f"{result.preset}: {len(result.runs)} seeds, {result.jobs} at a time"
+                  + (f", {result.solved}/{len(result.runs)} reached return {reached}" if target is not None else ""),
+                  title_justify="left")
+    for name in ("seed", "status", "frames", f"frames to {reached}", "train s to it", "process s to it",
+                 "final return", "best return"):
+        table.add_column(name, justify="left" if name == "status" else "right")
+    for run in result.runs:
+        status = run.status + (f": {run.reason}" if run.reason else "")
+        table.add_row(str(run.seed), escape(status), _cell(run.frames), _cell(run.solved_frames),
+                      _cell(run.solved_s, 2), _cell(run.solved_process_s, 2), _cell(run.last_return),
+                      _cell(run.best_return))
+    summary = result.summary()
+    for label, key in (("median", "median"), ("q1", "q1"), ("q3", "q3")):
+        cells = [_cell(summary[f][key], 2 if f.endswith("_s") else 1) if summary[f][key] is not None else "-"
+                 for f in FIGURES]
+        # Frame counts read as whole numbers.
+        cells = [c.split(".")[0] if f.endswith("frames") and c != "-" else c for c, f in zip(cells, FIGURES)]
+        table.add_row(label, "", *cells, style="bold" if key == "median" else "dim")
+    return table

@@ -10,9 +10,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.cli.render import EXIT_BAD_INPUT, SET_HELP
+from rlcli.cli.render import ENV_PACKAGE_HELP, EXIT_BAD_INPUT, SET_HELP, user_errors
 from rlcli.config.check import check_files
 from rlcli.console import console
+from rlcli.envs import import_env_packages
 
 
 def validate(
@@ -25,8 +26,12 @@ def validate(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
+    env_package: Annotated[Optional[list[str]], typer.Option(
+        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)] = None,
 ) -> None:
     """Check config files; exit 0 only when every one is valid."""
+    with user_errors():
+        import_env_packages(env_package or [])
     results = check_files(paths or [], build=build, overrides=set_ or [])
     ok = bool(results) and all(r.ok for r in results)
     if as_json:

@@ -16,7 +16,7 @@ from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
 
 if TYPE_CHECKING:
-    from rlcli.batch import TensorDict
+    from tensordict import TensorDict
 
 
 class ActorCritic(nn.Module):
@@ -34,7 +34,7 @@ class ActorCritic(nn.Module):
 
         Returns a [N] TensorDict with ``action``, ``log_prob`` and ``value``.
         """
-        from rlcli.batch import TensorDict
+        from tensordict import TensorDict
 
         obs = self.obs_norm(observation)
         dist = self.policy(obs)

@@ -1,0 +1,278 @@
+"""Several seeds of one preset, each in its own ``rlcli train`` process, J at a time, and the
+table that compares them: per seed, then the median and interquartile range."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rlcli.config.errors import InputError
+from rlcli.config.load import Override, find_preset, load_config
+
+_SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+MAX_SEEDS = 1000
+
+# Columns of the table and seeds.json that get a median and an interquartile range.
+FIGURES = ("frames", "solved_frames", "solved_s", "solved_process_s", "last_return", "best_return")
+
+
+def parse_seeds(spec: str) -> list[int]:
+    """The seeds of ``0,1,2``, ``0-4`` or ``0-2,7``, in order and without repeats.
+
+    Raises:
+        InputError: an empty, reversed or malformed spec.
+    """
+    what = f"--seeds {spec}"
+    seeds: list[int] = []
+    parts = spec.split(",")
+    if not spec.strip():
+        raise InputError(what, "no seeds given; write a list or range such as 0,1,2 or 0-4")
+    for part in parts:
+        found = _SPEC.match(part)
+        if not found:
+            raise InputError(what, f"{part.strip()!r} is not a seed or a range; write a list or range "
+                                   "such as 0,1,2 or 0-4 (seeds are whole numbers >= 0)")
+        low, high = int(found.group(1)), int(found.group(2) if found.group(2) is not None else found.group(1))
+        if high < low:
+            raise InputError(what, f"the range {low}-{high} is reversed; write {high}-{low}")
+        seeds.extend(range(low, high + 1))
+        if len(seeds) > MAX_SEEDS:
+            raise InputError(what, f"more than {MAX_SEEDS} seeds")
+    return list(dict.fromkeys(seeds))
+
+
+@dataclass
+class SeedRun:
+    """One seed's outcome, read from its run folder's ``run.json``."""
+
+    seed: int
+    status: str = "not started"
+    """completed, solved, interrupted, failed, or "not started" (stopped before its turn)."""
+    exit_code: int | None = None
+    run_dir: str | None = None
+    log: str | None = None
+    reason: str | None = None
+    """Why a failed seed failed: its error line."""
+    frames: int | None = None
+    solved_frames: int | None = None
+    solved_s: float | None = None
+    """Training seconds until the rolling return reached ``run.stop_at_return``."""
+    solved_process_s: float | None = None
+    """The same, counted from the start of the seed's process (start-up included)."""
+    last_return: float | None = None
+    best_return: float | None = None
+    wall_s: float | None = None
+    """Seconds the seed's process ran."""
+
+
+@dataclass
+class SeedsResult:
+    """Every seed of a multi-seed run, with the group folder that holds their run folders."""
+
+    preset: str
+    group: Path
+    target: float | None
+    jobs: int
+    runs: list[SeedRun] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> list[SeedRun]:
+        return [r for r in self.runs if r.status == "failed"]
+
+    @property
+    def solved(self) -> int:
+        return sum(r.solved_frames is not None for r in self.runs)
+
+    def summary(self) -> dict[str, dict[str, float | None]]:
+        """Median, first and third quartile of each figure over the seeds that have it."""
+        out: dict[str, dict[str, float | None]] = {}
+        for name in FIGURES:
+            values = sorted(v for r in self.runs if (v := getattr(r, name)) is not None and math.isfinite(v))
+            if not values:
+                out[name] = {"median": None, "q1": None, "q3": None, "n": 0}
+                continue
+            q1, _, q3 = (statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1
+                         else (values[0],) * 3)
+            out[name] = {"median": statistics.median(values), "q1": q1, "q3": q3, "n": len(values)}
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "preset": self.preset,
+            "group": str(self.group),
+            "stop_at_return": self.target,
+            "jobs": self.jobs,
+            "interrupted": self.interrupted,
+            "solved": self.solved,
+            "seeds": [asdict(r) for r in self.runs],
+            "summary": self.summary(),
+        }
+
+
+def default_jobs(seeds: int) -> int:
+    """One process per core, never more than the seeds."""
+    return max(1, min(seeds, os.cpu_count() or 1))
+
+
+def train_seeds(
+    preset: str | Path,
+    seeds: Sequence[int],
+    *,
+    overrides: Sequence[str | Override] = (),
+    jobs: int | None = None,
+    env_packages: Sequence[str] = (),
+    on_event: Callable[[str, SeedRun], None] | None = None,
+) -> SeedsResult:
+    """Train ``preset`` once per seed, each as its own ``rlcli train`` process, ``jobs`` at a time.
+
+    The config (with ``overrides``) is validated here first, so a bad one fails before any
+    process starts. Run folders go under ``<output_dir>/<name>-<timestamp>-seeds/``, one
+    ``<name>-seed<N>-<timestamp>`` each, beside ``seed-<N>.log`` (the process's output) and
+    ``seeds.json``. A seed that fails does not stop the others. Ctrl-C (KeyboardInterrupt)
+    passes one SIGINT to every running seed, which stops at the end of its iteration and
+    marks its folder interrupted; seeds not yet started are left out.
+
+    Raises:
+        ConfigError: the config, with the overrides, is invalid.
+        InputError: ``jobs`` below 1 or no seeds.
+    """
+    if not seeds:
+        raise InputError("--seeds", "no seeds given")
+    if jobs is not None and jobs < 1:
+        raise InputError(f"--jobs {jobs}", "must be at least 1")
+    path = find_preset(preset)
+    cfg = load_config(path, overrides)
+    jobs = min(jobs or default_jobs(len(seeds)), len(seeds))
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    group = Path(cfg.run.output_dir) / f"{cfg.run.name}-{stamp}-seeds"
+    suffix = 1
+    while True:
+        try:
+            group.mkdir(parents=True)
+            break
+        except FileExistsError:
+            suffix += 1
+            group = group.with_name(f"{cfg.run.name}-{stamp}-seeds-{suffix}")
+        except OSError as exc:
+            raise InputError(f"seeds folder under {cfg.run.output_dir!r}",
+                             f"cannot create it: {exc.strerror or exc}; choose another with --out DIR") from None
+    result = SeedsResult(str(preset), group, cfg.run.stop_at_return, jobs, [SeedRun(s) for s in seeds])
+    texts = [item.text if isinstance(item, Override) else item for item in overrides]
+    base = [sys.executable, "-m", "rlcli", "train", str(path.resolve()), "--quiet"]
+    for package in env_packages:
+        base += ["--env-package", package]
+    for text in texts:
+        base += ["--set", text]
+    pending = list(result.runs)
+    running: dict[int, tuple[subprocess.Popen, SeedRun, float, Any]] = {}
+
+    def notify(event: str, run: SeedRun) -> None:
+        if on_event is not None:
+            on_event(event, run)
+
+    def start(run: SeedRun) -> None:
+        log = group / f"seed-{run.seed}.log"
+        handle = log.open("w", encoding="utf-8")
+        command = [*base, "--seed", str(run.seed), "--out", str(group),
+                   "--set", f"run.name={json.dumps(f'{cfg.run.name}-seed{run.seed}')}"]
+        # Its own session: a Ctrl-C at the terminal reaches only this process, which passes
+        # exactly one SIGINT on, so that each seed stops at the end of an iteration.
+        proc = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "COLUMNS": "200"})
+        run.status, run.log = "running", str(log)
+        running[run.seed] = (proc, run, time.perf_counter(), handle)
+        notify("start", run)
+
+    def reap(block: bool) -> None:
+        for seed, (proc, run, started, handle) in list(running.items()):
+            code = proc.wait() if block else proc.poll()
+            if code is None:
+                continue
+            handle.close()
+            del running[seed]
+            _read_outcome(run, group, cfg.run.name, code, time.perf_counter() - started)
+            notify("end", run)
+
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                start(pending.pop(0))
+            reap(block=False)
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        _stop_all(running)
+        reap(block=True)
+    (group / "seeds.json").write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def _stop_all(running: dict[int, tuple[subprocess.Popen, SeedRun, float, Any]]) -> None:
+    """One SIGINT to each running seed; a second Ctrl-C here sends another (stop at once),
+    a third kills them."""
+    for signum in (signal.SIGINT, signal.SIGINT, signal.SIGKILL):
+        for proc, *_ in running.values():
+            if proc.poll() is None:
+                proc.send_signal(signum)
+        try:
+            for proc, *_ in running.values():
+                proc.wait()
+            return
+        except KeyboardInterrupt:
+            continue
+
+
+def _read_outcome(run: SeedRun, group: Path, name: str, code: int, wall_s: float) -> None:
+    run.exit_code, run.wall_s = code, round(wall_s, 3)
+    folders = sorted(group.glob(f"{name}-seed{run.seed}-*"))
+    info: dict[str, Any] = {}
+    if folders:
+        run.run_dir = str(folders[-1])
+        try:
+            info = json.loads((folders[-1] / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            info = {}
+    run.status = info.get("status") or ("interrupted" if code == 130 else "failed")
+    if code not in (0, 130) and run.status != "failed":
+        run.status = "failed"
+    run.frames = info.get("frames")
+    run.solved_frames = info.get("solved_at_frames")
+    run.solved_s = info.get("solved_at_seconds")
+    if run.solved_s is not None and info.get("startup_s") is not None:
+        run.solved_process_s = round(info["startup_s"] + run.solved_s, 3)
+    run.last_return, run.best_return = info.get("last_return"), info.get("best_return")
+    if run.status == "failed":
+        run.reason = info.get("error") or _error_line(run.log) or f"exit status {code}"
+
+
+def _error_line(log: str | None) -> str | None:
+    """The first ``error:`` message of a seed's output (with its indented detail lines),
+    else its last line."""
+    if log is None:
+        return None
+    try:
+        lines = [line.rstrip() for line in Path(log).read_text(encoding="utf-8").splitlines() if line.strip()]
+    except OSError:
+        return None
+    for index, line in enumerate(lines):
+        if line.startswith("error:"):
+            detail = [line]
+            for more in lines[index + 1:]:
+                if not more.startswith(" "):
+                    break
+                detail.append(more.strip())
+            return " ".join(detail)
+    return lines[-1].strip() if lines else None

@@ -1,0 +1,41 @@
+"""A tiny env package for ``--env-package`` tests: importing it registers ``RlcliTest/Corridor-v0``.
+
+Put ``tests/envpkg`` on ``PYTHONPATH`` and pass ``--env-package rlcli_test_envs``.
+"""
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class Corridor(gym.Env):
+    """Walk right along a corridor of ``length`` cells; reward 1 at the far end, 0 elsewhere.
+
+    Observation: the position as a fraction of the length (a 1-D Box); actions: 0 left, 1 right.
+    ``explode_seed``: reset with this seed raises, to make one seed of a multi-seed run fail.
+    """
+
+    def __init__(self, length: int = 5, explode_seed: int | None = None):
+        self.length = length
+        self.explode_seed = explode_seed
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.position = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.position / self.length], dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None and seed == self.explode_seed:
+            raise RuntimeError(f"exploded on purpose at reset(seed={seed})")
+        super().reset(seed=seed)
+        self.position = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.position = max(0, self.position + (1 if int(action) == 1 else -1))
+        done = self.position >= self.length
+        return self._obs(), float(done), done, False, {}
+
+
+gym.register(id="RlcliTest/Corridor-v0", entry_point=Corridor, max_episode_steps=50)
