@@ -46,16 +46,16 @@ def _version(package: str) -> str | None:
 
 
 def git_commit(folder: Path) -> dict[str, Any] | None:
-    """``{"commit", "dirty"}`` of the git work tree holding ``folder``, or None."""
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=5)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    if not commit:
+    """``{"commit", "dirty"}`` of the git work tree holding ``folder``, or None (one ``git`` call)."""
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "status", "--porcelain=v2", "--branch",
+                               "--untracked-files=no"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
         return None
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+    if done.returncode != 0:
+        return None
+    lines = done.stdout.splitlines()
+    commit = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
+    if commit is None or commit == "(initial)":
+        return None
+    return {"commit": commit, "dirty": any(not line.startswith("#") for line in lines)}
