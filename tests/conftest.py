@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -67,6 +68,16 @@ def rlcli_executable() -> str:
 
 
 RunCli = Callable[..., subprocess.CompletedProcess]
+
+
+def sigint_default() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT, as a terminal's Ctrl-C would.
+
+    A child inherits an ignored SIGINT from a test run started as a background shell job
+    (``.ci/run &``), and rlcli rightly leaves an ignored SIGINT ignored; a foreground
+    process at a terminal has the default disposition, which this restores.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")

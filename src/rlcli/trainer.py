@@ -189,7 +189,9 @@ def _stop_on_ctrl_c(state: TrainState) -> Iterator[None]:
         state.stop_requested = True
         state.stop_signal = signal.Signals(signum).name
 
-    previous = {signum: signal.signal(signum, request_stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    # A signal ignored when rlcli started (SIGINT of a background job, `nohup`) stays ignored.
+    previous = {signum: signal.signal(signum, request_stop) for signum in (signal.SIGINT, signal.SIGTERM)
+                if signal.getsignal(signum) is not signal.SIG_IGN}
     try:
         yield
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MINIMAL_TOML, ROOT, assert_bad_input, rlcli_executable
+from conftest import MINIMAL_TOML, ROOT, assert_bad_input, rlcli_executable, sigint_default
 from rlcli.config.errors import InputError
 from rlcli.seeds import parse_seeds
 
@@ -99,7 +99,7 @@ def test_ctrl_c_stops_every_seed_cleanly(tmp_path):
     proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--seeds", "0,1", "--jobs", "2",
                              "--out", str(out), "--set", "run.stop_at_return=100000"],
                             cwd=ROOT, env=with_env_packages(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=sigint_default)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         started = list(out.glob("*-seeds/*/metrics.csv"))

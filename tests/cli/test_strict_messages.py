@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MINIMAL_TOML, ROOT, assert_bad_input, rlcli_executable
+from conftest import MINIMAL_TOML, ROOT, assert_bad_input, rlcli_executable, sigint_default
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -222,7 +222,8 @@ def test_help_renders_flags_the_standard_way(rlcli, command):
 def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path, delay):
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--out", str(tmp_path), "-q"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)

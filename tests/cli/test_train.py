@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import rlcli_executable
+from conftest import rlcli_executable, sigint_default
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -416,6 +416,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_run_folder(tmp_path):
         command("train", "ppo_cartpole", "--set", "collector.total_frames=10000000",
                 "--set", "run.stop_at_return=100000", "--quiet", "--out", out),
         cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_default,
     )
     try:
         deadline = time.monotonic() + 60
