@@ -51,7 +51,7 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def markdown(results: list[SeedsResult]) -> str:
+def markdown(results: list[SeedsResult], jobs: int) -> str:
     import torch
 
     rows = ["| preset | threshold | seeds solved | median frames to it | median train s | median process s |",
@@ -63,7 +63,8 @@ def markdown(results: list[SeedsResult]) -> str:
             f"{_fmt(s['solved_frames']['median'], 0)} | {_fmt(s['solved_s']['median'])} | "
             f"{_fmt(s['solved_process_s']['median'])} |"
         )
-    machine = (f"{cpu_name()}, {os.cpu_count()} cores, one seed at a time, torch {torch.__version__}, "
+    at_once = "one seed at a time" if jobs == 1 else f"{jobs} seeds at a time"
+    machine = (f"{cpu_name()}, {os.cpu_count()} cores, {at_once}, torch {torch.__version__}, "
                f"Python {platform.python_version()}")
     return "\n".join(rows) + f"\n\nMachine: {machine}. Medians over the seeds that reached the threshold.\n"
 
@@ -86,13 +87,16 @@ def main() -> int:
             result = train_seeds(preset, parse_seeds(spec), jobs=args.jobs, overrides=overrides)
             console.print(seeds_table(result))
             results.append(result)
+            if result.interrupted:
+                print("interrupted: the README is left as it was", file=sys.stderr)
+                return 130
     if args.readme:
         text = args.readme.read_text(encoding="utf-8")
         if BEGIN not in text or END not in text:
             print(f"{args.readme}: no results markers", file=sys.stderr)
             return 2
         head, rest = text.split(BEGIN, 1)
-        args.readme.write_text(f"{head}{BEGIN}\n\n{markdown(results)}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
+        args.readme.write_text(f"{head}{BEGIN}\n\n{markdown(results, args.jobs)}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
     return 1 if any(r.failed for r in results) else 0
 
 

@@ -34,8 +34,16 @@ def provenance(seed: int, *, overrides: Sequence[str] = (), env_packages: Sequen
                           else Path.cwd()),
         "overrides": list(overrides),
         "env_packages": list(env_packages),
-        "command": [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else [],
+        "command": _command(),
     }
+
+
+def _command() -> list[str]:
+    """The command line, with ``python -m rlcli`` (``__main__.py``) shown as ``rlcli``."""
+    if not sys.argv or not sys.argv[0]:
+        return []
+    name = Path(sys.argv[0]).name
+    return ["rlcli" if name in ("__main__.py", "-c") else name, *sys.argv[1:]]
 
 
 def _version(package: str) -> str | None:
@@ -48,8 +56,11 @@ def _version(package: str) -> str | None:
 def git_commit(folder: Path) -> dict[str, Any] | None:
     """``{"commit", "dirty"}`` of the git work tree holding ``folder``, or None (one ``git`` call)."""
     try:
-        done = subprocess.run(["git", "-C", str(folder), "status", "--porcelain=v2", "--branch",
-                               "--untracked-files=no"], capture_output=True, text=True, timeout=5)
+        # The folder is the config's, which may be untrusted: a repository's own config could
+        # name a command for git to run (core.fsmonitor); switch that off, and take no locks.
+        done = subprocess.run(["git", "-c", "core.fsmonitor=false", "--no-optional-locks", "-C", str(folder),
+                               "status", "--porcelain=v2", "--branch", "--untracked-files=no"],
+                              capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:

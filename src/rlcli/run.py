@@ -19,7 +19,6 @@ from rlcli.config.schema import RunConfig
 from rlcli.devices import resolve_device
 from rlcli.envs import describe_space, make_envs
 from rlcli.loggers import check_backends
-from rlcli.provenance import provenance
 
 
 class RunFolder:
@@ -75,20 +74,21 @@ class Run:
     """Every timed phase in display order: the loop's, with the algorithm's sub-phases after ``update``."""
     metrics: tuple[str, ...]
     """The row keys the algorithm's ``learn`` reports (its module's ``METRICS``)."""
-    provenance: dict[str, Any] = field(default_factory=dict)
-    """Seed, versions, git commit and overrides, recorded in ``run.json``."""
+    origin: dict[str, Any] = field(default_factory=dict)
+    """What ``run.json`` records of where the run came from: ``overrides``, ``env_packages`` and
+    ``config_file`` (its git commit is looked up when training starts, not at build)."""
 
     def close(self) -> None:
         self.envs.close()
 
 
 def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = (),
-              env_packages: Sequence[str] = ()) -> Run:
+              env_packages: Sequence[str] = (), config_file: str | Path | None = None) -> Run:
     """Build envs, networks, algorithm and collector for ``cfg``.
 
-    ``source`` names the config in errors (and, when it is a file, locates its git
-    commit); ``overrides`` are the command-line changes and ``env_packages`` the modules
-    imported by ``--env-package`` (already imported), both recorded in ``run.json``.
+    ``source`` names the config in errors. ``overrides`` (the command-line changes),
+    ``env_packages`` (the modules ``--env-package`` imported) and ``config_file`` (whose
+    repository's git commit is recorded) only go into ``run.json``.
 
     Networks are initialised from ``run.seed`` inside a forked RNG, and actions
     and minibatches are drawn from generators of their own, so torch's global
@@ -127,7 +127,7 @@ def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[
     phases = ("collect", "collect.policy", "collect.env_step", "update", *module.PHASES, "log", "iteration")
     return Run(cfg, device, envs, algo, collector, cfg.collector.iterations, folder,
                tuple(dict.fromkeys(phases)), tuple(module.METRICS),
-               provenance(cfg.run.seed, overrides=overrides, env_packages=env_packages, config_file=source))
+               {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file})
 
 
 def check_spaces(

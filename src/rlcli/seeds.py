@@ -11,6 +11,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 
 from rlcli.config.errors import InputError
 from rlcli.config.load import Override, find_preset, load_config
+from rlcli.envs import import_env_packages
 
 _SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 MAX_SEEDS = 1000
@@ -47,9 +49,12 @@ def parse_seeds(spec: str) -> list[int]:
         low, high = int(found.group(1)), int(found.group(2) if found.group(2) is not None else found.group(1))
         if high < low:
             raise InputError(what, f"the range {low}-{high} is reversed; write {high}-{low}")
-        seeds.extend(range(low, high + 1))
-        if len(seeds) > MAX_SEEDS:
+        if high >= 2**31:
+            raise InputError(what, f"seed {high} is too large; seeds are below 2^31 ({2**31})")
+        # Counted before the list is built, so that 0-99999999999 fails at once.
+        if len(seeds) + high - low + 1 > MAX_SEEDS:
             raise InputError(what, f"more than {MAX_SEEDS} seeds")
+        seeds.extend(range(low, high + 1))
     return list(dict.fromkeys(seeds))
 
 
@@ -87,6 +92,8 @@ class SeedsResult:
     jobs: int
     runs: list[SeedRun] = field(default_factory=list)
     interrupted: bool = False
+    stop_signal: str | None = None
+    """"SIGINT" or "SIGTERM" when a signal stopped the seeds."""
 
     @property
     def failed(self) -> list[SeedRun]:
@@ -116,6 +123,7 @@ class SeedsResult:
             "stop_at_return": self.target,
             "jobs": self.jobs,
             "interrupted": self.interrupted,
+            "signal": self.stop_signal,
             "solved": self.solved,
             "seeds": [asdict(r) for r in self.runs],
             "summary": self.summary(),
@@ -141,43 +149,41 @@ def train_seeds(
     The config (with ``overrides``) is validated here first, so a bad one fails before any
     process starts. Run folders go under ``<output_dir>/<name>-<timestamp>-seeds/``, one
     ``<name>-seed<N>-<timestamp>`` each, beside ``seed-<N>.log`` (the process's output) and
-    ``seeds.json``. A seed that fails does not stop the others. Ctrl-C (KeyboardInterrupt)
-    passes one SIGINT to every running seed, which stops at the end of its iteration and
-    marks its folder interrupted; seeds not yet started are left out.
+    ``seeds.json`` (written however the call ends). A seed that fails does not stop the
+    others. A SIGINT (Ctrl-C) or SIGTERM received meanwhile (in the main thread) is passed
+    on once to every running seed, which stops at the end of its iteration and marks its
+    folder interrupted; seeds not yet started are left out. A second signal passes on
+    again (the seeds stop at once); a third kills them.
 
     Raises:
         ConfigError: the config, with the overrides, is invalid.
-        InputError: ``jobs`` below 1 or no seeds.
+        InputError: ``jobs`` below 1, no seeds, a run name too long for the seed suffix,
+            or an ``env_packages`` module that cannot be imported.
     """
     if not seeds:
         raise InputError("--seeds", "no seeds given")
     if jobs is not None and jobs < 1:
         raise InputError(f"--jobs {jobs}", "must be at least 1")
+    import_env_packages(env_packages)
     path = find_preset(preset)
     cfg = load_config(path, overrides)
+    longest = f"{cfg.run.name}-seed{max(seeds)}"
+    if len(longest) > 100:
+        raise InputError(f"run.name {cfg.run.name!r}", f"too long for --seeds: {longest!r} is over 100 characters")
     jobs = min(jobs or default_jobs(len(seeds)), len(seeds))
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    group = Path(cfg.run.output_dir) / f"{cfg.run.name}-{stamp}-seeds"
-    suffix = 1
-    while True:
-        try:
-            group.mkdir(parents=True)
-            break
-        except FileExistsError:
-            suffix += 1
-            group = group.with_name(f"{cfg.run.name}-{stamp}-seeds-{suffix}")
-        except OSError as exc:
-            raise InputError(f"seeds folder under {cfg.run.output_dir!r}",
-                             f"cannot create it: {exc.strerror or exc}; choose another with --out DIR") from None
+    group = _group_folder(Path(cfg.run.output_dir), cfg.run.name)
     result = SeedsResult(str(preset), group, cfg.run.stop_at_return, jobs, [SeedRun(s) for s in seeds])
     texts = [item.text if isinstance(item, Override) else item for item in overrides]
-    base = [sys.executable, "-m", "rlcli", "train", str(path.resolve()), "--quiet"]
+    # `python -m rlcli` would put the working folder first on sys.path; this does not.
+    base = [sys.executable, "-c", _CHILD, "train", str(path.resolve()), "--quiet"]
     for package in env_packages:
         base += ["--env-package", package]
     for text in texts:
         base += ["--set", text]
     pending = list(result.runs)
     running: dict[int, tuple[subprocess.Popen, SeedRun, float, Any]] = {}
+    signals: list[int] = []
+    signalled: dict[int, int] = {}
 
     def notify(event: str, run: SeedRun) -> None:
         if on_event is not None:
@@ -189,16 +195,25 @@ def train_seeds(
         command = [*base, "--seed", str(run.seed), "--out", str(group),
                    "--set", f"run.name={json.dumps(f'{cfg.run.name}-seed{run.seed}')}"]
         # Its own session: a Ctrl-C at the terminal reaches only this process, which passes
-        # exactly one SIGINT on, so that each seed stops at the end of an iteration.
+        # each signal on exactly once, so that each seed stops at the end of an iteration.
         proc = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "COLUMNS": "200"})
         run.status, run.log = "running", str(log)
         running[run.seed] = (proc, run, time.perf_counter(), handle)
         notify("start", run)
 
-    def reap(block: bool) -> None:
+    def forward() -> None:
+        """Pass every signal received so far on to each running seed that has not had it;
+        a third one kills them."""
+        for seed, (proc, *_rest) in running.items():
+            while signalled.get(seed, 0) < len(signals) and proc.poll() is None:
+                count = signalled.get(seed, 0)
+                proc.send_signal(signal.SIGKILL if count >= 2 else signals[count])
+                signalled[seed] = count + 1
+
+    def reap() -> None:
         for seed, (proc, run, started, handle) in list(running.items()):
-            code = proc.wait() if block else proc.poll()
+            code = proc.poll()
             if code is None:
                 continue
             handle.close()
@@ -206,33 +221,52 @@ def train_seeds(
             _read_outcome(run, group, cfg.run.name, code, time.perf_counter() - started)
             notify("end", run)
 
+    def on_signal(signum: int, frame: Any) -> None:
+        # Only noted here; the loop below passes it on, so that a signal landing in the
+        # middle of starting or reaping a seed cannot leave one unsignalled or half-recorded.
+        signals.append(signum)
+
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)
+                    if signal.getsignal(signum) is not signal.SIG_IGN}
     try:
-        while pending or running:
-            while pending and len(running) < jobs:
+        while running or (pending and not signals):
+            while pending and not signals and len(running) < jobs:
                 start(pending.pop(0))
-            reap(block=False)
+            forward()
+            reap()
             time.sleep(0.05)
-    except KeyboardInterrupt:
-        result.interrupted = True
-        _stop_all(running)
-        reap(block=True)
-    (group / "seeds.json").write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        if signals:
+            result.interrupted = True
+            result.stop_signal = signal.Signals(signals[0]).name
+        (group / "seeds.json").write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
     return result
 
 
-def _stop_all(running: dict[int, tuple[subprocess.Popen, SeedRun, float, Any]]) -> None:
-    """One SIGINT to each running seed; a second Ctrl-C here sends another (stop at once),
-    a third kills them."""
-    for signum in (signal.SIGINT, signal.SIGINT, signal.SIGKILL):
-        for proc, *_ in running.values():
-            if proc.poll() is None:
-                proc.send_signal(signum)
+# Runs the CLI without the working folder on sys.path, as the `rlcli` script would.
+_CHILD = ("import sys; sys.path[:] = [p for p in sys.path if p != '']; sys.argv[0] = 'rlcli'; "
+          "from rlcli.cli import main; main()")
+
+
+def _group_folder(output_dir: Path, name: str) -> Path:
+    """A new ``<output_dir>/<name>-<timestamp>-seeds`` folder (``-2``, ``-3`` ... when taken)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    group = output_dir / f"{name}-{stamp}-seeds"
+    suffix = 1
+    while True:
         try:
-            for proc, *_ in running.values():
-                proc.wait()
-            return
-        except KeyboardInterrupt:
-            continue
+            group.mkdir(parents=True)
+            return group
+        except FileExistsError:
+            suffix += 1
+            group = output_dir / f"{name}-{stamp}-seeds-{suffix}"
+        except OSError as exc:
+            raise InputError(f"seeds folder under {str(output_dir)!r}",
+                             f"cannot create it: {exc.strerror or exc}; choose another with --out DIR") from None
 
 
 def _read_outcome(run: SeedRun, group: Path, name: str, code: int, wall_s: float) -> None:
@@ -245,8 +279,9 @@ def _read_outcome(run: SeedRun, group: Path, name: str, code: int, wall_s: float
             info = json.loads((folders[-1] / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             info = {}
-    run.status = info.get("status") or ("interrupted" if code == 130 else "failed")
-    if code not in (0, 130) and run.status != "failed":
+    # 130 and 143: stopped by SIGINT or SIGTERM, its folder complete and marked interrupted.
+    run.status = info.get("status") or ("interrupted" if code in (130, 143) else "failed")
+    if code not in (0, 130, 143) and run.status != "failed":
         run.status = "failed"
     run.frames = info.get("frames")
     run.solved_frames = info.get("solved_at_frames")
@@ -255,7 +290,17 @@ def _read_outcome(run: SeedRun, group: Path, name: str, code: int, wall_s: float
         run.solved_process_s = round(info["startup_s"] + run.solved_s, 3)
     run.last_return, run.best_return = info.get("last_return"), info.get("best_return")
     if run.status == "failed":
-        run.reason = info.get("error") or _error_line(run.log) or f"exit status {code}"
+        run.reason = info.get("error") or _killed_by(code) or _error_line(run.log) or f"exit status {code}"
+
+
+def _killed_by(code: int) -> str | None:
+    """``killed by SIGKILL`` for the negative exit status of a process a signal ended."""
+    if code >= 0:
+        return None
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 def _error_line(log: str | None) -> str | None:

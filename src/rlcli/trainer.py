@@ -19,6 +19,7 @@ from rlcli import checkpoint
 from rlcli.config.dump import to_toml
 from rlcli.config.errors import folder_error
 from rlcli.loggers import MetricLoggers, Row, make_loggers
+from rlcli.provenance import provenance
 from rlcli.run import Run
 from rlcli.timing import Timer, since_process_start
 
@@ -63,6 +64,8 @@ class TrainState:
     started_at: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc)
                             .isoformat(timespec="seconds"))
     """When the run started, ISO 8601 in UTC."""
+    provenance: dict = field(default_factory=dict)
+    """Seed, versions, git commit, overrides: recorded in ``run.json``."""
     startup_s: float | None = None
     """Seconds from process start to the first iteration (Linux only; None elsewhere)."""
     status: str = "running"
@@ -125,7 +128,8 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     try:
         run_dir = run.folder.path
         (run_dir / "config.toml").write_text(to_toml(cfg), encoding="utf-8")
-        state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device))
+        state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device),
+                           provenance=provenance(cfg.run.seed, **run.origin))
         _write_status(state)
         loggers = make_loggers(cfg.logger, run_dir, columns(run))
     except OSError as exc:
@@ -134,20 +138,28 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     except BaseException:
         run.close()
         raise
-    snapshot = WeightsSnapshot(run.algo.agent)
-    for hook in hooks.on_run_start:
-        hook(state)
-    state.started = time.perf_counter()
-    state.startup_s = since_process_start()
+    # The signal handlers stay until the folder is complete: a first SIGINT/SIGTERM during
+    # the final save only asks for a stop, which has already happened.
+    with _stop_on_ctrl_c(state):
+        _loop(run, state, loggers, hooks)
+    return state
+
+
+def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> None:
+    """Iterate until the budget, the stop condition or a stop request; always complete the folder."""
     pending: Row | None = None
     try:
-        with _stop_on_ctrl_c(state):
-            while state.iteration < run.iterations and state.status == "running":
-                pending = _iteration(run, state, loggers, pending, snapshot)
-                for hook in hooks.on_iteration_end:
-                    hook(state)
-                if state.stop_requested and state.status == "running":
-                    state.status = "interrupted"
+        snapshot = WeightsSnapshot(run.algo.agent)
+        for hook in hooks.on_run_start:
+            hook(state)
+        state.started = time.perf_counter()
+        state.startup_s = since_process_start()
+        while state.iteration < run.iterations and state.status == "running" and not state.stop_requested:
+            pending = _iteration(run, state, loggers, pending, snapshot)
+            for hook in hooks.on_iteration_end:
+                hook(state)
+        if state.stop_requested and state.status == "running":
+            state.status = "interrupted"
         if state.status == "running":
             state.status = "completed"
     except KeyboardInterrupt:
@@ -170,7 +182,6 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
         run.close()
         for hook in hooks.on_run_end:
             hook(state)
-    return state
 
 
 @contextmanager
@@ -293,5 +304,5 @@ def _write_status(state: TrainState) -> None:
         "timing": state.timer.breakdown(state.run.phases),
         "started_at": state.started_at,
         "startup_s": None if state.startup_s is None else round(state.startup_s, 3),
-        **state.run.provenance,
+        **state.provenance,
     })

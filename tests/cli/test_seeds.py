@@ -156,3 +156,18 @@ def test_env_package_errors(tmp_path, package, fragments, command):
     args = ("train", "ppo_cartpole", "--out", out) if command == "train" else (command, "presets/ppo_cartpole.toml")
     output = assert_bad_input(run_cli(*args, "--env-package", package), *fragments)
     assert "second line never shown" not in output and not out.exists()
+
+
+def test_a_huge_range_is_refused_at_once():
+    start = time.perf_counter()
+    with pytest.raises(InputError, match="more than 1000 seeds"):
+        parse_seeds("0-2000000000")
+    assert time.perf_counter() - start < 1.0
+    with pytest.raises(InputError, match="too large"):
+        parse_seeds(f"{2**31}")
+
+
+def test_a_seed_killed_by_a_signal_says_so():
+    from rlcli.seeds import _killed_by
+
+    assert _killed_by(-9) == "killed by SIGKILL" and _killed_by(1) is None

@@ -10,15 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from rlcli.cli import EXIT_INTERRUPTED
 from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
 from rlcli.config.errors import InputError
-from rlcli.config.load import Override, load_config
+from rlcli.config.load import Override, find_preset, load_config
 from rlcli.console import console, err_console
 from rlcli.envs import import_env_packages
 from rlcli.seeds import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
 
 EXIT_TRAINING_FAILED = 1
-EXIT_INTERRUPTED = 130
 # 128 + SIGTERM, what a shell reports for a process that SIGTERM ended.
 EXIT_TERMINATED = 143
 
@@ -48,11 +48,11 @@ def train(
     overrides: list[str | Override] = list(set_ or [])
     # The flags are shorthands that win over the file and over --set; errors name the flag.
     if device is not None:
-        overrides.append(Override(f"run.device={json.dumps(device)}", f"--device {device}"))
+        overrides.append(Override(f"run.device={json.dumps(device, ensure_ascii=False)}", f"--device {device}"))
     if seed is not None:
         overrides.append(Override(f"run.seed={seed}", f"--seed {seed}"))
     if out is not None:
-        overrides.append(Override(f"run.output_dir={json.dumps(str(out))}", f"--out {out}"))
+        overrides.append(Override(f"run.output_dir={json.dumps(str(out), ensure_ascii=False)}", f"--out {out}"))
     packages = list(env_package or [])
     with user_errors(preset):
         if seeds is not None or jobs is not None:
@@ -60,11 +60,10 @@ def train(
                 raise InputError(f"--jobs {jobs}", "needs --seeds SPEC")
             if seed is not None:
                 raise InputError(f"--seeds {seeds}", "cannot be combined with --seed; give the seeds in --seeds")
-            if jobs is not None and jobs < 1:
-                raise InputError(f"--jobs {jobs}", "must be at least 1")
             seed_list = parse_seeds(seeds)
         import_env_packages(packages)
-        cfg = load_config(preset, overrides)
+        config_file = find_preset(preset)
+        cfg = load_config(config_file, overrides)
     if seeds is not None:
         _train_seeds(preset, seed_list, overrides, jobs, packages)
         return
@@ -75,7 +74,8 @@ def train(
     from rlcli.trainer import train as train_run
 
     with user_errors(preset):
-        run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides], env_packages=packages)
+        run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides], env_packages=packages,
+                        config_file=config_file)
     report = ConsoleReport(console, quiet=quiet)
     try:
         with user_errors(preset):
@@ -102,7 +102,7 @@ def _train_seeds(preset: str, seeds: list[int], overrides: list[str | Override],
     console.print(f"seeds folder: {escape(str(result.group))}")
     if result.interrupted:
         err_console.print("interrupted: each started seed's folder holds its metrics and weights so far")
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(EXIT_TERMINATED if result.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
     if result.failed:
         raise typer.Exit(EXIT_TRAINING_FAILED)
 

@@ -317,6 +317,10 @@ def _message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
     if kind == "extra_forbidden":
         return _unknown_key(loc)
     if kind == "union_tag_invalid":
+        name = (err.get("input") or {}).get("name") if isinstance(err.get("input"), dict) else None
+        if name is not None and not isinstance(name, str):
+            return (f"name = {_shown(name)} is not a string; write it in quotes, such as name = \"ppo\"; "
+                    f"known algorithms: {known_algos}")
         return f"unknown algorithm {err['ctx']['tag']!r}; known algorithms: {known_algos}"
     if kind == "union_tag_not_found":
         return f"missing algo.name; known algorithms: {known_algos}"

@@ -193,8 +193,8 @@ class CollectorConfig(BaseModel):
     )
     total_frames: int = Field(
         100_000, ge=1,
-        description="Env steps of the whole run, rounded up to a whole number of batches "
-        "(1000 at 512 frames per batch trains 1024).",
+        description="Env steps of the whole run, at least one batch, rounded up to a whole "
+        "number of batches (1000 at 512 frames per batch trains 1024).",
     )
 
     @property
