@@ -40,6 +40,16 @@ class ReplayConfig(BaseModel):
     priority_eps: float = Field(1e-6, gt=0, le=1, description="Added to |TD error| so no priority is 0.")
 
 
+# Fields several algorithms share, defined once: the default stays at each use.
+Discount = Annotated[float, Field(ge=0, le=1, description="Discount factor.")]
+NStep = Annotated[int, Field(ge=1, le=100, description="Steps of reward summed before bootstrapping.")]
+BatchSize = Annotated[int, Field(ge=1, le=1_000_000, description="Transitions per gradient step.")]
+LearningStarts = Annotated[
+    int, Field(ge=0, description="Frames of uniformly random actions before the first gradient step.")
+]
+Replay = Annotated[ReplayConfig, Field(default_factory=ReplayConfig, description="The replay buffer.")]
+
+
 def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
     """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
     pairs: a warm-up inside the run and a batch that fits in the buffer."""
@@ -60,7 +70,7 @@ class PPOConfig(BaseModel):
     model_config = SECTION
 
     name: Literal["ppo"] = Field(description="Proximal Policy Optimization.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    gamma: Discount = 0.99
     gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE lambda (1: Monte Carlo, 0: TD(0)).")
     clip_epsilon: float = Field(0.2, gt=0, le=1, description="Clip range of the probability ratio.")
     clip_schedule: Literal["constant", "linear"] = Field(
@@ -93,7 +103,7 @@ class A2CConfig(BaseModel):
     model_config = SECTION
 
     name: Literal["a2c"] = Field(description="Advantage Actor-Critic.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    gamma: Discount = 0.99
     gae_lambda: float = Field(1.0, ge=0, le=1, description="GAE lambda; 1 gives n-step returns.")
     entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
     value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
@@ -111,15 +121,13 @@ class DQNConfig(BaseModel):
     model_config = SECTION
 
     name: Literal["dqn"] = Field(description="Deep Q-Network, for discrete actions.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    gamma: Discount = 0.99
     double: bool = Field(True, description="Double DQN: the online network picks the next action, "
                                            "the target network values it.")
     loss: Literal["huber", "mse"] = Field("huber", description="TD loss: huber (smooth L1) or mse.")
-    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
-    batch_size: int = Field(32, ge=1, le=1_000_000, description="Transitions per gradient step.")
-    learning_starts: int = Field(
-        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
-    )
+    n_step: NStep = 1
+    batch_size: BatchSize = 32
+    learning_starts: LearningStarts = 100
     utd_ratio: float = Field(
         0.25, gt=0, le=1024, description="Gradient steps per collected frame (update-to-data ratio)."
     )
@@ -132,7 +140,7 @@ class DQNConfig(BaseModel):
     exploration_fraction: float = Field(
         0.1, ge=0, le=1, description="Fraction of total_frames over which epsilon decays linearly."
     )
-    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+    replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
@@ -145,14 +153,12 @@ class SACConfig(BaseModel):
     model_config = SECTION
 
     name: Literal["sac"] = Field(description="Soft Actor-Critic, for Box actions (REDQ with a critic ensemble).")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    gamma: Discount = 0.99
     tau: float = Field(0.005, gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
     target_update_interval: int = Field(1, ge=1, description="Gradient steps between target-critic updates.")
-    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
-    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
-    learning_starts: int = Field(
-        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
-    )
+    n_step: NStep = 1
+    batch_size: BatchSize = 256
+    learning_starts: LearningStarts = 100
     utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
     num_critics: int = Field(2, ge=1, le=64, description="Critics in the ensemble (2: SAC's twin critics).")
     critic_subset: int = Field(
@@ -167,7 +173,7 @@ class SACConfig(BaseModel):
     target_entropy: float | None = Field(
         None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
     )
-    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+    replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
@@ -185,13 +191,11 @@ class TD3Config(BaseModel):
     model_config = SECTION
 
     name: Literal["td3"] = Field(description="Twin Delayed DDPG, for Box actions.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    gamma: Discount = 0.99
     tau: float = Field(0.005, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
-    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
-    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
-    learning_starts: int = Field(
-        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
-    )
+    n_step: NStep = 1
+    batch_size: BatchSize = 256
+    learning_starts: LearningStarts = 100
     utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
     num_critics: int = Field(2, ge=1, le=64, description="Critics whose minimum is the target (2: clipped double Q).")
     policy_delay: int = Field(2, ge=1, description="Critic updates per actor and target update.")
@@ -202,7 +206,7 @@ class TD3Config(BaseModel):
                                                                      "ou (Ornstein-Uhlenbeck).")
     noise_scale: float = Field(0.1, ge=0, le=10, description="Exploration noise std (fraction of the half-range).")
     ou_theta: float = Field(0.15, gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")
-    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+    replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
@@ -215,19 +219,17 @@ class DDPGConfig(BaseModel):
     model_config = SECTION
 
     name: Literal["ddpg"] = Field(description="Deep Deterministic Policy Gradient, for Box actions.")
-    gamma: float = Field(0.99, ge=0, le=1, description="Discount factor.")
+    gamma: Discount = 0.99
     tau: float = Field(0.005, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
-    n_step: int = Field(1, ge=1, le=100, description="Steps of reward summed before bootstrapping.")
-    batch_size: int = Field(256, ge=1, le=1_000_000, description="Transitions per gradient step.")
-    learning_starts: int = Field(
-        100, ge=0, description="Frames of uniformly random actions before the first gradient step."
-    )
+    n_step: NStep = 1
+    batch_size: BatchSize = 256
+    learning_starts: LearningStarts = 100
     utd_ratio: float = Field(1.0, gt=0, le=1024, description="Gradient steps per collected frame.")
     noise: Literal["gaussian", "ou"] = Field("gaussian", description="Exploration noise: gaussian or "
                                                                      "ou (Ornstein-Uhlenbeck).")
     noise_scale: float = Field(0.1, ge=0, le=10, description="Exploration noise std (fraction of the half-range).")
     ou_theta: float = Field(0.15, gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")
-    replay: ReplayConfig = Field(default_factory=ReplayConfig, description="The replay buffer.")
+    replay: Replay
 
     # What makes TD3's machinery DDPG; not fields, so a config cannot set them.
     @property
