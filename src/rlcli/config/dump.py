@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
+from rlcli.config.model import toml_key, toml_value
 from rlcli.config.schema import RunConfig
 
 
@@ -18,8 +17,8 @@ def to_toml(cfg: RunConfig) -> str:
 
 
 def _table(path: list[str], table: dict[str, Any]) -> str:
-    scalars = [f"{_key(k)} = {_value(v)}" for k, v in table.items() if not _is_subtable(v)]
-    lines = [f"[{'.'.join(_key(p) for p in path)}]", *scalars, ""]
+    scalars = [f"{toml_key(k)} = {toml_value(v)}" for k, v in table.items() if not _is_subtable(v)]
+    lines = [f"[{'.'.join(toml_key(p) for p in path)}]", *scalars, ""]
     text = "\n".join(lines)
     for key, value in table.items():
         if _is_subtable(value):
@@ -29,29 +28,3 @@ def _table(path: list[str], table: dict[str, Any]) -> str:
 
 def _is_subtable(value: Any) -> bool:
     return isinstance(value, dict) and bool(value)
-
-
-def _key(key: str) -> str:
-    bare = key.replace("_", "").replace("-", "").isalnum() and key.isascii()
-    return key if bare else json.dumps(key)
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        # JSON string escapes are valid TOML basic-string escapes.
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"cannot write {type(value).__name__} as TOML")

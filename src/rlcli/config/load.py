@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime
 import difflib
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from rlcli.config.schema import RunConfig
 
 from rlcli.config.errors import ConfigError, ConfigIssue, single
+from rlcli.config.model import field_bounds, range_text, toml_value
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -373,32 +373,18 @@ def _allowed_range(loc: tuple[str, ...], kind: str, ctx: dict[str, Any]) -> str:
     """The whole range of the field at ``loc`` in words: ``0 to 1``, ``> 0``, ``>= 1 and < 1``."""
     model = _model_at(loc[:-1])
     field = model.model_fields.get(loc[-1]) if model is not None else None
-    bounds = {key: getattr(item, key) for item in (field.metadata if field else ())
-              for key in ("gt", "ge", "lt", "le") if getattr(item, key, None) is not None}
+    bounds = field_bounds(field) if field is not None else {}
     if not bounds:
         key = _BOUNDS[kind]
         bounds = {key: ctx.get(key)}
-    if "ge" in bounds and "le" in bounds:
-        return f"{_number(bounds['ge'])} to {_number(bounds['le'])}"
-    signs = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
-    return " and ".join(f"{signs[key]} {_number(value)}" for key, value in bounds.items())
-
-
-def _number(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return range_text(bounds)
 
 
 def _shown(value: Any) -> str:
     """A value as its TOML literal (strings quoted, booleans lower case), cut to 60 characters."""
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
-    elif isinstance(value, dict):
-        text = "{ " + ", ".join(f"{k} = {_shown(v)}" for k, v in value.items()) + " }" if value else "{}"
-    elif isinstance(value, list):
-        text = "[" + ", ".join(_shown(v) for v in value) + "]"
-    else:
+    try:
+        text = toml_value(value)
+    except TypeError:
         text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
