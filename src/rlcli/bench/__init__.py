@@ -3,10 +3,21 @@
 :func:`rlcli.bench.runner.run_bench` runs them; :mod:`rlcli.bench.suites` holds them.
 """
 
+from collections.abc import Sequence
+
+from rlcli.config.errors import InputError
+
 # Torch-free facts that `rlcli bench` checks its arguments and baselines against before the
 # suites (and torch) load; tests check them against the suites and the measurements.
 SUITE_NAMES = ("env", "collector", "advantage", "loss", "update", "buffer", "offpolicy", "train")
 """The suites of :mod:`rlcli.bench.suites`, in their order."""
+
+
+def check_suites(names: Sequence[str]) -> None:
+    """Raise an InputError naming every unknown suite in ``names`` and the known ones."""
+    unknown = [name for name in names if name not in SUITE_NAMES]
+    if unknown:
+        raise InputError(f"--suite {' '.join(unknown)}", f"unknown suite; known suites: {', '.join(SUITE_NAMES)}")
 
 # Direction of each unit: True when a larger figure is better.
 UNITS = {

@@ -11,10 +11,10 @@ from typing import Any
 
 import torch
 
+from rlcli.bench import check_suites
 from rlcli.bench.compare import FORMAT
 from rlcli.bench.measure import Result, measure
 from rlcli.bench.suites import SUITES, BenchOptions
-from rlcli.config.errors import InputError
 from rlcli.devices import resolve_device
 
 
@@ -33,10 +33,7 @@ def run_bench(
     ``threads`` sets torch's intra-op threads for the whole process, as
     ``run.threads`` does for training (one is fastest for small networks).
     """
-    unknown = [s for s in suites if s not in SUITES]
-    if unknown:
-        raise InputError(f"--suite {' '.join(unknown)}",
-                         f"unknown suite; known suites: {', '.join(SUITES)}")
+    check_suites(suites)
     opts = BenchOptions(device=resolve_device(device), quick=quick, compile=compile)
     torch.set_num_threads(threads)
     min_seconds = 0.05 if quick else 0.2

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.bench import SUITE_NAMES
+from rlcli.bench import check_suites
 from rlcli.bench.compare import Comparison, compare, load_report, regressions
 from rlcli.cli.render import user_errors
 from rlcli.config.errors import InputError
@@ -51,9 +51,7 @@ def bench(
 ) -> None:
     """Measure throughput: env, collector, advantage, loss, update, buffer, offpolicy and train suites."""
     with user_errors():
-        unknown = [s for s in suite or [] if s not in SUITE_NAMES]
-        if unknown:
-            raise InputError(f"--suite {' '.join(unknown)}", f"unknown suite; known suites: {', '.join(SUITE_NAMES)}")
+        check_suites(suite or [])
         if json_out is not None and not json_out.parent.is_dir():
             raise InputError(f"--json {json_out}", f"folder {json_out.parent} does not exist")
         old = load_report(baseline) if baseline is not None else None
