@@ -11,7 +11,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 from rlcli.config.errors import InputError
 from rlcli.config.load import Override, find_preset, load_config
 from rlcli.envs import import_env_packages
+from rlcli.interrupts import on_stop_signals
 
 _SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 MAX_SEEDS = 1000
@@ -221,25 +221,17 @@ def train_seeds(
             _read_outcome(run, group, cfg.run.name, code, time.perf_counter() - started)
             notify("end", run)
 
-    def on_signal(signum: int, frame: Any) -> None:
-        # Only noted here; the loop below passes it on, so that a signal landing in the
-        # middle of starting or reaping a seed cannot leave one unsignalled or half-recorded.
-        signals.append(signum)
-
-    handlers = {}
-    if threading.current_thread() is threading.main_thread():
-        handlers = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)
-                    if signal.getsignal(signum) is not signal.SIG_IGN}
     try:
-        while running or (pending and not signals):
-            while pending and not signals and len(running) < jobs:
-                start(pending.pop(0))
-            forward()
-            reap()
-            time.sleep(0.05)
+        # A signal is only noted here; the loop passes it on, so that one landing in the
+        # middle of starting or reaping a seed cannot leave a seed unsignalled or half-recorded.
+        with on_stop_signals(signals.append):
+            while running or (pending and not signals):
+                while pending and not signals and len(running) < jobs:
+                    start(pending.pop(0))
+                forward()
+                reap()
+                time.sleep(0.05)
     finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
         if signals:
             result.interrupted = True
             result.stop_signal = signal.Signals(signals[0]).name

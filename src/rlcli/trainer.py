@@ -5,10 +5,9 @@ from __future__ import annotations
 import datetime
 import math
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import torch
 from rlcli import checkpoint
 from rlcli.config.dump import to_toml
 from rlcli.config.errors import folder_error
+from rlcli.interrupts import on_stop_signals
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.provenance import provenance
 from rlcli.run import Run
@@ -184,30 +184,19 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
             hook(state)
 
 
-@contextmanager
-def _stop_on_ctrl_c(state: TrainState) -> Iterator[None]:
+def _stop_on_ctrl_c(state: TrainState) -> AbstractContextManager[None]:
     """Turn the first SIGINT (Ctrl-C) or SIGTERM (a scheduler, ``docker stop``) into a stop at
     the end of the iteration, so that the metrics and weights saved are those of whole
     iterations; a second signal stops at once. Either way the folder is completed.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
-    def request_stop(signum, frame):
+    def request_stop(signum: int) -> None:
         if state.stop_requested:
             raise KeyboardInterrupt
         state.stop_requested = True
         state.stop_signal = signal.Signals(signum).name
 
-    # A signal ignored when rlcli started (SIGINT of a background job, `nohup`) stays ignored.
-    previous = {signum: signal.signal(signum, request_stop) for signum in (signal.SIGINT, signal.SIGTERM)
-                if signal.getsignal(signum) is not signal.SIG_IGN}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    return on_stop_signals(request_stop)
 
 
 def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None,
