@@ -61,12 +61,14 @@ def train(
             if seed is not None:
                 raise InputError(f"--seeds {seeds}", "cannot be combined with --seed; give the seeds in --seeds")
             seed_list = parse_seeds(seeds)
+    if seeds is not None:
+        # train_seeds imports the packages and checks the config itself, before any seed starts.
+        _train_seeds(preset, seed_list, overrides, jobs, packages)
+        return
+    with user_errors(preset):
         import_env_packages(packages)
         config_file = find_preset(preset)
         cfg = load_config(config_file, overrides)
-    if seeds is not None:
-        _train_seeds(preset, seed_list, overrides, jobs, packages)
-        return
     # Imported only now: a bad config is reported without loading the training stack.
     from rlcli.report import ConsoleReport
     from rlcli.run import build_run
@@ -107,10 +109,12 @@ def _train_seeds(preset: str, seeds: list[int], overrides: list[str | Override],
         raise typer.Exit(EXIT_TRAINING_FAILED)
 
 
-def _cell(value: float | int | None, digits: int = 1) -> str:
+def _figure(name: str, value: float | None) -> str:
+    """One of the seeds table's FIGURES: frames whole, seconds to 2 decimals, returns to 1."""
     if value is None:
         return "-"
-    return f"{value:,}" if isinstance(value, int) else f"{value:,.{digits}f}"
+    digits = 0 if name.endswith("frames") else 2 if name.endswith("_s") else 1
+    return f"{value:,.{digits}f}"
 
 
 def seeds_table(result: SeedsResult) -> Table:
@@ -125,14 +129,9 @@ def seeds_table(result: SeedsResult) -> Table:
         table.add_column(name, justify="left" if name == "status" else "right")
     for run in result.runs:
         status = run.status + (f": {run.reason}" if run.reason else "")
-        table.add_row(str(run.seed), escape(status), _cell(run.frames), _cell(run.solved_frames),
-                      _cell(run.solved_s, 2), _cell(run.solved_process_s, 2), _cell(run.last_return),
-                      _cell(run.best_return))
+        table.add_row(str(run.seed), escape(status), *(_figure(f, getattr(run, f)) for f in FIGURES))
     summary = result.summary()
-    for label, key in (("median", "median"), ("q1", "q1"), ("q3", "q3")):
-        cells = [_cell(summary[f][key], 2 if f.endswith("_s") else 1) if summary[f][key] is not None else "-"
-                 for f in FIGURES]
-        # Frame counts read as whole numbers.
-        cells = [c.split(".")[0] if f.endswith("frames") and c != "-" else c for c, f in zip(cells, FIGURES)]
-        table.add_row(label, "", *cells, style="bold" if key == "median" else "dim")
+    for key in ("median", "q1", "q3"):
+        table.add_row(key, "", *(_figure(f, summary[f][key]) for f in FIGURES),
+                      style="bold" if key == "median" else "dim")
     return table
