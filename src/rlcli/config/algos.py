@@ -48,6 +48,12 @@ LearningStarts = Annotated[
     int, Field(ge=0, description="Frames of uniformly random actions before the first gradient step.")
 ]
 Replay = Annotated[ReplayConfig, Field(default_factory=ReplayConfig, description="The replay buffer.")]
+TargetWeight = Annotated[float, Field(gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")]
+ExplorationNoise = Annotated[
+    Literal["gaussian", "ou"], Field(description="Exploration noise: gaussian or ou (Ornstein-Uhlenbeck).")
+]
+NoiseScale = Annotated[float, Field(ge=0, le=10, description="Exploration noise std (fraction of the half-range).")]
+OUTheta = Annotated[float, Field(gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")]
 
 
 def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
@@ -134,7 +140,7 @@ class DQNConfig(BaseModel):
     target_update_interval: int = Field(
         10_000, ge=1, description="Gradient steps between target-network updates."
     )
-    tau: float = Field(1.0, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
+    tau: TargetWeight = 1.0
     epsilon_start: float = Field(1.0, ge=0, le=1, description="Exploration rate at the start.")
     epsilon_end: float = Field(0.05, ge=0, le=1, description="Exploration rate after the decay.")
     exploration_fraction: float = Field(
@@ -192,7 +198,7 @@ class TD3Config(BaseModel):
 
     name: Literal["td3"] = Field(description="Twin Delayed DDPG, for Box actions.")
     gamma: Discount = 0.99
-    tau: float = Field(0.005, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
+    tau: TargetWeight = 0.005
     n_step: NStep = 1
     batch_size: BatchSize = 256
     learning_starts: LearningStarts = 100
@@ -202,10 +208,9 @@ class TD3Config(BaseModel):
     target_noise: float = Field(0.2, ge=0, le=10, description="Std of the target-policy smoothing noise "
                                                                 "(fraction of the action half-range).")
     target_noise_clip: float = Field(0.5, ge=0, le=10, description="Clip of the smoothing noise (same units).")
-    noise: Literal["gaussian", "ou"] = Field("gaussian", description="Exploration noise: gaussian or "
-                                                                     "ou (Ornstein-Uhlenbeck).")
-    noise_scale: float = Field(0.1, ge=0, le=10, description="Exploration noise std (fraction of the half-range).")
-    ou_theta: float = Field(0.15, gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")
+    noise: ExplorationNoise = "gaussian"
+    noise_scale: NoiseScale = 0.1
+    ou_theta: OUTheta = 0.15
     replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
@@ -220,15 +225,14 @@ class DDPGConfig(BaseModel):
 
     name: Literal["ddpg"] = Field(description="Deep Deterministic Policy Gradient, for Box actions.")
     gamma: Discount = 0.99
-    tau: float = Field(0.005, gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")
+    tau: TargetWeight = 0.005
     n_step: NStep = 1
     batch_size: BatchSize = 256
     learning_starts: LearningStarts = 100
     utd_ratio: float = Field(1.0, gt=0, le=1024, description="Gradient steps per collected frame.")
-    noise: Literal["gaussian", "ou"] = Field("gaussian", description="Exploration noise: gaussian or "
-                                                                     "ou (Ornstein-Uhlenbeck).")
-    noise_scale: float = Field(0.1, ge=0, le=10, description="Exploration noise std (fraction of the half-range).")
-    ou_theta: float = Field(0.15, gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")
+    noise: ExplorationNoise = "gaussian"
+    noise_scale: NoiseScale = 0.1
+    ou_theta: OUTheta = 0.15
     replay: Replay
 
     # What makes TD3's machinery DDPG; not fields, so a config cannot set them.
