@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from rlcli import checkpoint
@@ -20,3 +21,83 @@ def test_write_json(tmp_path):
     assert path.read_text().strip().endswith("}")
     assert '"completed"' in path.read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    checkpoint.save(path, {"frames": 1})
+
+    class Unsaveable:
+        def __reduce__(self):
+            raise KeyboardInterrupt  # as a second Ctrl-C during the write would
+
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save(path, {"frames": 2, "bad": Unsaveable()})
+    assert checkpoint.load(path)["frames"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]
+
+
+def test_checkpoints_keep_the_newest_and_ignore_temporaries(tmp_path):
+    folder = checkpoint.Checkpoints(tmp_path, keep_last=2)
+    for frames in (100, 2000, 300, 40):
+        folder.save({"frames": frames}, frames)
+    # Ordered by frames, not by name or time; the oldest two deleted as each newer one landed.
+    assert [p.name for p in folder.paths()] == ["ckpt-000000000300.pt", "ckpt-000000002000.pt"] or \
+        [p.name for p in folder.paths()] == ["ckpt-000000000040.pt", "ckpt-000000000300.pt"]
+    (folder.folder / ".ckpt-000000009999.pt.abc").write_bytes(b"cut short")
+    assert folder.latest().name.startswith("ckpt-") and ".ckpt" not in folder.latest().name
+    folder.clean_temporaries()
+    assert not list(folder.folder.glob(".*"))
+
+
+def test_read_names_what_is_wrong(tmp_path):
+    with pytest.raises(checkpoint.CheckpointError, match="no such file"):
+        checkpoint.read(tmp_path / "missing.pt")
+    path = tmp_path / "other.pt"
+    torch.save({"weights": torch.ones(2)}, path)
+    with pytest.raises(checkpoint.CheckpointError, match="not an rlcli checkpoint"):
+        checkpoint.read(path)
+    torch.save({"format": 99, "agent": {}}, path)
+    with pytest.raises(checkpoint.CheckpointError, match="format 99"):
+        checkpoint.read(path)
+    path.write_bytes(b"not a zip at all")
+    with pytest.raises(checkpoint.CheckpointError, match="truncated or corrupt"):
+        checkpoint.read(path)
+
+
+def test_restore_agent_names_each_tensor_that_differs():
+    small, large = torch.nn.Linear(3, 4), torch.nn.Linear(3, 8)
+    with pytest.raises(checkpoint.CheckpointError) as info:
+        checkpoint.restore_agent(small, large.state_dict(), what="checkpoint x")
+    assert "weight is [8, 3] in the checkpoint but [4, 3]" in str(info.value)
+    with pytest.raises(checkpoint.CheckpointError, match="missing from the checkpoint"):
+        checkpoint.restore_agent(small, {"weight": small.weight.detach()}, what="checkpoint x")
+    other = torch.nn.Linear(3, 4)
+    checkpoint.restore_agent(small, other.state_dict(), what="checkpoint x")
+    assert torch.equal(small.weight, other.weight)
+
+
+def test_rng_state_round_trips_through_a_weights_only_file(tmp_path):
+    import random
+
+    import numpy as np
+
+    state = checkpoint.rng_state()
+    expected = (torch.rand(3), np.random.rand(3), random.random())
+    checkpoint.save(tmp_path / "rng.pt", {"rng": state})
+    checkpoint.set_rng_state(checkpoint.load(tmp_path / "rng.pt")["rng"])
+    again = (torch.rand(3), np.random.rand(3), random.random())
+    assert torch.equal(expected[0], again[0]) and np.array_equal(expected[1], again[1]) and expected[2] == again[2]
+
+
+def test_resume_config_problems_allow_only_budget_logging_and_timing():
+    from rlcli.config.load import find_preset, load_config
+
+    saved = load_config(find_preset("ppo_cartpole"))
+    allowed = load_config(find_preset("ppo_cartpole"), ["collector.total_frames=999999", "logger.interval=5",
+                                                        "timing.enabled=false"])
+    assert checkpoint.resume_config_problems(saved, allowed) == []
+    changed = load_config(find_preset("ppo_cartpole"), ["algo.gamma=0.5", "run.seed=3"])
+    problems = checkpoint.resume_config_problems(saved, changed)
+    assert len(problems) == 2 and problems[0].startswith("run.seed (0 in the run, 3 now)")
+    assert any(p.startswith("algo.gamma") for p in problems)

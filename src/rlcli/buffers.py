@@ -307,11 +307,54 @@ class ReplayBuffer:
         self.tree.set(index.to(self.storage_device), priority)
         self.max_priority = max(self.max_priority, float(priority.max()))
 
-    def state_dict(self) -> dict:
-        """Counters and priorities; the stored transitions are saved by the checkpoint, not here."""
-        return {"cursor": self.cursor, "size": self.size, "added": self.added,
-                "max_priority": self.max_priority}
+    def state_dict(self, *, storage: bool = True) -> dict:
+        """Counters and, with ``storage``, the transitions: the filled rows of in-memory storage
+        and the priorities; memmap files are flushed to disk
+        and referenced, not copied."""
+        state = {"cursor": self.cursor, "size": self.size, "added": self.added,
+                 "max_priority": self.max_priority, "storage": None}
+        if not storage or not self.tensors:
+            return state
+        if self.cfg.storage == "memmap":
+            for key in self.tensors:
+                _fsync(self._folder / f"{key}.memmap")
+            state["storage"] = {"memmap": True}
+        else:
+            # torch.save writes a view's whole storage: a partly filled buffer saves a copy of
+            # its filled rows instead of every row of its capacity.
+            full = self.size == self.cfg.capacity
+            state["storage"] = {"tensors": {key: value if full else value[:self.size].clone()
+                                            for key, value in self.tensors.items()}}
+        if self.tree is not None:
+            state["storage"]["tree"] = list(self.tree.levels)
+        return state
 
     def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict`; without saved transitions the buffer starts empty.
+
+        A memmap buffer reopens its files where this config puts them. Rows that the run wrote
+        after the checkpoint was taken are still in them: before the ring first wraps they lie
+        past ``size`` and are never sampled; after it, they replace the oldest transitions.
+        """
+        saved = state["storage"]
+        if saved is None:
+            self.cursor = self.size = 0
+            self.added, self.max_priority = state["added"], state["max_priority"]
+            return
         self.cursor, self.size, self.added = state["cursor"], state["size"], state["added"]
         self.max_priority = state["max_priority"]
+        self._allocate()
+        for key, value in saved.get("tensors", {}).items():
+            self.tensors[key][:value.shape[0]] = value.to(self.storage_device)
+        if self.tree is not None and "tree" in saved:
+            for level, value in zip(self.tree.levels, saved["tree"]):
+                level.copy_(value)
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's written pages to disk (a mapped file's included)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

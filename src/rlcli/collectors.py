@@ -9,7 +9,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlcli import keys
+from rlcli import envstate, keys
 from rlcli.config.errors import single
 from rlcli.devices import HostToDevice
 from rlcli.envs import autoreset_mode
@@ -39,6 +39,7 @@ class Collector:
 
         self.envs = envs
         self.actor = actor
+        self.seed = seed
         self.mode = autoreset_mode(envs)
         if self.mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
             raise single(None, f"autoreset mode {self.mode} is not supported; "
@@ -125,3 +126,31 @@ class Collector:
             for key, value in self.host.items():
                 self.batch.get(key).copy_(value, non_blocking=True)
         return self.batch
+
+    def state_dict(self) -> dict:
+        """What continuing the rollout needs: the frame count, the action generator, the
+        observation the next step acts on, and the envs' own state (:mod:`rlcli.envstate`)."""
+        return {"frames": self.frames, "generator": self.generator.get_state(),
+                "obs": torch.from_numpy(np.array(self.obs, copy=True)),
+                "resetting": torch.from_numpy(self.resetting.copy()), "envs": envstate.capture(self.envs)}
+
+    def load_state_dict(self, state: dict) -> bool:
+        """Continue from :meth:`state_dict`; returns whether the envs resumed exactly.
+
+        Envs whose state could not be captured (subprocesses, native simulators) are reset
+        instead, seeded from the run's seed and the frame count so that a resumed run is
+        still reproducible; their episodes in progress are dropped.
+
+        Raises:
+            EnvStateError: the saved envs do not fit the envs built now.
+        """
+        self.frames = state["frames"]
+        self.generator.set_state(state["generator"])
+        envstate.restore(self.envs, state["envs"])
+        if state["envs"]["exact"]:
+            self.obs = state["obs"].numpy().copy()
+            self.resetting = state["resetting"].numpy().copy()
+            return True
+        self.obs, _ = self.envs.reset(seed=self.seed + self.frames)
+        self.resetting = np.zeros(self.envs.num_envs, dtype=bool)
+        return False

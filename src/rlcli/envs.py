@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -32,6 +34,24 @@ def import_env_packages(names: Sequence[str]) -> None:
             first = (str(exc).strip().splitlines() or [""])[0]
             raise InputError(f"--env-package {name}",
                              f"cannot import it: {type(exc).__name__}: {first}") from None
+
+
+def check_run_packages(run_dir: Path, given: Sequence[str]) -> None:
+    """Raise an InputError unless ``given`` (the ``--env-package`` flags) holds every module that the
+    run in ``run_dir`` was trained with (``run.json``'s ``env_packages``).
+
+    ``run.json`` only names them: importing code stays the choice of whoever runs the command,
+    never of a file.
+    """
+    try:
+        recorded = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("env_packages") or []
+    except (OSError, ValueError, AttributeError):
+        # Written when training starts; without it there is nothing to check.
+        return
+    missing = [name for name in recorded if name not in given]
+    if missing:
+        raise InputError(f"run folder {run_dir}", "its env was registered by "
+                         + " ".join(f"--env-package {name}" for name in missing) + "; give the same flags again")
 
 
 def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> VectorEnv:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -19,13 +20,59 @@ class MetricLogger(Protocol):
     def close(self) -> None: ...
 
 
-class CSVLogger:
-    """``metrics.csv`` with the run's fixed columns; a term not reported yet is left empty."""
+def keep_rows(path: Path, last_iteration: int, iteration_of) -> bool:
+    """Cut the metrics file ``path`` back to its complete lines whose row is at most
+    ``last_iteration`` (``iteration_of(line)``, None for a header); returns whether it existed.
 
-    def __init__(self, run_dir: Path, columns: list[str]):
-        self.file: IO[str] = (run_dir / "metrics.csv").open("w", newline="", encoding="utf-8")
+    A resumed run appends to the file from its checkpoint on: the rows a killed run wrote
+    after that checkpoint, and a line cut off mid-write, are dropped (atomically), so that no
+    row is duplicated or half.
+    """
+    if not path.is_file():
+        return False
+    kept = []
+    with path.open(encoding="utf-8", newline="") as file:
+        for line in file:
+            if not line.endswith("\n"):
+                break
+            try:
+                iteration = iteration_of(line)
+            except (ValueError, IndexError, KeyError, TypeError, json.JSONDecodeError):
+                break
+            if iteration is not None and iteration > last_iteration:
+                break
+            kept.append(line)
+    temporary = path.with_name(f".{path.name}.resume")
+    with temporary.open("w", encoding="utf-8", newline="") as file:
+        file.writelines(kept)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    return True
+
+
+def _csv_iteration(line: str) -> int | None:
+    first = next(csv.reader([line]))[0]
+    return None if first == "iteration" else int(first)
+
+
+def _jsonl_iteration(line: str) -> int:
+    return int(json.loads(line)["iteration"])
+
+
+class CSVLogger:
+    """``metrics.csv`` with the run's fixed columns; a term not reported yet is left empty.
+
+    With ``resume_after``, the file is cut back to the rows up to that iteration and appended to.
+    """
+
+    def __init__(self, run_dir: Path, columns: list[str], resume_after: int | None = None):
+        path = run_dir / "metrics.csv"
+        existed = resume_after is not None and keep_rows(path, resume_after, _csv_iteration)
+        self.file: IO[str] = path.open("a" if existed else "w", newline="", encoding="utf-8")
         self.writer = csv.DictWriter(self.file, fieldnames=columns, extrasaction="ignore", restval="")
-        self.writer.writeheader()
+        if not existed or path.stat().st_size == 0:
+            self.writer.writeheader()
         self.file.flush()
 
     def write(self, row: Row) -> None:
@@ -39,8 +86,10 @@ class CSVLogger:
 class JSONLLogger:
     """``metrics.jsonl``, one JSON object per row with every column; NaN and missing terms become null."""
 
-    def __init__(self, run_dir: Path, columns: list[str]):
-        self.file: IO[str] = (run_dir / "metrics.jsonl").open("w", encoding="utf-8")
+    def __init__(self, run_dir: Path, columns: list[str], resume_after: int | None = None):
+        path = run_dir / "metrics.jsonl"
+        existed = resume_after is not None and keep_rows(path, resume_after, _jsonl_iteration)
+        self.file: IO[str] = path.open("a" if existed else "w", encoding="utf-8")
         self.columns = columns
 
     def write(self, row: Row) -> None:
@@ -54,12 +103,13 @@ class JSONLLogger:
 
 
 class TensorBoardLogger:
-    """Scalars in ``tensorboard/``, stepped by frames (needs the ``tensorboard`` extra)."""
+    """Scalars in ``tensorboard/``, stepped by frames (needs the ``tensorboard`` extra). A resumed
+    run purges the events past its checkpoint's frames (``resume_after`` is then those frames)."""
 
-    def __init__(self, run_dir: Path, columns: list[str]):
+    def __init__(self, run_dir: Path, columns: list[str], resume_after: int | None = None):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(run_dir / "tensorboard"))
+        self.writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=resume_after)
 
     def write(self, row: Row) -> None:
         step = int(row["frames"])
@@ -101,6 +151,17 @@ def check_backends(cfg, *, source: str | None = None) -> None:
                                  "pip install 'rlcli[tensorboard]'", path="logger.backends") from None
 
 
-def make_loggers(cfg, run_dir: Path, columns: list[str]) -> MetricLoggers:
-    """The backends named by ``cfg`` (a LoggerConfig), writing rows of ``columns`` under ``run_dir``."""
-    return MetricLoggers([LOGGERS[name](run_dir, columns) for name in dict.fromkeys(cfg.backends)])
+def make_loggers(cfg, run_dir: Path, columns: list[str], *, resume: tuple[int, int] | None = None) -> MetricLoggers:
+    """The backends named by ``cfg`` (a LoggerConfig), writing rows of ``columns`` under ``run_dir``.
+
+    ``resume`` = (iteration, frames) of the checkpoint a resumed run continues from: its files
+    keep their rows up to it and are appended to.
+    """
+    backends: list[MetricLogger] = []
+    for name in dict.fromkeys(cfg.backends):
+        after = None if resume is None else resume[1] if name == "tensorboard" else resume[0]
+        backends.append(LOGGERS[name](run_dir, columns, after))
+    loggers = MetricLoggers(backends)
+    if resume is not None:
+        loggers.last_iteration = resume[0]
+    return loggers

@@ -168,9 +168,10 @@ class Replay:
         # One stack and mean per term, once per batch rather than once per step.
         return {name: float(torch.stack(values).mean()) for name, values in seen.items()}
 
-    def state_dict(self) -> dict:
-        """Counters, the n-step carry and the buffer's counters (its transitions are saved apart)."""
-        return {"frames": self.frames, "owed": self.owed, "buffer": self.buffer.state_dict(),
+    def state_dict(self, *, storage: bool = True) -> dict:
+        """Counters, the n-step carry, the reward statistics and the buffer (its transitions
+        only with ``storage``)."""
+        return {"frames": self.frames, "owed": self.owed, "buffer": self.buffer.state_dict(storage=storage),
                 "reward_scaler": self.reward_scaler.state_dict(),
                 "carry": None if self.carry is None else self.carry.to_dict()}
 

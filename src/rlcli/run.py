@@ -36,6 +36,10 @@ class RunFolder:
     def created(self) -> bool:
         return self._path is not None
 
+    def use(self, path: Path) -> None:
+        """Make the existing folder ``path`` this run's (a resumed run continues in its own folder)."""
+        self._path = Path(path)
+
     @property
     def path(self) -> Path:
         """The folder, made now if it does not exist yet (suffixed when the second is taken).

@@ -15,8 +15,11 @@ import numpy as np
 import torch
 
 from rlcli import checkpoint
+from rlcli.checkpoint import CheckpointError, Checkpoints
 from rlcli.config.dump import to_toml
-from rlcli.config.errors import folder_error
+from rlcli.config.errors import InputError, folder_error
+from rlcli.envs import describe_space
+from rlcli.envstate import EnvStateError
 from rlcli.interrupts import on_stop_signals
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.provenance import provenance
@@ -73,6 +76,13 @@ class TrainState:
     stop_requested: bool = False
     stop_signal: str | None = None
     """The signal that stopped the run: "SIGINT" (Ctrl-C) or "SIGTERM" (a scheduler, docker stop)."""
+    checkpoint_frames: int = 0
+    """Frames at the last checkpoint saved (or resumed from)."""
+    checkpoint_path: Path | None = None
+    checkpoint_seconds: float = 0.0
+    """Seconds spent writing checkpoints in this process."""
+    resumes: list[dict] = field(default_factory=list)
+    """One entry per resume of this run: when, from which frames, and how."""
 
     @property
     def fps(self) -> float:
@@ -112,26 +122,37 @@ def weights_finite(agent: torch.nn.Module) -> bool:
     return bool(torch.stack(norms).isfinite().all()) if norms else True
 
 
-def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
+def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = None) -> TrainState:
     """Train ``run`` to its frame budget or stop condition, leaving a complete run folder.
 
     The folder holds ``config.toml``, ``metrics.csv``/``metrics.jsonl`` (one row
-    per logged iteration), ``final.pt`` and ``run.json`` with the final status:
-    ``completed``, ``solved`` (``run.stop_at_return`` reached), ``interrupted``
-    (Ctrl-C) or ``failed``.
+    per logged iteration), ``checkpoints/`` (see ``[checkpoint]``), ``final.pt`` and
+    ``run.json`` with the final status: ``completed``, ``solved`` (``run.stop_at_return``
+    reached), ``interrupted`` (SIGINT or SIGTERM; a checkpoint is saved first) or ``failed``.
+
+    With ``resume`` (a run folder), ``run`` continues that run in its folder from its latest
+    checkpoint. ``run`` must be built from the folder's ``config.toml``, changed at most in
+    ``collector.total_frames``, ``logger`` and ``timing``. Every check is made before anything
+    in the folder is written.
 
     Raises:
         TrainingError: a loss became non-finite; the folder is written first.
+        ConfigError: ``resume`` is not a run folder that can be resumed with ``run``
+            (a CheckpointError or InputError, each naming what is wrong).
     """
     hooks = hooks or Hooks()
     cfg = run.cfg
     try:
+        restored = _restore(run, Path(resume)) if resume is not None else None
         run_dir = run.folder.path
-        (run_dir / "config.toml").write_text(to_toml(cfg), encoding="utf-8")
+        checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
         state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device),
                            provenance=provenance(cfg.run.seed, **run.origin))
+        if restored is not None:
+            _continue(state, restored)
         _write_status(state)
-        loggers = make_loggers(cfg.logger, run_dir, columns(run))
+        loggers = make_loggers(cfg.logger, run_dir, columns(run),
+                               resume=None if restored is None else (state.iteration, state.frames))
     except OSError as exc:
         run.close()
         raise folder_error(cfg.run.output_dir, exc) from None
@@ -145,30 +166,102 @@ def train(run: Run, *, hooks: Hooks | None = None) -> TrainState:
     return state
 
 
+def _restore(run: Run, run_dir: Path) -> dict:
+    """Check that ``run`` can continue the run in ``run_dir`` and load its latest checkpoint into
+    ``run`` (weights, optimizers, replay, envs, generators); returns the checkpoint. Writes nothing.
+    """
+    from rlcli.config.load import load_config
+
+    what = f"run folder {run_dir}"
+    if not run_dir.is_dir():
+        raise InputError(what, "no such folder" if not run_dir.exists() else "not a folder")
+    config_file = run_dir / "config.toml"
+    if not config_file.is_file():
+        raise InputError(what, "has no config.toml: it is not a run folder made by rlcli train")
+    saved = load_config(config_file)
+    problems = checkpoint.resume_config_problems(saved, run.cfg)
+    if problems:
+        raise InputError(what, "a resumed run keeps its config, but this one changes "
+                               + "; ".join(problems)
+                               + "; only collector.total_frames, logger.* and timing.* may change on resume")
+    latest = Checkpoints(run_dir, run.cfg.checkpoint.keep_last).latest()
+    if latest is None:
+        raise CheckpointError(what, "holds no checkpoint (checkpoints/ckpt-*.pt), so it cannot be resumed"
+                                    + ("; its final.pt holds weights for rlcli eval"
+                                       if (run_dir / "final.pt").is_file() else ""))
+    payload = checkpoint.read(latest)
+    ckpt = f"checkpoint {latest}"
+    checkpoint.check_origin(payload, algo=run.cfg.algo.name, env=run.cfg.env.id, spaces=_spaces(run), what=ckpt)
+    if payload["iteration"] >= run.iterations:
+        raise InputError(what, f"its checkpoint is at {payload['frames']:,} frames, which reach "
+                               f"collector.total_frames ({run.cfg.collector.total_frames:,}); raise it to train "
+                               "on: --set collector.total_frames=N")
+    run.folder.use(run_dir)
+    checkpoint.restore_agent(run.algo.agent, payload["agent"], what=ckpt)
+    try:
+        run.algo.load_state_dict(payload["algo_state"])
+        payload["exact_envs"] = run.collector.load_state_dict(payload["collector"])
+    except (EnvStateError, KeyError, ValueError, RuntimeError, TypeError) as exc:
+        raise CheckpointError(ckpt, f"its training state does not fit this run: {type(exc).__name__}: "
+                                    f"{(str(exc).splitlines() or [''])[0][:200]}") from None
+    checkpoint.set_rng_state(payload["rng"])
+    payload["path"] = latest
+    return payload
+
+
+def _continue(state: TrainState, payload: dict) -> None:
+    """Take over the counters, windows and history of the checkpoint ``payload``."""
+    saved = payload["trainer"]
+    state.iteration, state.frames = payload["iteration"], payload["frames"]
+    state.wall_time = saved["wall_time"]
+    state.best_return, state.last_return = saved["best_return"], saved["last_return"]
+    state.solved_at = tuple(saved["solved_at"]) if saved["solved_at"] is not None else None
+    state.started_at = saved["started_at"]
+    state.timer.totals, state.timer.iterations = dict(saved["timer_totals"]), saved["timer_iterations"]
+    state.checkpoint_frames = payload["frames"]
+    state.checkpoint_path = payload["path"]
+    state.resumes = [*saved["resumes"], {
+        "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "from_frames": payload["frames"], "checkpoint": payload["path"].name,
+        "exact_envs": payload["exact_envs"],
+        "command": state.provenance.get("command"), "overrides": state.provenance.get("overrides"),
+    }]
+    # The run's own provenance (seed, versions, commit, command) is the one of its start.
+    state.provenance = saved["provenance"]
+    Checkpoints(state.run_dir, state.run.cfg.checkpoint.keep_last).clean_temporaries()
+
+
 def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> None:
     """Iterate until the budget, the stop condition or a stop request; always complete the folder."""
     pending: Row | None = None
+    whole = True
     try:
         snapshot = WeightsSnapshot(run.algo.agent)
         for hook in hooks.on_run_start:
             hook(state)
-        state.started = time.perf_counter()
+        state.started = time.perf_counter() - state.wall_time
         state.startup_s = since_process_start()
         while state.iteration < run.iterations and state.status == "running" and not state.stop_requested:
             pending = _iteration(run, state, loggers, pending, snapshot)
             for hook in hooks.on_iteration_end:
                 hook(state)
+            if state.status == "running" and not state.stop_requested and _checkpoint_due(state):
+                # The rows up to the checkpoint are on disk before it: a resumed run appends after them.
+                if pending is not None:
+                    loggers.write(pending)
+                    pending = None
+                _save_checkpoint(state)
         if state.stop_requested and state.status == "running":
             state.status = "interrupted"
         if state.status == "running":
             state.status = "completed"
     except KeyboardInterrupt:
-        state.status = "interrupted"
+        state.status, whole = "interrupted", False
     except TrainingError as exc:
-        state.status, state.error = "failed", str(exc)
+        state.status, state.error, whole = "failed", str(exc), False
         raise
     except Exception as exc:
-        state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+        state.status, state.error, whole = "failed", f"{type(exc).__name__}: {exc}", False
         raise
     finally:
         state.wall_time = time.perf_counter() - state.started
@@ -177,11 +270,57 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
             if row and row["iteration"] > loggers.last_iteration:
                 loggers.write(row)
         loggers.close()
+        # Only after whole iterations: a second signal or an error leaves the last checkpoint as it was.
+        if whole and state.frames > state.checkpoint_frames:
+            try:
+                _save_checkpoint(state)
+            except KeyboardInterrupt:
+                state.error = "a second signal stopped the final checkpoint; the one before is kept"
         _save_final(state)
         _write_status(state)
         run.close()
         for hook in hooks.on_run_end:
             hook(state)
+
+
+def _checkpoint_due(state: TrainState) -> bool:
+    every = state.run.cfg.checkpoint.every_frames
+    return every > 0 and state.frames // every > state.checkpoint_frames // every
+
+
+def _save_checkpoint(state: TrainState) -> None:
+    """Save everything the run needs to continue exactly, under ``checkpoints/``."""
+    started = time.perf_counter()
+    run = state.run
+    solved = state.solved_at
+    payload = checkpoint.to_cpu({
+        **_header(state),
+        "agent": run.algo.agent.state_dict(),
+        "algo_state": run.algo.state_dict(replay=run.cfg.checkpoint.replay),
+        "collector": run.collector.state_dict(),
+        "rng": checkpoint.rng_state(),
+        "trainer": {
+            "wall_time": time.perf_counter() - state.started,
+            "best_return": state.best_return, "last_return": state.last_return,
+            "solved_at": list(solved) if solved else None, "started_at": state.started_at,
+            "timer_totals": dict(state.timer.totals), "timer_iterations": state.timer.iterations,
+            "provenance": state.provenance, "resumes": state.resumes,
+        },
+    })
+    state.checkpoint_path = Checkpoints(state.run_dir, run.cfg.checkpoint.keep_last).save(payload, state.frames)
+    state.checkpoint_frames = state.frames
+    state.checkpoint_seconds += time.perf_counter() - started
+
+
+def _spaces(run: Run) -> dict[str, str]:
+    return {"observation": describe_space(run.envs.single_observation_space),
+            "action": describe_space(run.envs.single_action_space)}
+
+
+def _header(state: TrainState) -> dict:
+    """What every checkpoint and final.pt starts with: its format and what it was trained for."""
+    return {"format": checkpoint.FORMAT, "algo": state.run.cfg.algo.name, "env": state.run.cfg.env.id,
+            "spaces": _spaces(state.run), "iteration": state.iteration, "frames": state.frames}
 
 
 def _stop_on_ctrl_c(state: TrainState) -> AbstractContextManager[None]:
@@ -261,13 +400,9 @@ def _row(state: TrainState, terms: dict[str, float]) -> Row:
 def _save_final(state: TrainState) -> None:
     run = state.run
     checkpoint.save(state.run_dir / "final.pt", checkpoint.to_cpu({
-        "format": 1,
-        "algo": run.cfg.algo.name,
-        "env": run.cfg.env.id,
-        "iteration": state.iteration,
-        "frames": state.frames,
+        **_header(state),
         "agent": run.algo.agent.state_dict(),
-        "algo_state": run.algo.state_dict(),
+        "algo_state": run.algo.state_dict(replay=False),
     }))
 
 
@@ -293,5 +428,9 @@ def _write_status(state: TrainState) -> None:
         "timing": state.timer.breakdown(state.run.phases),
         "started_at": state.started_at,
         "startup_s": None if state.startup_s is None else round(state.startup_s, 3),
+        "checkpoint": None if state.checkpoint_path is None else {
+            "latest": str(state.checkpoint_path.relative_to(state.run_dir)), "frames": state.checkpoint_frames,
+            "seconds_writing": round(state.checkpoint_seconds, 3)},
+        "resumes": state.resumes,
         **state.provenance,
     })

@@ -165,3 +165,40 @@ def test_the_config_table_and_the_algorithm_table_agree():
     for name, module in ALGORITHMS.items():
         assert module.CONFIG is ALGO_CONFIGS[name]
         assert module.CONFIG.model_fields["name"].annotation.__args__ == (name,)
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_policy_is_a_pure_function_of_weights_observation_and_generator(name, env_id):
+    run = build_run(config(name, env_id))
+    try:
+        act_space = run.envs.single_action_space
+        shape = run.envs.single_observation_space.shape
+        observation = torch.randn(5, *shape, generator=torch.Generator().manual_seed(3))
+        agent_state = {k: v.clone() for k, v in run.algo.agent.state_dict().items()}
+        algo_state = run.algo.state_dict()
+        global_rng = torch.get_rng_state()
+
+        first = run.algo.policy(observation, deterministic=True, generator=torch.Generator().manual_seed(0))
+        second = run.algo.policy(observation, deterministic=True, generator=torch.Generator().manual_seed(1))
+        sampled = [run.algo.policy(observation, deterministic=False, generator=torch.Generator().manual_seed(5))
+                   for _ in range(2)]
+
+        assert torch.equal(first, second)
+        assert torch.equal(*sampled)
+        assert not first.requires_grad and not sampled[0].requires_grad
+        for key, value in run.algo.agent.state_dict().items():
+            assert torch.equal(value, agent_state[key]), key
+        assert_same(run.algo.state_dict(), algo_state)
+        assert torch.equal(torch.get_rng_state(), global_rng)
+    finally:
+        run.close()
+    for action in (first, *sampled):
+        if isinstance(act_space, gym.spaces.Discrete):
+            assert action.shape == (5,) and action.dtype == torch.int64
+            assert 0 <= int(action.min()) and int(action.max()) < act_space.n
+        else:
+            assert action.shape == (5, *act_space.shape) and action.dtype == torch.float32
+            # The Gaussian of PPO and A2C is unbounded (the caller clips); the others stay inside.
+            if name not in ("ppo", "a2c"):
+                low, high = torch.as_tensor(act_space.low), torch.as_tensor(act_space.high)
+                assert bool(((action >= low) & (action <= high)).all()), action

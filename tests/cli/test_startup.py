@@ -30,6 +30,7 @@ CONFIG_ONLY = {
     "show-config-help": ["show-config", "--help"],
     "schema-help": ["schema", "--help"],
     "bench-help": ["bench", "--help"],
+    "eval-help": ["eval", "--help"],
     "validate": ["validate", "presets/"],
     "validate-broken": ["validate", "tests/broken_configs"],
     "show-config": ["show-config", "ppo_cartpole", "--set", "algo.gamma=0.9"],

@@ -59,4 +59,5 @@ def test_awkward_values_round_trip(write_toml):
 def test_output_has_one_table_per_section(write_toml):
     cfg = load_config(write_toml("ok.toml", MINIMAL_TOML))
     headers = [line for line in to_toml(cfg).splitlines() if line.startswith("[")]
-    assert headers == ["[run]", "[env]", "[network]", "[algo]", "[collector]", "[optim]", "[logger]", "[timing]"]
+    assert headers == ["[run]", "[env]", "[network]", "[algo]", "[collector]", "[optim]", "[logger]", "[timing]",
+                       "[checkpoint]", "[eval]"]

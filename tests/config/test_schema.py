@@ -39,7 +39,8 @@ def test_minimal_config_fills_defaults():
     cfg = RunConfig.model_validate(BASE)
     assert cfg.run.name == "run" and cfg.env.vectorization == "sync"
     assert cfg.network.policy_sizes == cfg.network.value_sizes == [64, 64]
-    assert SECTIONS == ("run", "env", "network", "algo", "collector", "optim", "logger", "timing")
+    assert SECTIONS == ("run", "env", "network", "algo", "collector", "optim", "logger", "timing", "checkpoint",
+                        "eval")
 
 
 def test_configs_are_frozen():

@@ -41,12 +41,25 @@ class Algorithm(Protocol):
         beside them (PPO: ``log_prob``, ``value``, ``input``). Batch size [N]; no statistics change."""
         ...
 
+    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        """Evaluation actions for raw observations ([N, *obs] float32), for the env as ``act`` gives them
+        ([N] int64 for Discrete, [N, A] float32 in env units for Box; a Gaussian may leave the bounds,
+        and the caller clips as the collector does).
+
+        ``deterministic`` takes the policy's mode (argmax, the Gaussian's mean, the actor's output);
+        otherwise actions are drawn with ``generator`` from the policy as trained, without any
+        collection schedule: no warm-up, no decaying epsilon, no OU state. Changes no statistics,
+        counters or generators of the algorithm; runs under ``torch.no_grad``.
+        """
+        ...
+
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Everything an iteration does with a fresh ``[T, N]`` batch; returns the row terms."""
         ...
 
-    def state_dict(self) -> dict:
-        """Optimizers, schedules, generators and counters (the agent's weights are saved apart)."""
+    def state_dict(self, *, replay: bool = True) -> dict:
+        """Optimizers, schedules, generators and counters (the agent's weights are saved apart);
+        with ``replay``, an off-policy algorithm's stored transitions too (on-policy ones have none)."""
         ...
 
     def load_state_dict(self, state: dict) -> None: ...

@@ -58,6 +58,10 @@ class A2C:
         """``action``, ``log_prob`` and ``value`` for raw ``observation`` ([N, *obs])."""
         return self.agent.act(observation, generator)
 
+    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        """Evaluation actions for raw ``observation`` ([N, *obs]): the mode or a sample, never clipped."""
+        return self.agent.actions(observation, deterministic=deterministic, generator=generator)
+
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`a2c_loss` terms of a batch plus ``loss/total``, the scalar to minimise."""
         cfg = self.cfg
@@ -88,7 +92,7 @@ class A2C:
         flat = valid_rows(batch, *LOSS_KEYS)
         return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
 
-    def state_dict(self) -> dict:
+    def state_dict(self, *, replay: bool = True) -> dict:
         return {"step": self.step.state_dict(), "reward_scaler": self.reward_scaler.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:

@@ -120,6 +120,18 @@ class DQN:
             action = torch.where(explore, uniform, greedy)
         return TensorDict({keys.ACTION: action}, batch_size=[n])
 
+    @torch.no_grad()
+    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        """Evaluation actions ([N] int64) for raw ``observation`` ([N, *obs]): greedy, or epsilon-greedy
+        at ``epsilon_end`` (the rate training settles at), whatever the current schedule says."""
+        greedy = self.agent.q(self.agent.obs_norm(observation)).argmax(1)
+        if deterministic:
+            return greedy
+        n = observation.shape[0]
+        uniform = torch.randint(self.num_actions, (n,), generator=generator, device=observation.device)
+        explore = torch.rand(n, generator=generator, device=observation.device) < self.cfg.epsilon_end
+        return torch.where(explore, uniform, greedy)
+
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
         cfg = self.cfg
@@ -156,10 +168,10 @@ class DQN:
         self.replay.observe(batch)
         return self.replay.sample(size, generator)
 
-    def state_dict(self) -> dict:
+    def state_dict(self, *, replay: bool = True) -> dict:
         return {"step": self.step.state_dict(), "target": self.target.state_dict(),
                 "generator": self.generator.get_state(), "updates": self.updates, "epsilon": self.epsilon,
-                "replay": self.replay.state_dict()}
+                "replay": self.replay.state_dict(storage=replay)}
 
     def load_state_dict(self, state: dict) -> None:
         self.step.load_state_dict(state["step"])

@@ -92,6 +92,10 @@ class PPO:
         """``action``, ``log_prob`` and ``value`` for raw ``observation`` ([N, *obs])."""
         return self.agent.act(observation, generator)
 
+    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        """Evaluation actions for raw ``observation`` ([N, *obs]): the mode or a sample, never clipped."""
+        return self.agent.actions(observation, deterministic=deterministic, generator=generator)
+
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`ppo_loss` terms of a minibatch plus ``loss/total``, the scalar to minimise."""
         cfg = self.cfg
@@ -151,7 +155,7 @@ class PPO:
         flat = valid_rows(batch, *LOSS_KEYS)
         return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
 
-    def state_dict(self) -> dict:
+    def state_dict(self, *, replay: bool = True) -> dict:
         return {"step": self.step.state_dict(), "generator": self.generator.get_state(), "done": self.done,
                 "clip_epsilon": self.clip_epsilon, "reward_scaler": self.reward_scaler.state_dict()}
 

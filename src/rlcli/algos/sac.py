@@ -139,6 +139,13 @@ class SAC:
             action, _ = self.agent.actor(self.agent.obs_norm(observation), generator)
         return TensorDict({keys.ACTION: action}, batch_size=[n])
 
+    @torch.no_grad()
+    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the squashed
+        mean, or a squashed sample (never the warm-up's uniform actions)."""
+        action, _ = self.agent.actor(self.agent.obs_norm(observation), generator, deterministic=deterministic)
+        return action
+
     def _subset(self) -> torch.Tensor | None:
         cfg = self.cfg
         if cfg.critic_subset >= cfg.num_critics:
@@ -215,12 +222,12 @@ class SAC:
         self.replay.observe(batch)
         return self.replay.sample(size, generator)
 
-    def state_dict(self) -> dict:
+    def state_dict(self, *, replay: bool = True) -> dict:
         return {
             "critic_step": self.critic_step.state_dict(), "actor_step": self.actor_step.state_dict(),
             "target": self.target.state_dict(),
             "generator": self.generator.get_state(), "noise_generator": self.noise_generator.get_state(),
-            "updates": self.updates, "replay": self.replay.state_dict(),
+            "updates": self.updates, "replay": self.replay.state_dict(storage=replay),
         }
 
     def load_state_dict(self, state: dict) -> None:

@@ -119,6 +119,21 @@ class TD3:
             action = torch.minimum(torch.maximum(action, self.low), self.high)
         return TensorDict({keys.ACTION: action}, batch_size=[n])
 
+    @torch.no_grad()
+    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the actor's, plus
+        Gaussian noise of ``noise_scale`` when stochastic.
+
+        Gaussian even for OU-noise configs: the OU state belongs to the collection envs, and
+        evaluation must neither read nor advance it.
+        """
+        action = self.agent.actor(self.agent.obs_norm(observation))
+        if deterministic:
+            return action
+        draw = torch.randn(action.shape, generator=generator, device=action.device, dtype=action.dtype)
+        action = action + self.cfg.noise_scale * draw * (self.high - self.low) / 2
+        return torch.minimum(torch.maximum(action, self.low), self.high)
+
     def _critic_terms(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         cfg = self.cfg
         return td3_critic_loss(self.agent, batch, gamma=cfg.gamma, target_noise=cfg.target_noise,
@@ -168,11 +183,11 @@ class TD3:
         self.replay.observe(batch)
         return self.replay.sample(size, generator)
 
-    def state_dict(self) -> dict:
+    def state_dict(self, *, replay: bool = True) -> dict:
         return {
             "critic_step": self.critic_step.state_dict(), "actor_step": self.actor_step.state_dict(),
             "generator": self.generator.get_state(), "noise_generator": self.noise_generator.get_state(),
-            "updates": self.updates, "replay": self.replay.state_dict(), "noise": self.noise.state_dict(),
+            "updates": self.updates, "replay": self.replay.state_dict(storage=replay), "noise": self.noise.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:

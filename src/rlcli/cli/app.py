@@ -8,6 +8,8 @@ import typer
 
 from rlcli import __version__
 from rlcli.cli.bench import bench
+from rlcli.cli.eval import eval_
+from rlcli.cli.plot import plot
 from rlcli.cli.schema import schema
 from rlcli.cli.show_config import show_config
 from rlcli.cli.train import train
@@ -44,3 +46,5 @@ app.command("validate")(validate)
 app.command("show-config")(show_config)
 app.command("schema")(schema)
 app.command("bench")(bench)
+app.command("eval")(eval_)
+app.command("plot")(plot)

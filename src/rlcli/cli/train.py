@@ -15,7 +15,7 @@ from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
 from rlcli.config.errors import InputError
 from rlcli.config.load import Override, find_preset, load_config
 from rlcli.console import console, err_console
-from rlcli.envs import import_env_packages
+from rlcli.envs import check_run_packages, import_env_packages
 from rlcli.seeds import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
 
 EXIT_TRAINING_FAILED = 1
@@ -29,7 +29,11 @@ def _typed(item: str | Override) -> str:
 
 
 def train(
-    preset: Annotated[str, typer.Argument(metavar="PRESET", help="A preset file, or the name of a shipped preset.")],
+    preset: Annotated[Optional[str], typer.Argument(
+        metavar="PRESET", help="A preset file, or the name of a shipped preset (not with --resume).")] = None,
+    resume: Annotated[Optional[Path], typer.Option(
+        metavar="RUN_DIR", help="Continue this run folder from its latest checkpoint, with its own config; "
+        "--set may change only collector.total_frames, logger.* and timing.*.")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
     device: Annotated[
         Optional[str], typer.Option(metavar="DEVICE", help="Shorthand for --set run.device=...: auto, cpu, cuda or cuda:N.")
@@ -44,7 +48,7 @@ def train(
         "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="Print only the final summary.")] = False,
 ) -> None:
-    """Train an agent; Ctrl-C stops cleanly and keeps the run folder."""
+    """Train an agent; Ctrl-C or SIGTERM saves a checkpoint and stops; --resume continues."""
     overrides: list[str | Override] = list(set_ or [])
     # The flags are shorthands that win over the file and over --set; errors name the flag.
     if device is not None:
@@ -55,6 +59,11 @@ def train(
         overrides.append(Override(f"run.output_dir={json.dumps(str(out), ensure_ascii=False)}", f"--out {out}"))
     packages = list(env_package or [])
     with user_errors(preset):
+        if (preset is None) == (resume is None):
+            raise InputError("rlcli train", "give a PRESET to start a run, or --resume RUN_DIR to continue one"
+                             if preset is None else "give a PRESET or --resume RUN_DIR, not both")
+        if resume is not None:
+            preset = _resume_source(resume, seeds, packages)
         if seeds is not None or jobs is not None:
             if seeds is None:
                 raise InputError(f"--jobs {jobs}", "needs --seeds SPEC")
@@ -81,13 +90,26 @@ def train(
     report = ConsoleReport(console, quiet=quiet)
     try:
         with user_errors(preset):
-            state = train_run(run, hooks=report.hooks())
+            state = train_run(run, hooks=report.hooks(), resume=resume)
     except TrainingError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
     if state.status == "interrupted":
         err_console.print("interrupted: the run folder holds the metrics and weights so far")
         raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
+
+
+def _resume_source(run_dir: Path, seeds: str | None, packages: list[str]) -> str:
+    """The config file of the run folder to resume, once the flags agree with resuming it."""
+    if seeds is not None:
+        raise InputError(f"--seeds {seeds}", "cannot be combined with --resume; resume each seed's folder")
+    if not run_dir.is_dir():
+        raise InputError(f"run folder {run_dir}", "no such folder" if not run_dir.exists() else "not a folder")
+    config_file = run_dir / "config.toml"
+    if not config_file.is_file():
+        raise InputError(f"run folder {run_dir}", "has no config.toml: it is not a run folder made by rlcli train")
+    check_run_packages(run_dir, packages)
+    return str(config_file)
 
 
 def _train_seeds(preset: str, seeds: list[int], overrides: list[str | Override], jobs: int | None,

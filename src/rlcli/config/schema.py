@@ -249,6 +249,39 @@ class TimingConfig(BaseModel):
     )
 
 
+class CheckpointConfig(BaseModel):
+    model_config = SECTION
+
+    every_frames: int = Field(
+        100_000, ge=0,
+        description="Save a checkpoint after the first iteration at or past each multiple of this many "
+        "frames; 0 saves only at the end and on SIGINT/SIGTERM (which save one in any case).",
+    )
+    keep_last: int = Field(
+        2, ge=1, le=1000,
+        description="Checkpoints kept in checkpoints/; an older one is deleted only after the new one is complete.",
+    )
+    replay: bool = Field(
+        True,
+        description="Save an off-policy run's replay buffer with each checkpoint, so that a resumed run "
+        "continues exactly (a memmap buffer is referenced, not copied); false resumes with an empty buffer.",
+    )
+
+
+class EvalConfig(BaseModel):
+    model_config = SECTION
+
+    every_frames: int = Field(
+        0, ge=0,
+        description="Evaluate the policy on an env of its own after the first iteration at or past each "
+        "multiple of this many frames (eval/* columns); 0 turns in-training evaluation off.",
+    )
+    episodes: int = Field(10, ge=1, le=10_000, description="Episodes per evaluation.")
+    deterministic: bool = Field(
+        True, description="Act with the policy's mode (greedy, mean action) rather than a sample.",
+    )
+
+
 class RunConfig(BaseModel):
     """A whole run: what to train, where and how."""
 
@@ -262,6 +295,9 @@ class RunConfig(BaseModel):
     optim: OptimConfig = Field(default_factory=OptimConfig, description="Optimizer and schedule.")
     logger: LoggerConfig = Field(default_factory=LoggerConfig, description="Metric backends.")
     timing: TimingConfig = Field(default_factory=TimingConfig, description="Timing table output.")
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig,
+                                         description="Checkpoints for resuming a run.")
+    eval: EvalConfig = Field(default_factory=EvalConfig, description="Evaluation during training.")
 
     @model_validator(mode="after")
     def _sections_agree(self) -> RunConfig:

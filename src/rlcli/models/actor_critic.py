@@ -42,6 +42,13 @@ class ActorCritic(nn.Module):
         return TensorDict({keys.ACTION: action, keys.LOG_PROB: self.policy.log_prob(dist, action),
                            keys.VALUE: self.value(obs)}, batch_size=observation.shape[:1])
 
+    @torch.no_grad()
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        """Actions for raw ``observation`` ([N, *obs]): the distribution's mode when ``deterministic``
+        (argmax, or the Gaussian's mean), else a sample drawn with ``generator``."""
+        dist = self.policy(self.obs_norm(observation))
+        return self.policy.mode(dist) if deterministic else self.policy.sample(dist, generator)
+
     def evaluate(
         self, obs: torch.Tensor, action: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -23,6 +23,11 @@ class CategoricalHead(nn.Module):
         """One action per row, drawn with ``generator`` (torch.distributions' sample has none)."""
         return torch.multinomial(dist.probs, 1, generator=generator).squeeze(-1)
 
+    @staticmethod
+    def mode(dist: Categorical) -> torch.Tensor:
+        """The most probable action of each row ([B] int64)."""
+        return dist.logits.argmax(-1)
+
     # Categorical normalizes its logits once; reading them directly skips the
     # broadcast, clamp and softmax that its generic log_prob and entropy add to
     # every training step (the logits of a network are always finite).
@@ -57,6 +62,11 @@ class GaussianHead(nn.Module):
         """One action per row, drawn with ``generator`` (torch.distributions' sample has none)."""
         noise = torch.randn(dist.loc.shape, generator=generator, device=dist.loc.device, dtype=dist.loc.dtype)
         return dist.loc + dist.scale * noise
+
+    @staticmethod
+    def mode(dist: Normal) -> torch.Tensor:
+        """The mean of each row ([B, A]), unclipped like a sample."""
+        return dist.loc
 
     @staticmethod
     def log_prob(dist: Normal, action: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""A tiny env package for ``--env-package`` tests: importing it registers ``RlcliTest/Corridor-v0``.
+"""A tiny env package for ``--env-package`` tests: importing it registers ``RlcliTest/Corridor-v0``
+(no rendering) and ``RlcliTest/PaintedCorridor-v0`` (``rgb_array`` frames, for ``eval --video``).
 
 Put ``tests/envpkg`` on ``PYTHONPATH`` and pass ``--env-package rlcli_test_envs``.
 """
@@ -39,3 +40,23 @@ class Corridor(gym.Env):
 
 
 gym.register(id="RlcliTest/Corridor-v0", entry_point=Corridor, max_episode_steps=50)
+
+
+class PaintedCorridor(Corridor):
+    """The corridor with ``rgb_array`` rendering drawn in numpy (no pygame): a 32 x 32 cell per
+    position, the walker's cell white, the goal green."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, length: int = 5, render_mode: str | None = None):
+        super().__init__(length)
+        self.render_mode = render_mode
+
+    def render(self) -> np.ndarray:
+        frame = np.zeros((32, 32 * (self.length + 1), 3), dtype=np.uint8)
+        frame[:, 32 * self.length:, 1] = 160
+        frame[4:28, 32 * self.position + 4:32 * self.position + 28] = 255
+        return frame
+
+
+gym.register(id="RlcliTest/PaintedCorridor-v0", entry_point=PaintedCorridor, max_episode_steps=50)

@@ -1,0 +1,64 @@
+"""``rlcli eval``: play a trained run's policy and print its returns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from rlcli.cli.render import ENV_PACKAGE_HELP, user_errors
+from rlcli.console import console
+
+if TYPE_CHECKING:
+    from rlcli.evaluation import EvalReport
+
+
+def eval_(
+    path: Annotated[Path, typer.Argument(
+        metavar="RUN_DIR_OR_CHECKPOINT",
+        help="A run folder (its final.pt, else its newest checkpoint) or a checkpoint file in one.")],
+    episodes: Annotated[int, typer.Option(min=1, metavar="N", help="Episodes to play.")] = 10,
+    deterministic: Annotated[bool, typer.Option(
+        "--deterministic/--stochastic", metavar="",
+        help="The policy's mode (argmax, mean), or actions sampled from it.")] = True,
+    seed: Annotated[Optional[int], typer.Option(
+        min=0, max=2**31 - 1, metavar="N", help="Seed of the episodes (default: the run's seed + 1000000).")] = None,
+    device: Annotated[Optional[str], typer.Option(
+        metavar="DEVICE", help="auto, cpu, cuda or cuda:N (default: the run's run.device).")] = None,
+    video: Annotated[Optional[Path], typer.Option(
+        metavar="FILE.mp4", help="Record the first episode here (needs: pip install 'rlcli[video]').")] = None,
+    env_package: Annotated[Optional[list[str]], typer.Option(
+        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP + "; those in run.json are imported anyway")] = None,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
+) -> None:
+    """Evaluate a trained policy with its saved normalization; the run folder is left unchanged."""
+    with user_errors():
+        # Imported only now: --help and a bad flag stay free of torch.
+        from rlcli.evaluation import evaluate_run
+
+        report = evaluate_run(path, episodes=episodes, deterministic=deterministic, seed=seed, video=video,
+                              device=device, env_packages=env_package or [])
+    if as_json:
+        console.print_json(json.dumps(report.to_json()))
+        return
+    mode = "deterministic" if report.deterministic else "stochastic"
+    console.print(f"{escape(report.algo)} on {escape(report.env)}: {mode}, seed {report.seed}", soft_wrap=True)
+    console.print(eval_table(report))
+    console.print(f"checkpoint: {escape(str(report.checkpoint))}", soft_wrap=True)
+    if report.video is not None:
+        console.print(f"video: {escape(str(report.video))}", soft_wrap=True)
+
+
+def eval_table(report: EvalReport) -> Table:
+    """One row: episodes, mean, std, min and max return, mean length."""
+    result = report.result
+    table = Table()
+    for name in ("episodes", "mean return", "std", "min", "max", "mean length"):
+        table.add_column(name, justify="right")
+    table.add_row(str(result.episodes), *(f"{value:,.1f}" for value in (result.mean, result.std, result.min,
+                                                                         result.max, result.length_mean)))
+    return table

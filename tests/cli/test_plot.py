@@ -1,0 +1,96 @@
+"""``rlcli plot RUN_DIR ...`` on run folders that the real ``rlcli train`` wrote."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, assert_bad_input
+from rlcli.plot import DPI, FIGSIZE_IN
+
+FRAMES = ["--set", "collector.total_frames=2048"]
+
+
+@pytest.fixture(scope="module")
+def runs(rlcli, tmp_path_factory) -> Path:
+    """An output folder with one run of seed 5 and a ``--seeds 0-1`` group folder, 2,048 frames each."""
+    out = tmp_path_factory.mktemp("plot") / "runs"
+    for args in (["--seed", "5"], ["--seeds", "0-1", "--jobs", "1"]):
+        done = rlcli("train", "ppo_cartpole", *FRAMES, "--out", out, "--quiet", *args, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height from the IHDR chunk, after checking the PNG signature."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.parametrize("flags", [[], ["--x", "time", "--band", "iqr"]], ids=["frames-minmax", "time-iqr"])
+def test_plot_of_an_output_folder_draws_the_single_run_and_the_seeds_median(rlcli, runs, tmp_path, flags):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "curve.png"
+    done = rlcli("plot", runs, "-o", png, *flags)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert png_size(png) == (int(FIGSIZE_IN[0] * DPI), int(FIGSIZE_IN[1] * DPI))
+    assert f"wrote {png}: 2 line(s) from 3 run(s)" in output
+    assert "ppo_cartpole (ppo on CartPole-v1), median of 2 seeds" in output
+    assert "ppo_cartpole (ppo on CartPole-v1), seed 5" in output
+
+
+def test_plot_writes_curve_png_in_the_working_folder_by_default(rlcli, runs, tmp_path):
+    pytest.importorskip("matplotlib")
+    group = next(runs.glob("*-seeds"))
+    done = rlcli("plot", group, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 line(s) from 2 run(s)" in done.stdout
+    png_size(tmp_path / "curve.png")
+
+
+def test_an_unknown_column_exits_2_listing_the_columns(rlcli, runs, tmp_path):
+    pytest.importorskip("matplotlib")
+    output = assert_bad_input(rlcli("plot", runs, "-o", tmp_path / "curve.png", "--y", "eval/return_mean"),
+                              "--y eval/return_mean: no run has this column; available: iteration, frames, "
+                              "wall_time_s, fps, rollout/episode_return_mean")
+    assert "time/iteration_ms" in output
+    assert not (tmp_path / "curve.png").exists()
+
+
+def test_a_missing_run_folder_exits_2_naming_it(rlcli, tmp_path):
+    pytest.importorskip("matplotlib")
+    missing = tmp_path / "no-such-run"
+    assert_bad_input(rlcli("plot", missing, "-o", tmp_path / "curve.png"), f"RUN_DIR {missing}: does not exist")
+
+
+def test_a_folder_without_runs_exits_2_naming_it(rlcli, tmp_path):
+    pytest.importorskip("matplotlib")
+    assert_bad_input(rlcli("plot", tmp_path), f"RUN_DIR {tmp_path}: holds no metrics.csv")
+
+
+def test_without_matplotlib_it_says_what_to_install(tmp_path):
+    # matplotlib made unimportable in the CLI's own process, as on an install without the extra.
+    code = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['rlcli', *sys.argv[1:]]; "
+            "from rlcli.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", code, "plot", tmp_path], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "400", "NO_COLOR": "1"}, timeout=120)
+    assert_bad_input(done, "rlcli plot needs matplotlib: pip install 'rlcli[plot]'")
+
+
+def test_plot_never_loads_torch(runs, tmp_path):
+    pytest.importorskip("matplotlib")
+    probe = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
+             "'LOADED:' + ','.join(m for m in ('torch', 'rlcli.run') if m in sys.modules) + '\\n')); "
+             "sys.argv = ['rlcli', *sys.argv[1:]]; from rlcli.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", probe, "plot", runs, "-o", tmp_path / "curve.png"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "LOADED:\n" in done.stderr

@@ -1,0 +1,232 @@
+"""Checkpoints and ``rlcli train --resume`` through the real command: a run killed with SIGKILL
+(or stopped by SIGINT/SIGTERM) and resumed writes the same metrics rows as a run never
+stopped; a folder that cannot be resumed is a clear error that leaves it unchanged."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import ROOT, assert_bad_input, rlcli_executable, sigint_default
+
+# Columns that measure time, and so differ between any two runs; every other column must match.
+TIMING = ("wall_time_s", "fps")
+
+
+def rows_of(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open(newline="", encoding="utf-8") as handle:
+        return [{k: v for k, v in row.items() if k not in TIMING and not k.startswith("time/")}
+                for row in csv.DictReader(handle)]
+
+
+def start(preset: str, out: Path, *settings: str) -> subprocess.Popen:
+    args = [rlcli_executable(), "train", preset, "--out", str(out), "-q"]
+    for setting in settings:
+        args += ["--set", setting]
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
+
+
+def wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before {what}: exit {proc.returncode}\n{proc.communicate()[1]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"no {what} within {timeout} s")
+        time.sleep(0.005)
+
+
+def line_count(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+def run_folder(out: Path) -> Path:
+    (folder,) = out.iterdir()
+    return folder
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder`` with its size and modification time."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# (preset, settings, frames per batch): small budgets, with checkpoints well before the end.
+KILLED = [
+    ("ppo_cartpole", ("collector.total_frames=40960", "checkpoint.every_frames=8192"), 512),
+    ("dqn_cartpole", ("collector.total_frames=12288", "checkpoint.every_frames=4096"), 256),
+    ("sac_pendulum", ("collector.total_frames=2000", "checkpoint.every_frames=600"), 8),
+]
+
+
+@pytest.mark.parametrize(("preset", "settings", "batch"), KILLED, ids=[k[0] for k in KILLED])
+def test_kill_9_then_resume_writes_the_rows_of_an_unbroken_run(tmp_path, rlcli, preset, settings, batch):
+    # The unbroken run and the one to kill run side by side (one thread each, as configured).
+    unbroken = start(preset, tmp_path / "unbroken", *settings)
+    killed = start(preset, tmp_path / "killed", *settings)
+    out = tmp_path / "killed"
+    wait_for(lambda: any(out.glob("*/checkpoints/ckpt-*.pt")), killed, "checkpoint")
+    folder = run_folder(out)
+    first = int(next(folder.glob("checkpoints/ckpt-*.pt")).stem.removeprefix("ckpt-")) // batch
+    # Past the checkpoint by a few rows, so that resuming has rows to drop and write again.
+    wait_for(lambda: line_count(folder / "metrics.csv") > first + 3, killed, "rows after the checkpoint")
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate(timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    assert json.loads((folder / "run.json").read_text(encoding="utf-8"))["status"] == "running"
+    assert unbroken.wait(timeout=300) == 0, unbroken.communicate()[1]
+
+    resumed = rlcli("train", "--resume", folder, "-q", timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    expected = rows_of(run_folder(tmp_path / "unbroken"))
+    got = rows_of(folder)
+    assert [r["iteration"] for r in got] == [str(i) for i in range(1, len(expected) + 1)]
+    for want, have in zip(expected, got):
+        assert have == want, f"iteration {want['iteration']} differs after resuming: " + str(
+            {k: (want[k], have[k]) for k in want if want[k] != have[k]})
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert info["status"] == "completed" and info["frames"] == int(expected[-1]["frames"])
+    (entry,) = info["resumes"]
+    assert entry["exact_envs"] is True and entry["from_frames"] % batch == 0
+    assert not list(folder.rglob(".*ckpt*")), "a temporary checkpoint file was left behind"
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_saves_a_checkpoint_that_resumes_exactly(tmp_path, rlcli, sig, code):
+    settings = ("collector.total_frames=30720", "checkpoint.every_frames=0")
+    unbroken = start("ppo_cartpole", tmp_path / "unbroken", *settings)
+    stopped = start("ppo_cartpole", tmp_path / "stopped", *settings)
+    out = tmp_path / "stopped"
+    wait_for(lambda: any(out.glob("*/metrics.csv")) and line_count(run_folder(out) / "metrics.csv") > 4,
+             stopped, "metrics rows")
+    stopped.send_signal(sig)
+    stdout, stderr = stopped.communicate(timeout=120)
+    assert stopped.returncode == code, stdout + stderr
+    folder = run_folder(out)
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert info["status"] == "interrupted" and info["signal"] == sig.name
+    saved = torch.load(folder / info["checkpoint"]["latest"], weights_only=True)
+    assert saved["iteration"] == info["iterations"] < 30
+    assert unbroken.wait(timeout=300) == 0
+
+    resumed = rlcli("train", "--resume", folder, "-q", timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert rows_of(folder) == rows_of(run_folder(tmp_path / "unbroken"))
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """A short ppo_cartpole run with checkpoints, to copy and damage."""
+    out = tmp_path_factory.mktemp("finished")
+    result = subprocess.run([rlcli_executable(), "train", "ppo_cartpole", "--out", str(out), "-q",
+                             "--set", "collector.total_frames=6144", "--set", "checkpoint.every_frames=2048"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return run_folder(out)
+
+
+@pytest.fixture
+def copy_of(finished_run, tmp_path) -> Path:
+    folder = tmp_path / finished_run.name
+    shutil.copytree(finished_run, folder)
+    return folder
+
+
+def latest(folder: Path) -> Path:
+    return sorted(folder.glob("checkpoints/ckpt-*.pt"))[-1]
+
+
+def test_resume_extends_a_finished_run(copy_of, rlcli):
+    before = rows_of(copy_of)
+    result = rlcli("train", "--resume", copy_of, "--set", "collector.total_frames=8192", "-q")
+    assert result.returncode == 0, result.stdout + result.stderr
+    after = rows_of(copy_of)
+    assert after[: len(before)] == before and len(after) > len(before)
+    assert [int(r["iteration"]) for r in after] == list(range(1, len(after) + 1))
+    assert int(after[-1]["frames"]) == 8192
+    assert "total_frames = 8192" in (copy_of / "config.toml").read_text(encoding="utf-8")
+    assert sorted(p.name for p in copy_of.glob("checkpoints/*")) == ["ckpt-000000006144.pt", "ckpt-000000008192.pt"]
+
+
+def test_keep_last_keeps_the_newest_checkpoints(finished_run):
+    assert sorted(p.name for p in finished_run.glob("checkpoints/*")) == ["ckpt-000000004096.pt",
+                                                                         "ckpt-000000006144.pt"]
+
+
+def bad_resume(rlcli, folder: Path, *fragments: str, extra: tuple[str, ...] = ()) -> str:
+    before = snapshot(folder) if folder.exists() else None
+    output = assert_bad_input(rlcli("train", "--resume", folder, *extra, "-q"), *fragments)
+    if before is not None:
+        assert snapshot(folder) == before, "a failed resume changed the run folder"
+    return output
+
+
+def test_resume_of_a_missing_folder(tmp_path, rlcli):
+    bad_resume(rlcli, tmp_path / "nowhere", "no such folder")
+
+
+def test_resume_without_a_checkpoint(copy_of, rlcli):
+    shutil.rmtree(copy_of / "checkpoints")
+    bad_resume(rlcli, copy_of, "holds no checkpoint", "final.pt")
+
+
+def test_resume_of_a_finished_run_asks_for_more_frames(copy_of, rlcli):
+    bad_resume(rlcli, copy_of, "collector.total_frames")
+
+
+def test_resume_refuses_other_settings(copy_of, rlcli):
+    bad_resume(rlcli, copy_of, "algo.gamma", "only collector.total_frames",
+               extra=("--set", "algo.gamma=0.9", "--set", "collector.total_frames=8192"))
+
+
+def test_resume_of_a_truncated_checkpoint(copy_of, rlcli):
+    path = latest(copy_of)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    bad_resume(rlcli, copy_of, path.name, "truncated or corrupt", extra=("--set", "collector.total_frames=8192"))
+
+
+def test_resume_of_a_folder_whose_config_no_longer_validates(copy_of, rlcli):
+    config = copy_of / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("gamma = 0.98", "gamma = 1.5"), encoding="utf-8")
+    bad_resume(rlcli, copy_of, "config.toml", "algo.gamma")
+
+
+def test_resume_with_networks_of_another_shape(copy_of, rlcli):
+    config = copy_of / "config.toml"
+    text = config.read_text(encoding="utf-8")
+    assert "hidden_sizes = [64, 64]" in text
+    config.write_text(text.replace("hidden_sizes = [64, 64]", "hidden_sizes = [32]"), encoding="utf-8")
+    bad_resume(rlcli, copy_of, "do not fit", "[32, 4]", extra=("--set", "collector.total_frames=8192"))
+
+
+class Payload:
+    """Runs a shell command when unpickled by a loader that builds arbitrary objects."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_unrun(copy_of, rlcli, tmp_path):
+    marker = tmp_path / "payload-ran"
+    path = latest(copy_of)
+    honest = torch.load(path, weights_only=True)
+    torch.save({**honest, "agent": Payload(marker)}, path)
+    bad_resume(rlcli, copy_of, "refused", "could run code", extra=("--set", "collector.total_frames=8192"))
+    assert not marker.exists(), "the payload ran"
