@@ -122,3 +122,78 @@ def test_return_window_sets_the_stop_condition_and_the_rolling_return(tmp_path):
     state = train(run)
     assert state.status == "solved"
     assert state.iteration == 2 and state.solved_at[0] == 16
+
+
+def rows(state) -> list[dict[str, str]]:
+    with (state.run_dir / "metrics.csv").open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.mark.parametrize("algo", [{"name": "ppo", "minibatch_size": 32, "epochs": 1},
+                                  {"name": "dqn", "learning_starts": 64, "batch_size": 16}], ids=["ppo", "dqn"])
+def test_in_training_evaluation_fills_eval_columns_and_leaves_training_alone(tmp_path, algo):
+    plain = train(build_run(config(tmp_path / "plain", algo=algo)))
+    evaluated = train(build_run(config(tmp_path / "eval", algo=algo, eval={"every_frames": 128, "episodes": 3})))
+    with_eval, without = rows(evaluated), rows(plain)
+    # Due after the first iteration at or past each 128 frames, and at the last one.
+    assert [r["frames"] for r in with_eval if r["eval/return_mean"]] == ["128", "256", "320"]
+    for row in with_eval:
+        if row["eval/return_mean"]:
+            # CartPole pays 1 per step, so a return is its episode's length.
+            assert float(row["eval/return_mean"]) == float(row["eval/length_mean"]) >= 8
+            assert float(row["eval/return_std"]) >= 0
+    # Evaluation draws from its own envs and generator: training's rows are the same without it.
+    assert "eval/return_mean" not in without[0]
+    for a, b in zip(with_eval, without):
+        assert {k: v for k, v in a.items() if k in b and not k.startswith("time/") and k not in ("wall_time_s", "fps")} \
+            == {k: v for k, v in b.items() if not k.startswith("time/") and k not in ("wall_time_s", "fps")}
+
+
+def stop_after(iterations: int):
+    """A hook that asks for a stop, as a first Ctrl-C does, once ``iterations`` are done."""
+
+    def hook(state):
+        if state.iteration == iterations:
+            state.stop_requested = True
+
+    return hook
+
+
+def comparable(state) -> list[dict[str, str]]:
+    return [{k: v for k, v in row.items() if not k.startswith("time/") and k not in ("wall_time_s", "fps")}
+            for row in rows(state)]
+
+
+DQN = {"name": "dqn", "learning_starts": 64, "batch_size": 16, "n_step": 3}
+
+
+@pytest.mark.parametrize("replay", [{"storage": "tensor"}, {"storage": "memmap"},
+                                    {"storage": "tensor", "prioritized": True}], ids=["tensor", "memmap", "prioritized"])
+def test_a_stopped_run_resumed_from_python_matches_an_unbroken_one(tmp_path, replay):
+    from rlcli.trainer import Hooks
+
+    sections = {"algo": {**DQN, "replay": replay}, "collector": {"frames_per_batch": 64, "total_frames": 640},
+                "checkpoint": {"every_frames": 0}}
+    unbroken = train(build_run(config(tmp_path / "a", **sections)))
+    stopped = train(build_run(config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
+    assert stopped.status == "interrupted" and stopped.checkpoint_frames == 256
+    if replay["storage"] == "memmap":
+        assert sorted(p.name for p in (stopped.run_dir / "replay").iterdir())[0].endswith(".memmap")
+    resumed = train(build_run(config(tmp_path / "b", **sections)), resume=stopped.run_dir)
+    assert resumed.status == "completed" and resumed.run_dir == stopped.run_dir
+    assert comparable(resumed) == comparable(unbroken)
+
+
+def test_resume_without_the_replay_buffer_starts_it_empty(tmp_path):
+    from rlcli.trainer import Hooks
+
+    sections = {"algo": DQN, "collector": {"frames_per_batch": 64, "total_frames": 640},
+                "checkpoint": {"every_frames": 0, "replay": False}}
+    stopped = train(build_run(config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
+    saved = torch.load(stopped.checkpoint_path, weights_only=True)
+    assert saved["algo_state"]["replay"]["buffer"]["storage"] is None
+    resumed = train(build_run(config(tmp_path, **sections)), resume=stopped.run_dir)
+    after = rows(resumed)
+    sizes = [float(r["stats/buffer_size"]) for r in after]
+    # Refilled from the first batch after the resume: at most its 64 frames (reset steps hold none).
+    assert sizes[4] <= 64 < sizes[3] and sizes[5] > sizes[4]

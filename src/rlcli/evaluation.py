@@ -24,7 +24,6 @@ from rlcli.config.errors import InputError, single
 from rlcli.config.load import load_config
 from rlcli.devices import resolve_device
 from rlcli.envs import check_run_packages, describe_space, import_env_packages
-from rlcli.run import check_spaces
 
 SEED_OFFSET = 1_000_000
 """Added to ``run.seed`` for the default evaluation seed: the training envs were reset with seeds
@@ -267,6 +266,9 @@ def evaluate_run(path: str | Path, *, episodes: int = 10, deterministic: bool = 
         CheckpointError: a damaged checkpoint, or one of another algorithm, env, spaces or networks.
         ConfigError: the run's config does not load or build here (no CUDA, an unknown env).
     """
+    # rlcli.run builds the in-training Evaluator of this module.
+    from rlcli.run import check_spaces
+
     video = Path(video) if video is not None else None
     if video is not None:
         _check_video(video)

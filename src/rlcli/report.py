@@ -83,6 +83,12 @@ def summary_table(state: TrainState) -> Table:
         reached = (f"{state.solved_at[0]:,} frames, {state.solved_at[1]:.2f} s"
                    if state.solved_at else "not reached")
         table.add_row(f"return >= {target:g}", reached)
+    if state.last_eval:
+        cfg = state.run.cfg.eval
+        table.add_row(f"eval return ({cfg.episodes} episodes at {state.eval_frames:,} frames)",
+                      f"{state.last_eval['eval/return_mean']:.1f} ± {state.last_eval['eval/return_std']:.1f}")
+    if state.checkpoint_path is not None:
+        table.add_row("checkpoint", escape(str(state.checkpoint_path.relative_to(state.run_dir))))
     if state.error:
         table.add_row("error", escape(state.error))
     return table

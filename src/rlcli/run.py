@@ -18,6 +18,7 @@ from rlcli.config.errors import folder_error, single
 from rlcli.config.schema import RunConfig
 from rlcli.devices import resolve_device
 from rlcli.envs import describe_space, make_envs
+from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
 
 
@@ -81,9 +82,13 @@ class Run:
     origin: dict[str, Any] = field(default_factory=dict)
     """What ``run.json`` records of where the run came from: ``overrides``, ``env_packages`` and
     ``config_file`` (its git commit is looked up when training starts, not at build)."""
+    evaluator: Evaluator | None = None
+    """The in-training evaluation of ``[eval]`` on envs of its own; None when it is off."""
 
     def close(self) -> None:
         self.envs.close()
+        if self.evaluator is not None:
+            self.evaluator.close()
 
 
 def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = (),
@@ -125,13 +130,20 @@ def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[
             )
         collector = Collector(envs, algo, steps=cfg.collector.frames_per_batch // cfg.env.num_envs,
                               device=device, seed=cfg.run.seed)
+        # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.
+        evaluator = (Evaluator(algo, cfg.env, episodes=cfg.eval.episodes, deterministic=cfg.eval.deterministic,
+                               seed=cfg.run.seed + SEED_OFFSET, device=device, source=source)
+                     if cfg.eval.every_frames else None)
     except BaseException:
         envs.close()
         raise
-    phases = ("collect", "collect.policy", "collect.env_step", "update", *module.PHASES, "log", "iteration")
+    evaluating = ("eval",) if evaluator is not None else ()
+    phases = ("collect", "collect.policy", "collect.env_step", "update", *module.PHASES, *evaluating, "log",
+              "iteration")
     return Run(cfg, device, envs, algo, collector, cfg.collector.iterations, folder,
                tuple(dict.fromkeys(phases)), tuple(module.METRICS),
-               {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file})
+               {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file},
+               evaluator)
 
 
 def check_spaces(

@@ -33,10 +33,15 @@ BASE_COLUMNS = (
 )
 
 
+# The columns of [eval], when it is on: empty in the rows of iterations without an evaluation.
+EVAL_COLUMNS = ("eval/return_mean", "eval/return_std", "eval/length_mean")
+
+
 def columns(run: Run) -> list[str]:
     """Every column of the run's rows, fixed before the first one: a term that appears
     late (after an off-policy warm-up) still has its column, empty until then."""
-    return [*BASE_COLUMNS, *run.metrics, *(f"time/{phase}_ms" for phase in run.phases)]
+    evaluated = EVAL_COLUMNS if run.evaluator is not None else ()
+    return [*BASE_COLUMNS, *evaluated, *run.metrics, *(f"time/{phase}_ms" for phase in run.phases)]
 
 
 class TrainingError(Exception):
@@ -78,6 +83,10 @@ class TrainState:
     """The signal that stopped the run: "SIGINT" (Ctrl-C) or "SIGTERM" (a scheduler, docker stop)."""
     checkpoint_frames: int = 0
     """Frames at the last checkpoint saved (or resumed from)."""
+    eval_frames: int = 0
+    """Frames at the last in-training evaluation."""
+    last_eval: dict[str, float] = field(default_factory=dict)
+    """The ``eval/*`` terms of the last in-training evaluation."""
     checkpoint_path: Path | None = None
     checkpoint_seconds: float = 0.0
     """Seconds spent writing checkpoints in this process."""
@@ -220,6 +229,7 @@ def _continue(state: TrainState, payload: dict) -> None:
     state.timer.totals, state.timer.iterations = dict(saved["timer_totals"]), saved["timer_iterations"]
     state.checkpoint_frames = payload["frames"]
     state.checkpoint_path = payload["path"]
+    state.eval_frames, state.last_eval = saved["eval_frames"], dict(saved["last_eval"])
     state.resumes = [*saved["resumes"], {
         "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "from_frames": payload["frames"], "checkpoint": payload["path"].name,
@@ -304,6 +314,7 @@ def _save_checkpoint(state: TrainState) -> None:
             "best_return": state.best_return, "last_return": state.last_return,
             "solved_at": list(solved) if solved else None, "started_at": state.started_at,
             "timer_totals": dict(state.timer.totals), "timer_iterations": state.timer.iterations,
+            "eval_frames": state.eval_frames, "last_eval": state.last_eval,
             "provenance": state.provenance, "resumes": state.resumes,
         },
     })
@@ -357,6 +368,15 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
         if not weights_finite(algo.agent):
             snapshot.restore()
             raise TrainingError(state.iteration + 1, "a network weight", math.nan)
+        frames = run.collector.frames
+        evaluated = run.evaluator is not None and (
+            frames // cfg.eval.every_frames > state.eval_frames // cfg.eval.every_frames
+            or state.iteration + 1 == run.iterations)
+        if evaluated:
+            with timer.phase("eval"):
+                # Seeded by the frame count: the same evaluation after a resume as without one.
+                state.last_eval = run.evaluator(seed_offset=frames).row()
+            state.eval_frames = frames
         with timer.phase("log"):
             # Rows are written one iteration late, so each holds its own log time.
             if pending is not None:
@@ -374,7 +394,7 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     if target is not None and len(returns) == returns.maxlen and state.last_return >= target:
         state.solved_at = (state.frames, state.wall_time)
         state.status = "solved"
-    state.row = _row(state, terms)
+    state.row = _row(state, {**(state.last_eval if evaluated else {}), **terms})
     if state.iteration % cfg.logger.interval == 0 or state.status != "running":
         return state.row
     return None

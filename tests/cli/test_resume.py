@@ -67,7 +67,9 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 
 # (preset, settings, frames per batch): small budgets, with checkpoints well before the end.
 KILLED = [
-    ("ppo_cartpole", ("collector.total_frames=40960", "checkpoint.every_frames=8192"), 512),
+    # With in-training evaluation: its columns must come back the same too.
+    ("ppo_cartpole", ("collector.total_frames=40960", "checkpoint.every_frames=8192", "eval.every_frames=10240",
+                      "eval.episodes=3"), 512),
     ("dqn_cartpole", ("collector.total_frames=12288", "checkpoint.every_frames=4096"), 256),
     ("sac_pendulum", ("collector.total_frames=2000", "checkpoint.every_frames=600"), 8),
 ]

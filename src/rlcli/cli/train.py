@@ -95,7 +95,11 @@ def train(
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
     if state.status == "interrupted":
-        err_console.print("interrupted: the run folder holds the metrics and weights so far")
+        if state.checkpoint_path is not None and state.checkpoint_frames == state.frames:
+            err_console.print(f"interrupted: checkpoint saved; continue with: rlcli train --resume "
+                              f"{escape(str(state.run_dir))}")
+        else:
+            err_console.print("interrupted: the run folder holds the metrics and weights so far")
         raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
 
 
