@@ -589,9 +589,16 @@ def test_state_dict_round_trips_the_counters():
     buffer = prioritized_buffer(10)
     buffer.extend(transitions(0, T=3, N=4))
     buffer.update_priorities(torch.tensor([0]), torch.tensor([9.0]))
-    state = buffer.state_dict()
-    assert state == {"cursor": 0, "size": 10, "added": 12, "max_priority": buffer.max_priority}
+    state = buffer.state_dict(storage=False)
+    assert state == {"cursor": 0, "size": 10, "added": 12, "max_priority": buffer.max_priority, "storage": None}
+    # Without its transitions a buffer restarts empty, keeping its counts for the beta schedule.
     other = prioritized_buffer(10)
     other.load_state_dict(state)
-    assert (other.cursor, other.size, other.added, other.max_priority) == (0, 10, 12, buffer.max_priority)
+    assert (other.cursor, other.size, other.added, other.max_priority) == (0, 0, 12, buffer.max_priority)
     assert other.beta() == buffer.beta()
+    # With them, sampling continues as it would have: same transitions, priorities and weights.
+    full = prioritized_buffer(10)
+    full.load_state_dict(buffer.state_dict())
+    assert (full.cursor, full.size) == (0, 10)
+    a, b = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    assert (buffer.sample(6, a) == full.sample(6, b)).all()

@@ -201,6 +201,31 @@ def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
 
 
+def lock_folder(run_dir: Path) -> int | None:
+    """Take an exclusive lock on the run folder for this process (released when the returned
+    descriptor is closed); None where the platform has no ``flock``.
+
+    Two processes training in one folder would interleave their rows and checkpoints: a
+    ``--resume`` of a run that is still going is refused instead. The lock is on the folder
+    itself, so no file is added to it.
+
+    Raises:
+        InputError: another process holds the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    descriptor = os.open(run_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise InputError(f"run folder {run_dir}", "another rlcli process is training in it; stop it "
+                                                  "first (SIGINT or SIGTERM saves a checkpoint)") from None
+    return descriptor
+
+
 class Checkpoints:
     """A run's ``checkpoints/`` folder: ``ckpt-<frames>.pt`` files, the newest ``keep_last`` kept."""
 

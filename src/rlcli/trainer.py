@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -92,6 +93,8 @@ class TrainState:
     """Seconds spent writing checkpoints in this process."""
     resumes: list[dict] = field(default_factory=list)
     """One entry per resume of this run: when, from which frames, and how."""
+    lock: int | None = None
+    """The descriptor holding the run folder's lock until the folder is complete."""
 
     @property
     def fps(self) -> float:
@@ -151,21 +154,28 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
     """
     hooks = hooks or Hooks()
     cfg = run.cfg
+    lock = None
     try:
-        restored = _restore(run, Path(resume)) if resume is not None else None
+        if resume is not None:
+            lock, restored = _restore(run, Path(resume))
+        else:
+            restored = None
+            lock = checkpoint.lock_folder(run.folder.path)
         run_dir = run.folder.path
         checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
         state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device),
-                           provenance=provenance(cfg.run.seed, **run.origin))
+                           provenance=provenance(cfg.run.seed, **run.origin), lock=lock)
         if restored is not None:
             _continue(state, restored)
         _write_status(state)
         loggers = make_loggers(cfg.logger, run_dir, columns(run),
                                resume=None if restored is None else (state.iteration, state.frames))
     except OSError as exc:
+        _release(lock)
         run.close()
         raise folder_error(cfg.run.output_dir, exc) from None
     except BaseException:
+        _release(lock)
         run.close()
         raise
     # The signal handlers stay until the folder is complete: a first SIGINT/SIGTERM during
@@ -175,9 +185,15 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
     return state
 
 
-def _restore(run: Run, run_dir: Path) -> dict:
+def _release(lock: int | None) -> None:
+    if lock is not None:
+        os.close(lock)
+
+
+def _restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
     """Check that ``run`` can continue the run in ``run_dir`` and load its latest checkpoint into
-    ``run`` (weights, optimizers, replay, envs, generators); returns the checkpoint. Writes nothing.
+    ``run`` (weights, optimizers, replay, envs, generators); returns the folder's lock and the
+    checkpoint. Writes nothing.
     """
     from rlcli.config.load import load_config
 
@@ -193,6 +209,15 @@ def _restore(run: Run, run_dir: Path) -> dict:
         raise InputError(what, "a resumed run keeps its config, but this one changes "
                                + "; ".join(problems)
                                + "; only collector.total_frames, logger.* and timing.* may change on resume")
+    lock = checkpoint.lock_folder(run_dir)
+    try:
+        return lock, _load_latest(run, run_dir, what)
+    except BaseException:
+        _release(lock)
+        raise
+
+
+def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
     latest = Checkpoints(run_dir, run.cfg.checkpoint.keep_last).latest()
     if latest is None:
         raise CheckpointError(what, "holds no checkpoint (checkpoints/ckpt-*.pt), so it cannot be resumed"
@@ -201,6 +226,13 @@ def _restore(run: Run, run_dir: Path) -> dict:
     payload = checkpoint.read(latest)
     ckpt = f"checkpoint {latest}"
     checkpoint.check_origin(payload, algo=run.cfg.algo.name, env=run.cfg.env.id, spaces=_spaces(run), what=ckpt)
+    missing = [key for key in ("algo_state", "collector", "rng", "trainer") if key not in payload]
+    if missing:
+        raise CheckpointError(ckpt, f"it holds weights but not the training state a resume needs "
+                                    f"(no {', '.join(missing)}); rlcli eval can still use it")
+    if payload["trainer"]["solved_at"] is not None:
+        raise InputError(what, f"it stopped when it reached run.stop_at_return ({run.cfg.run.stop_at_return:g}) "
+                               f"at {payload['trainer']['solved_at'][0]:,} frames: there is nothing to continue")
     if payload["iteration"] >= run.iterations:
         raise InputError(what, f"its checkpoint is at {payload['frames']:,} frames, which reach "
                                f"collector.total_frames ({run.cfg.collector.total_frames:,}); raise it to train "
@@ -288,14 +320,20 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
                 state.error = "a second signal stopped the final checkpoint; the one before is kept"
         _save_final(state)
         _write_status(state)
+        _release(state.lock)
         run.close()
         for hook in hooks.on_run_end:
             hook(state)
 
 
+def _crossed(frames: int, last: int, every: int) -> bool:
+    """Whether a multiple of ``every`` (> 0) lies in (``last``, ``frames``]: a periodic action is due."""
+    return frames // every > last // every
+
+
 def _checkpoint_due(state: TrainState) -> bool:
     every = state.run.cfg.checkpoint.every_frames
-    return every > 0 and state.frames // every > state.checkpoint_frames // every
+    return every > 0 and _crossed(state.frames, state.checkpoint_frames, every)
 
 
 def _save_checkpoint(state: TrainState) -> None:
@@ -370,8 +408,7 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
             raise TrainingError(state.iteration + 1, "a network weight", math.nan)
         frames = run.collector.frames
         evaluated = run.evaluator is not None and (
-            frames // cfg.eval.every_frames > state.eval_frames // cfg.eval.every_frames
-            or state.iteration + 1 == run.iterations)
+            _crossed(frames, state.eval_frames, cfg.eval.every_frames) or state.iteration + 1 == run.iterations)
         if evaluated:
             with timer.phase("eval"):
                 # Seeded by the frame count: the same evaluation after a resume as without one.

@@ -232,3 +232,16 @@ def test_a_checkpoint_that_would_run_code_is_refused_unrun(copy_of, rlcli, tmp_p
     torch.save({**honest, "agent": Payload(marker)}, path)
     bad_resume(rlcli, copy_of, "refused", "could run code", extra=("--set", "collector.total_frames=8192"))
     assert not marker.exists(), "the payload ran"
+
+
+def test_resume_of_a_run_still_training_is_refused(tmp_path, rlcli):
+    out = tmp_path / "live"
+    live = start("ppo_cartpole", out, "collector.total_frames=10000000", "checkpoint.every_frames=2048")
+    try:
+        wait_for(lambda: any(out.glob("*/checkpoints/ckpt-*.pt")), live, "checkpoint")
+        result = rlcli("train", "--resume", run_folder(out), "-q")
+        assert_bad_input(result, "another rlcli process is training in it")
+        assert live.poll() is None, "the running run was disturbed"
+    finally:
+        live.kill()
+        live.communicate(timeout=60)

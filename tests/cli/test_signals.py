@@ -49,4 +49,9 @@ def test_sigterm_saves_the_run_and_exits_143(tmp_path, signals):
     assert [int(r["iteration"]) for r in rows] == list(range(1, info["iterations"] + 1))
     final = torch.load(run_dir / "final.pt", weights_only=True)
     assert final["iteration"] == info["iterations"] and final["agent"]
+    if signals == 1:
+        # Stopped at the end of an iteration: a checkpoint of exactly that iteration, for --resume.
+        saved = torch.load(run_dir / info["checkpoint"]["latest"], weights_only=True)
+        assert saved["iteration"] == info["iterations"] and saved["frames"] == info["frames"]
+        assert "continue with: rlcli train --resume" in stderr
     assert not list(run_dir.glob(".*"))  # no temporary files left behind
