@@ -188,18 +188,22 @@ def test_eval_result_figures_use_the_population_std():
     assert data["return_std"] == result.std
 
 
-def test_a_run_folder_gives_final_pt_else_the_checkpoint_of_most_frames(tmp_path):
+def test_a_run_folder_gives_the_newer_of_final_pt_and_its_newest_checkpoint(tmp_path):
+    import torch
+
     (tmp_path / "config.toml").write_text("")
     (tmp_path / "checkpoints").mkdir()
     for frames in (512, 10240, 2048):
-        (tmp_path / "checkpoints" / f"ckpt-{frames}.pt").write_bytes(b"")
-    (tmp_path / "checkpoints" / "ckpt-latest.pt.tmp").write_bytes(b"")
-    assert find_checkpoint(tmp_path) == (tmp_path, tmp_path / "checkpoints" / "ckpt-10240.pt")
-    (tmp_path / "final.pt").write_bytes(b"")
+        (tmp_path / "checkpoints" / f"ckpt-{frames:012d}.pt").write_bytes(b"")
+    (tmp_path / "checkpoints" / ".ckpt-000000099999.pt.tmp").write_bytes(b"")
+    newest = tmp_path / "checkpoints" / "ckpt-000000010240.pt"
+    assert find_checkpoint(tmp_path) == (tmp_path, newest)
+    # final.pt of a run stopped at 4096 frames, then resumed and killed at 10240: the checkpoint is newer.
+    torch.save({"format": 1, "agent": {}, "frames": 4096}, tmp_path / "final.pt")
+    assert find_checkpoint(tmp_path) == (tmp_path, newest)
+    torch.save({"format": 1, "agent": {}, "frames": 10240}, tmp_path / "final.pt")
     assert find_checkpoint(tmp_path) == (tmp_path, tmp_path / "final.pt")
     assert find_checkpoint(tmp_path / "final.pt") == (tmp_path, tmp_path / "final.pt")
-    inner = tmp_path / "checkpoints" / "ckpt-512.pt"
-    assert find_checkpoint(inner) == (tmp_path, inner)
 
 
 @pytest.mark.parametrize("layout", ["missing", "no config", "no weights", "stray file"])

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import require_extra
+
 from rlcli.config.errors import InputError
 from rlcli.plot import (
     DPI, FIGSIZE_IN, LEGEND_ROW_IN, RETURN, Group, expand_run_dirs, figure_size, group_curve, group_runs,
@@ -248,7 +250,7 @@ def test_without_matplotlib_the_error_says_what_to_install(tmp_path, monkeypatch
 
 
 def test_an_unknown_column_lists_the_columns_there_are(tmp_path):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     run = write_run(tmp_path / "run")
     with pytest.raises(InputError) as caught:
         plot_runs([run], output=tmp_path / "curve.png", y="eval/return_mean")
@@ -264,7 +266,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def test_plot_runs_writes_the_png_and_names_groups_and_skipped_runs(tmp_path):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     out = tmp_path / "runs"
     seeds_group(out, "ppo_cartpole", [0, 1, 2])
     write_run(out / "ppo_cartpole-single", seed=7)
@@ -286,7 +288,7 @@ def test_plot_runs_writes_the_png_and_names_groups_and_skipped_runs(tmp_path):
     ({"output": Path("no/such/folder/curve.png")}, "folder no/such/folder does not exist"),
 ])
 def test_bad_options_are_input_errors(tmp_path, kwargs, fragment):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     run = write_run(tmp_path / "run")
     with pytest.raises(InputError) as caught:
         plot_runs([run], **{"output": tmp_path / "curve.png", **kwargs})

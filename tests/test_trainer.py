@@ -191,9 +191,40 @@ def test_resume_without_the_replay_buffer_starts_it_empty(tmp_path):
                 "checkpoint": {"every_frames": 0, "replay": False}}
     stopped = train(build_run(config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
     saved = torch.load(stopped.checkpoint_path, weights_only=True)
-    assert saved["algo_state"]["replay"]["buffer"]["storage"] is None
+    assert saved["ranks"][0]["algo_state"]["replay"]["buffer"]["storage"] is None
     resumed = train(build_run(config(tmp_path, **sections)), resume=stopped.run_dir)
     after = rows(resumed)
     sizes = [float(r["stats/buffer_size"]) for r in after]
     # Refilled from the first batch after the resume: at most its 64 frames (reset steps hold none).
     assert sizes[4] <= 64 < sizes[3] and sizes[5] > sizes[4]
+
+
+def test_resumed_async_envs_are_reseeded_and_keep_stepping(tmp_path):
+    """Subprocess envs cannot be captured: they restart from new seeds, and their observations
+    still come from the workers (not from a copy detached from their shared memory)."""
+    from rlcli.trainer import Hooks
+
+    sections = {"env": {"id": "CartPole-v1", "num_envs": 2, "vectorization": "async"},
+                "collector": {"frames_per_batch": 64, "total_frames": 384}, "checkpoint": {"every_frames": 0}}
+    stopped = train(build_run(config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(3)]))
+    run = build_run(config(tmp_path, **sections))
+    seen = []
+    resumed = train(run, resume=stopped.run_dir,
+                    hooks=Hooks(on_iteration_end=[lambda s: seen.append(run.collector.batch["observation"].clone())]))
+    assert resumed.status == "completed" and resumed.resumes[-1]["exact_envs"] is False
+    last = seen[-1].reshape(-1, 4)
+    assert torch.unique(last, dim=0).shape[0] > 2 * 4
+
+
+def test_a_stop_off_the_logging_interval_resumes_to_the_rows_of_an_unbroken_run(tmp_path):
+    from rlcli.trainer import Hooks
+
+    sections = {"collector": {"frames_per_batch": 64, "total_frames": 640}, "logger": {"interval": 3},
+                "checkpoint": {"every_frames": 0}}
+    unbroken = train(build_run(config(tmp_path / "a", **sections)))
+    stopped = train(build_run(config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
+    # The stop writes its own row (4), which an unbroken run does not have.
+    assert [r["iteration"] for r in rows(stopped)] == ["3", "4"]
+    resumed = train(build_run(config(tmp_path / "b", **sections)), resume=stopped.run_dir)
+    assert [r["iteration"] for r in rows(resumed)] == ["3", "6", "9", "10"]
+    assert comparable(resumed) == comparable(unbroken)

@@ -70,8 +70,12 @@ def _publish(temporary: str, path: Path) -> None:
 
 
 def load(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Read a checkpoint without unpickling arbitrary objects (tensors and plain containers only)."""
-    return torch.load(path, map_location=map_location, weights_only=True)
+    """Read a checkpoint without unpickling arbitrary objects (tensors and plain containers only).
+
+    The tensors are mapped from the file, not read into memory: a resumed replay buffer is
+    copied once, into its own storage, and reading a header costs little.
+    """
+    return torch.load(path, map_location=map_location, weights_only=True, mmap=True)
 
 
 def read(path: Path) -> dict[str, Any]:

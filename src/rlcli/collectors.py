@@ -34,12 +34,15 @@ class Collector:
     device once per rollout; on the CPU the host tensors are the batch itself.
     """
 
-    def __init__(self, envs: VectorEnv, actor: Algorithm, *, steps: int, device: torch.device, seed: int):
+    def __init__(self, envs: VectorEnv, actor: Algorithm, *, steps: int, device: torch.device, seed: int,
+                 world_size: int = 1):
         from tensordict import TensorDict
 
         self.envs = envs
         self.actor = actor
         self.seed = seed
+        # Frames count the whole run's: every rank of a data-parallel run steps as many as this one.
+        self.world_size = world_size
         self.mode = autoreset_mode(envs)
         if self.mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
             raise single(None, f"autoreset mode {self.mode} is not supported; "
@@ -121,7 +124,7 @@ class Collector:
                 # The observation of a NEXT_STEP reset step was already seen as a final one.
                 valid_buf[t] = ~self.resetting
                 self.resetting = done
-        self.frames += self.steps * self.envs.num_envs
+        self.frames += self.steps * self.envs.num_envs * self.world_size
         if self.batch is not self.host:
             for key, value in self.host.items():
                 self.batch.get(key).copy_(value, non_blocking=True)

@@ -84,9 +84,10 @@ def _chain(obj: Any) -> list[Any]:
     return chain
 
 
-def _capture_chain(obj: Any) -> list[dict[str, Any]]:
+def _capture_chain(obj: Any, depth: int | None = None) -> list[dict[str, Any]]:
+    """The attributes of plain data of ``obj`` and the envs it wraps, the outermost ``depth`` layers."""
     layers = []
-    for layer in _chain(obj):
+    for layer in _chain(obj)[:depth]:
         attrs = {}
         for name, value in vars(layer).items():
             encoded = _encode(value)
@@ -97,7 +98,7 @@ def _capture_chain(obj: Any) -> list[dict[str, Any]]:
 
 
 def _restore_chain(obj: Any, layers: list[dict[str, Any]]) -> None:
-    chain = _chain(obj)
+    chain = _chain(obj)[:len(layers)]
     saved = [layer["class"] for layer in layers]
     built = [type(layer).__name__ for layer in chain]
     if saved != built:
@@ -109,13 +110,17 @@ def _restore_chain(obj: Any, layers: list[dict[str, Any]]) -> None:
 
 def capture(envs: Any) -> dict[str, Any]:
     """The plain-data state of a vector env: its wrapper chain, and each sub-env's when the
-    sub-envs live in this process (``sync``); ``exact`` says whether the sub-envs were covered."""
+    sub-envs live in this process (``sync``); ``exact`` says whether the sub-envs were covered.
+
+    The base vector env of subprocess envs (``async``) is left out: its arrays are views of the
+    memory its workers write, and setting a copy in their place would detach it from them.
+    """
     chain = _chain(envs)
     inner = chain[-1]
     subs = getattr(inner, "envs", None)
     in_process = subs is not None or not hasattr(inner, "processes")
     return {
-        "vector": _capture_chain(envs),
+        "vector": _capture_chain(envs, depth=len(chain) if in_process else len(chain) - 1),
         "sub_envs": [_capture_chain(env) for env in subs] if subs is not None else None,
         "exact": in_process and not _native_state(chain + [e for s in (subs or []) for e in _chain(s)]),
     }

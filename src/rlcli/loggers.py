@@ -17,6 +17,10 @@ Row = dict[str, float]
 class MetricLogger(Protocol):
     def write(self, row: Row) -> None: ...
 
+    def flush(self) -> None:
+        """Put every row written so far on disk (before a checkpoint)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -79,6 +83,9 @@ class CSVLogger:
         self.writer.writerow(row)
         self.file.flush()
 
+    def flush(self) -> None:
+        self.file.flush()
+
     def close(self) -> None:
         self.file.close()
 
@@ -98,6 +105,9 @@ class JSONLLogger:
         self.file.write(json.dumps(clean) + "\n")
         self.file.flush()
 
+    def flush(self) -> None:
+        self.file.flush()
+
     def close(self) -> None:
         self.file.close()
 
@@ -110,6 +120,9 @@ class TensorBoardLogger:
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=resume_after)
+
+    def flush(self) -> None:
+        self.writer.flush()
 
     def write(self, row: Row) -> None:
         step = int(row["frames"])
@@ -136,6 +149,10 @@ class MetricLoggers:
             backend.write(row)
         self.last_iteration = int(row["iteration"])
 
+    def flush(self) -> None:
+        for backend in self.backends:
+            backend.flush()
+
     def close(self) -> None:
         for backend in self.backends:
             backend.close()
@@ -159,7 +176,8 @@ def make_loggers(cfg, run_dir: Path, columns: list[str], *, resume: tuple[int, i
     """
     backends: list[MetricLogger] = []
     for name in dict.fromkeys(cfg.backends):
-        after = None if resume is None else resume[1] if name == "tensorboard" else resume[0]
+        # TensorBoard hides events at and past purge_step: the checkpoint's own point stays.
+        after = None if resume is None else resume[1] + 1 if name == "tensorboard" else resume[0]
         backends.append(LOGGERS[name](run_dir, columns, after))
     loggers = MetricLoggers(backends)
     if resume is not None:

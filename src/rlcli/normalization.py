@@ -11,12 +11,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rlcli.distributed import Group, Single
+
 
 class RunningMeanStd(nn.Module):
-    """Running mean and variance by Chan et al.'s parallel update."""
+    """Running mean and variance by Chan et al.'s parallel update; across the ranks of ``group``
+    each update takes in every rank's batch, so the statistics stay the same on every rank."""
 
-    def __init__(self, shape: tuple[int, ...] = ()):
+    def __init__(self, shape: tuple[int, ...] = (), *, group: Group | None = None):
         super().__init__()
+        self.group = group or Single()
         self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
         self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
         self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
@@ -26,10 +30,15 @@ class RunningMeanStd(nn.Module):
         """Fold ``batch`` ([B, *shape]) into the statistics."""
         batch = batch.to(torch.float64)
         n = batch.shape[0]
+        if self.group.world_size > 1:
+            n, mean, var = self._merged(batch)
+        elif n == 0:
+            return
+        else:
+            mean = batch.mean(0)
+            var = batch.var(0, unbiased=False)
         if n == 0:
             return
-        mean = batch.mean(0)
-        var = batch.var(0, unbiased=False)
         delta = mean - self.mean
         total = self.count + n
         self.mean += delta * n / total
@@ -37,15 +46,30 @@ class RunningMeanStd(nn.Module):
         self.var.copy_(m2 / total)
         self.count.copy_(total)
 
+    def _merged(self, batch: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
+        """(count, mean, variance) of the union of every rank's ``batch``, from one all-reduce of
+        the counts, sums and sums of squares (float64)."""
+        flat = batch.reshape(batch.shape[0], -1)
+        packed = torch.cat([torch.tensor([float(batch.shape[0])], dtype=torch.float64, device=batch.device),
+                            flat.sum(0), flat.square().sum(0)])
+        total = self.group.sum(packed)
+        n = int(total[0].item())
+        if n == 0:
+            return 0, self.mean, self.var
+        width = flat.shape[1]
+        mean = total[1:1 + width] / n
+        var = (total[1 + width:] / n - mean.square()).clamp_(min=0.0)
+        return n, mean.reshape(self.mean.shape), var.reshape(self.var.shape)
+
 
 class ObservationNormalizer(nn.Module):
     """``clip((obs - mean) / std)`` with running statistics; identity when disabled."""
 
-    def __init__(self, shape: tuple[int, ...], *, enabled: bool, clip: float):
+    def __init__(self, shape: tuple[int, ...], *, enabled: bool, clip: float, group: Group | None = None):
         super().__init__()
         self.enabled = enabled
         self.clip = clip
-        self.stats = RunningMeanStd(shape)
+        self.stats = RunningMeanStd(shape, group=group)
 
     @torch.no_grad()
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -73,12 +97,13 @@ class RewardScaler(nn.Module):
     when episodes end early.
     """
 
-    def __init__(self, num_envs: int, *, gamma: float, enabled: bool, clip: float = 10.0):
+    def __init__(self, num_envs: int, *, gamma: float, enabled: bool, clip: float = 10.0,
+                 group: Group | None = None):
         super().__init__()
         self.enabled = enabled
         self.gamma = gamma
         self.clip = clip
-        self.stats = RunningMeanStd(())
+        self.stats = RunningMeanStd((), group=group)
         self.register_buffer("returns", torch.zeros(num_envs, dtype=torch.float64))
 
     @torch.no_grad()

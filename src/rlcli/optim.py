@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
+from rlcli.distributed import Group, Single
+
 
 # Fused kernels (one call for every parameter) run on CPU and CUDA alike; for
 # small networks they cut the optimizer step to a third of the foreach one.
@@ -59,11 +61,14 @@ def clip_gradients(params: list[torch.nn.Parameter], max_norm: float) -> None:
 class GradientStep:
     """The optimizer, its schedule and gradient clipping of ``[optim]`` over some parameters.
 
-    Algorithms hold one and call it with each loss; the trainer reads its ``lr``.
+    Algorithms hold one and call it with each loss; the trainer reads its ``lr``. Across the
+    ranks of ``group`` the gradients are averaged between backward and clipping, so that every
+    rank takes the same step.
     """
 
-    def __init__(self, cfg, params: Iterable[torch.nn.Parameter], iterations: int):
+    def __init__(self, cfg, params: Iterable[torch.nn.Parameter], iterations: int, group: Group | None = None):
         self.params = list(params)
+        self.group = group or Single()
         self.optimizer = make_optimizer(cfg, self.params)
         self.scheduler = make_scheduler(cfg, self.optimizer, iterations)
         self.max_grad_norm = cfg.max_grad_norm
@@ -77,6 +82,7 @@ class GradientStep:
         with timer.phase("update.backward"):
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
+        self.group.average_gradients(self.params, timer)
         with timer.phase("update.optimizer"):
             clip_gradients(self.params, self.max_grad_norm)
             self.optimizer.step()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -332,6 +333,8 @@ def plot_runs(
         raise InputError(f"-o {output}", "the plot is a PNG; name the file *.png")
     if not output.parent.is_dir():
         raise InputError(f"-o {output}", f"folder {output.parent} does not exist")
+    if output.is_dir():
+        raise InputError(f"-o {output}", "is a folder; give a file name such as curve.png")
     runs = [read_run(p) for p in expand_run_dirs(run_dirs)]
     x_column = X_COLUMNS[x]
     available = list(dict.fromkeys(c for r in runs for c in r.columns))
@@ -393,7 +396,13 @@ def _draw(groups: list[Group], curves: list[Curve], output: Path, *, x: str, y: 
             curve_ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         curve_ax.set_xlim(left=0)
         _draw_timing(time_ax, groups)
-        fig.savefig(output, dpi=DPI, format="png")
+        # Written whole or not at all: a temporary file beside it, then renamed.
+        temporary = output.with_name(f".{output.name}.tmp")
+        try:
+            fig.savefig(temporary, dpi=DPI, format="png")
+            os.replace(temporary, output)
+        finally:
+            temporary.unlink(missing_ok=True)
 
 
 def _draw_timing(ax: Any, groups: list[Group]) -> None:

@@ -38,7 +38,7 @@ def transition_spec(obs_shape: tuple[int, ...], action: tuple[tuple[int, ...], t
 
 def build_replay(cfg, spec: Spec, obs_norm: ObservationNormalizer, *, num_envs: int, normalize_reward: bool,
                  device: torch.device, run_folder: Callable[[], Path] | None = None,
-                 source: str | None = None) -> Replay:
+                 source: str | None = None, group=None) -> Replay:
     """The :class:`Replay` of an off-policy algorithm config ``cfg``, whose storage is checked first.
 
     Reads ``cfg.replay``, ``gamma``, ``n_step``, ``learning_starts`` and ``utd_ratio``. Memmap
@@ -51,7 +51,7 @@ def build_replay(cfg, spec: Spec, obs_norm: ObservationNormalizer, *, num_envs: 
     check_storage(cfg.replay, spec, device, directory, source=source)
     default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
     buffer = ReplayBuffer(cfg.replay, spec, device=device, directory=default_folder)
-    reward_scaler = RewardScaler(num_envs, gamma=cfg.gamma, enabled=normalize_reward).to(device)
+    reward_scaler = RewardScaler(num_envs, gamma=cfg.gamma, enabled=normalize_reward, group=group).to(device)
     return Replay(buffer, obs_norm, reward_scaler, gamma=cfg.gamma, n_step=cfg.n_step,
                   learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device)
 

@@ -118,9 +118,13 @@ class ConsoleReport:
         self.console.print(f"run folder: {escape(str(state.run_dir))}")
         if self.quiet:
             return
+        world = state.run.group.world_size
+        frames = (frames_planned(cfg.collector) if world == 1 else
+                  f"{state.run.planned_frames:,} frames on {world} ranks ({cfg.run.parallel}: "
+                  f"{state.run.planned_frames // (world * state.run.iterations):,} per rank and iteration)")
         self.console.print(
             f"{cfg.algo.name} on {cfg.env.id} x{cfg.env.num_envs} ({cfg.env.vectorization}), "
-            f"device {state.run.device}, {frames_planned(cfg.collector)}, seed {cfg.run.seed}"
+            f"device {state.run.device}, {frames}, seed {cfg.run.seed}"
         )
         if self.console.is_terminal:
             self.progress = Progress(
@@ -128,7 +132,7 @@ class ConsoleReport:
                 TextColumn("frames · {task.fields[fps]} fps · return {task.fields[ret]}"),
                 TimeRemainingColumn(), console=self.console,
             )
-            self.task = self.progress.add_task("train", total=cfg.collector.frames, fps="-", ret="-")
+            self.task = self.progress.add_task("train", total=state.run.planned_frames, fps="-", ret="-")
             self.progress.start()
 
     def iteration(self, state: TrainState) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,9 +15,10 @@ from gymnasium.vector import VectorEnv
 
 from rlcli.algos import ALGORITHMS, Algorithm
 from rlcli.collectors import Collector
-from rlcli.config.errors import folder_error, single
-from rlcli.config.schema import RunConfig
+from rlcli.config.errors import ConfigError, ConfigIssue, folder_error, single
+from rlcli.config.schema import RunConfig, rank_config, rank_problems
 from rlcli.devices import resolve_device
+from rlcli.distributed import Group, Single, from_environment, launched, local_rank
 from rlcli.envs import describe_space, make_envs
 from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
@@ -83,12 +85,21 @@ class Run:
     """What ``run.json`` records of where the run came from: ``overrides``, ``env_packages`` and
     ``config_file`` (its git commit is looked up when training starts, not at build)."""
     evaluator: Evaluator | None = None
-    """The in-training evaluation of ``[eval]`` on envs of its own; None when it is off."""
+    """The in-training evaluation of ``[eval]`` on envs of its own; None when it is off (and on
+    every rank but 0)."""
+    group: Group = field(default_factory=Single)
+    """The ranks of a data-parallel run (one, for a run in one process)."""
+
+    @property
+    def planned_frames(self) -> int:
+        """Frames the whole run trains: every rank's, over every iteration."""
+        return self.iterations * self.collector.steps * self.envs.num_envs * self.group.world_size
 
     def close(self) -> None:
         self.envs.close()
         if self.evaluator is not None:
             self.evaluator.close()
+        self.group.close()
 
 
 def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = (),
@@ -106,17 +117,54 @@ def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[
     of small gradients sink into the denormal range, where CPU arithmetic is
     several times slower (measured: the DQN preset's fused Adam step, 560 -> 47 us).
 
+    Under torchrun (``WORLD_SIZE`` > 1) this process is one rank of a data-parallel run: it
+    joins the process group, builds its share of the envs and batches (:func:`rank_config`),
+    seeds its envs and generators apart from the other ranks, and takes rank 0's initial
+    weights; ``cuda`` means ``cuda:LOCAL_RANK``.
+
     Raises:
         ConfigError: when the config validates but cannot run here (no CUDA,
             env that fails to make, spaces the algorithm does not support,
-            a replay buffer that does not fit).
+            a replay buffer that does not fit, sizes the ranks cannot share).
     """
-    device = resolve_device(cfg.run.device, source=source)
+    device = _rank_device(resolve_device(cfg.run.device, source=source), source)
     check_backends(cfg.logger, source=source)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    problems = rank_problems(cfg, world)
+    if problems:
+        raise ConfigError(source, [ConfigIssue(message, path=path) for path, message in problems])
     torch.set_num_threads(cfg.run.threads)
     torch.set_flush_denormal(True)
-    envs = make_envs(cfg.env, return_window=cfg.run.return_window, source=source)
+    group = from_environment(device)
+    try:
+        return _build(cfg, rank_config(cfg, group.world_size), group, device, source,
+                      {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file})
+    except BaseException:
+        group.close()
+        raise
+
+
+def _rank_device(device: torch.device, source: str | None) -> torch.device:
+    """``device``, made ``cuda:LOCAL_RANK`` for a rank of a CUDA run started by torchrun."""
+    if not launched() or device.type != "cuda":
+        return device
+    rank = local_rank()
+    if rank >= torch.cuda.device_count():
+        raise single(source, f"local rank {rank} has no CUDA device: this machine has "
+                             f"{torch.cuda.device_count()}; start at most that many ranks per node",
+                     path="run.device")
+    return torch.device("cuda", rank)
+
+
+def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device, source: str | None,
+           origin: dict[str, Any]) -> Run:
+    """The components of one rank, from its share ``local`` of ``cfg``."""
+    # Rank r steps the envs that ranks 0..r-1 do not: the seeds one process would give them.
+    seed = cfg.run.seed + group.rank * local.env.num_envs
+    envs = make_envs(local.env, return_window=cfg.run.return_window, source=source)
     folder = RunFolder(cfg.run.output_dir, cfg.run.name)
+    # Files of ranks other than 0 (their memmap replay) go to a folder of their own inside the run's.
+    rank_folder = (lambda: folder.path) if group.is_main else (lambda: folder.path / f"rank-{group.rank}")
     try:
         module = ALGORITHMS[cfg.algo.name]
         obs_space, act_space = envs.single_observation_space, envs.single_action_space
@@ -124,26 +172,30 @@ def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.run.seed)
             algo = module.build(
-                cfg.algo, spaces=(obs_space, act_space), network=cfg.network, env=cfg.env,
-                collector=cfg.collector, optim=cfg.optim, device=device, seed=cfg.run.seed,
-                run_folder=lambda: folder.path, source=source,
+                local.algo, spaces=(obs_space, act_space), network=cfg.network, env=local.env,
+                collector=local.collector, optim=cfg.optim, device=device, seed=seed,
+                run_folder=rank_folder, source=source, group=group,
             )
-        collector = Collector(envs, algo, steps=cfg.collector.frames_per_batch // cfg.env.num_envs,
-                              device=device, seed=cfg.run.seed)
+        # Every rank starts from rank 0's weights (the same seed gives the same ones; this makes sure).
+        group.broadcast(list(algo.agent.state_dict().values()))
+        collector = Collector(envs, algo, steps=local.collector.frames_per_batch // local.env.num_envs,
+                              device=device, seed=seed, world_size=group.world_size)
         # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.
         evaluator = (Evaluator(algo, cfg.env, episodes=cfg.eval.episodes, deterministic=cfg.eval.deterministic,
                                seed=cfg.run.seed + SEED_OFFSET, device=device, source=source)
-                     if cfg.eval.every_frames else None)
+                     if cfg.eval.every_frames and group.is_main else None)
     except BaseException:
         envs.close()
         raise
-    evaluating = ("eval",) if evaluator is not None else ()
-    phases = ("collect", "collect.policy", "collect.env_step", "update", *module.PHASES, *evaluating, "log",
+    evaluating = ("eval",) if cfg.eval.every_frames else ()
+    # The gradient all-reduce of a data-parallel run is timed between backward and the optimizer step.
+    algo_phases = [p for phase in module.PHASES
+                   for p in ((phase, "update.all_reduce") if phase == "update.backward" and group.world_size > 1
+                             else (phase,))]
+    phases = ("collect", "collect.policy", "collect.env_step", "update", *algo_phases, *evaluating, "log",
               "iteration")
-    return Run(cfg, device, envs, algo, collector, cfg.collector.iterations, folder,
-               tuple(dict.fromkeys(phases)), tuple(module.METRICS),
-               {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file},
-               evaluator)
+    return Run(cfg, device, envs, algo, collector, local.collector.iterations, folder,
+               tuple(dict.fromkeys(phases)), tuple(module.METRICS), origin, evaluator, group)
 
 
 def check_spaces(

@@ -7,6 +7,7 @@ import math
 import os
 import signal
 import time
+from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -95,6 +96,13 @@ class TrainState:
     """One entry per resume of this run: when, from which frames, and how."""
     lock: int | None = None
     """The descriptor holding the run folder's lock until the folder is complete."""
+    returns: deque = field(default_factory=deque)
+    """The returns of the last ``run.return_window`` episodes, of every rank."""
+    lengths: deque = field(default_factory=deque)
+    episodes: int = 0
+    """Episodes finished so far, by every rank."""
+    seen_episodes: int = 0
+    """Episodes this rank's envs had finished at the last iteration (their own count)."""
 
     @property
     def fps(self) -> float:
@@ -154,22 +162,29 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
     """
     hooks = hooks or Hooks()
     cfg = run.cfg
+    main = run.group.is_main
     lock = None
     try:
         if resume is not None:
             lock, restored = _restore(run, Path(resume))
         else:
             restored = None
-            lock = checkpoint.lock_folder(run.folder.path)
-        run_dir = run.folder.path
-        checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
+            lock = checkpoint.lock_folder(run.folder.path) if main else None
+        # Rank 0 alone writes the run folder; the others learn where it is.
+        run_dir = Path(run.group.broadcast_object(str(run.folder.path) if main else None))
+        run.folder.use(run_dir)
+        if main:
+            checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
         state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device),
-                           provenance=provenance(cfg.run.seed, **run.origin), lock=lock)
+                           provenance=provenance(cfg.run.seed, **run.origin) if main else {}, lock=lock)
+        state.returns, state.lengths = deque(maxlen=cfg.run.return_window), deque(maxlen=cfg.run.return_window)
         if restored is not None:
             _continue(state, restored)
-        _write_status(state)
-        loggers = make_loggers(cfg.logger, run_dir, columns(run),
-                               resume=None if restored is None else (state.iteration, state.frames))
+        if main:
+            _write_status(state)
+        loggers = (make_loggers(cfg.logger, run_dir, columns(run),
+                                resume=None if restored is None else _kept_rows(state))
+                   if main else MetricLoggers([]))
     except OSError as exc:
         _release(lock)
         run.close()
@@ -188,6 +203,13 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
 def _release(lock: int | None) -> None:
     if lock is not None:
         os.close(lock)
+
+
+def _kept_rows(state: TrainState) -> tuple[int, int]:
+    """(iteration, frames) up to which a resumed run keeps its metric rows: the checkpoint's, less
+    its own row when a stop wrote it off ``logger.interval`` (an unbroken run has no such row)."""
+    off_interval = state.iteration % state.run.cfg.logger.interval != 0
+    return (state.iteration - 1 if off_interval else state.iteration), state.frames
 
 
 def _restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
@@ -209,12 +231,19 @@ def _restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
         raise InputError(what, "a resumed run keeps its config, but this one changes "
                                + "; ".join(problems)
                                + "; only collector.total_frames, logger.* and timing.* may change on resume")
-    lock = checkpoint.lock_folder(run_dir)
+    lock = checkpoint.lock_folder(run_dir) if run.group.is_main else None
     try:
         return lock, _load_latest(run, run_dir, what)
     except BaseException:
         _release(lock)
         raise
+
+
+# What _continue and _load_latest read of a checkpoint, checked before anything is restored.
+_TRAINER_KEYS = ("wall_time", "best_return", "last_return", "solved_at", "started_at", "timer_totals",
+                 "timer_iterations", "eval_frames", "last_eval", "returns", "lengths", "episodes", "provenance",
+                 "resumes")
+_RANK_KEYS = ("algo_state", "collector", "rng", "seen_episodes")
 
 
 def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
@@ -226,7 +255,10 @@ def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
     payload = checkpoint.read(latest)
     ckpt = f"checkpoint {latest}"
     checkpoint.check_origin(payload, algo=run.cfg.algo.name, env=run.cfg.env.id, spaces=_spaces(run), what=ckpt)
-    missing = [key for key in ("algo_state", "collector", "rng", "trainer") if key not in payload]
+    missing = [key for key in ("ranks", "trainer") if key not in payload]
+    missing += [f"trainer.{key}" for key in _TRAINER_KEYS if key not in payload.get("trainer", {})]
+    missing += [f"ranks.{key}" for key in _RANK_KEYS
+                for rank in payload.get("ranks", []) if not isinstance(rank, dict) or key not in rank][:1]
     if missing:
         raise CheckpointError(ckpt, f"it holds weights but not the training state a resume needs "
                                     f"(no {', '.join(missing)}); rlcli eval can still use it")
@@ -237,15 +269,21 @@ def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
         raise InputError(what, f"its checkpoint is at {payload['frames']:,} frames, which reach "
                                f"collector.total_frames ({run.cfg.collector.total_frames:,}); raise it to train "
                                "on: --set collector.total_frames=N")
+    ranks = payload["ranks"]
+    if len(ranks) != run.group.world_size:
+        raise InputError(what, f"it was saved by {len(ranks)} rank(s) and is resumed by {run.group.world_size}; "
+                               f"resume it with --nproc {len(ranks)} (each rank continues its own envs and buffer)")
     run.folder.use(run_dir)
+    mine = ranks[run.group.rank]
     checkpoint.restore_agent(run.algo.agent, payload["agent"], what=ckpt)
     try:
-        run.algo.load_state_dict(payload["algo_state"])
-        payload["exact_envs"] = run.collector.load_state_dict(payload["collector"])
+        run.algo.load_state_dict(mine["algo_state"])
+        payload["exact_envs"] = run.collector.load_state_dict(mine["collector"])
     except (EnvStateError, KeyError, ValueError, RuntimeError, TypeError) as exc:
         raise CheckpointError(ckpt, f"its training state does not fit this run: {type(exc).__name__}: "
                                     f"{(str(exc).splitlines() or [''])[0][:200]}") from None
-    checkpoint.set_rng_state(payload["rng"])
+    checkpoint.set_rng_state(mine["rng"])
+    payload["seen_episodes"] = mine["seen_episodes"]
     payload["path"] = latest
     return payload
 
@@ -262,6 +300,9 @@ def _continue(state: TrainState, payload: dict) -> None:
     state.checkpoint_frames = payload["frames"]
     state.checkpoint_path = payload["path"]
     state.eval_frames, state.last_eval = saved["eval_frames"], dict(saved["last_eval"])
+    state.returns.extend(saved["returns"])
+    state.lengths.extend(saved["lengths"])
+    state.episodes, state.seen_episodes = saved["episodes"], payload["seen_episodes"]
     state.resumes = [*saved["resumes"], {
         "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "from_frames": payload["frames"], "checkpoint": payload["path"].name,
@@ -287,11 +328,14 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
             pending = _iteration(run, state, loggers, pending, snapshot)
             for hook in hooks.on_iteration_end:
                 hook(state)
+            # A signal reaches the ranks at different moments: they stop after the same iteration.
+            state.stop_requested = run.group.any(state.stop_requested)
             if state.status == "running" and not state.stop_requested and _checkpoint_due(state):
                 # The rows up to the checkpoint are on disk before it: a resumed run appends after them.
                 if pending is not None:
                     loggers.write(pending)
                     pending = None
+                loggers.flush()
                 _save_checkpoint(state)
         if state.stop_requested and state.status == "running":
             state.status = "interrupted"
@@ -312,16 +356,23 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
             if row and row["iteration"] > loggers.last_iteration:
                 loggers.write(row)
         loggers.close()
+        # A further signal during these saves cuts the one it lands in short (its old file stays)
+        # and the folder is still completed.
         # Only after whole iterations: a second signal or an error leaves the last checkpoint as it was.
-        if whole and state.frames > state.checkpoint_frames:
-            try:
-                _save_checkpoint(state)
-            except KeyboardInterrupt:
-                state.error = "a second signal stopped the final checkpoint; the one before is kept"
-        _save_final(state)
-        _write_status(state)
-        _release(state.lock)
-        run.close()
+        saves = [_save_checkpoint] if whole and state.frames > state.checkpoint_frames else []
+        saves += [_save_final] if run.group.is_main else []
+        try:
+            for save in saves:
+                try:
+                    save(state)
+                except KeyboardInterrupt:
+                    state.status = "interrupted"
+                    state.error = "a further signal cut a final save short; the file before it is kept"
+        finally:
+            if run.group.is_main:
+                _write_status(state)
+            _release(state.lock)
+            run.close()
         for hook in hooks.on_run_end:
             hook(state)
 
@@ -341,18 +392,27 @@ def _save_checkpoint(state: TrainState) -> None:
     started = time.perf_counter()
     run = state.run
     solved = state.solved_at
-    payload = checkpoint.to_cpu({
-        **_header(state),
-        "agent": run.algo.agent.state_dict(),
+    # What differs between ranks (envs, buffers, generators) comes from each; rank 0 writes it all.
+    ranks = run.group.gather_to_main(checkpoint.to_cpu({
         "algo_state": run.algo.state_dict(replay=run.cfg.checkpoint.replay),
         "collector": run.collector.state_dict(),
         "rng": checkpoint.rng_state(),
+        "seen_episodes": state.seen_episodes,
+    }))
+    if not run.group.is_main:
+        state.checkpoint_frames = state.frames
+        return
+    payload = checkpoint.to_cpu({
+        **_header(state),
+        "agent": run.algo.agent.state_dict(),
+        "ranks": ranks,
         "trainer": {
             "wall_time": time.perf_counter() - state.started,
             "best_return": state.best_return, "last_return": state.last_return,
             "solved_at": list(solved) if solved else None, "started_at": state.started_at,
             "timer_totals": dict(state.timer.totals), "timer_iterations": state.timer.iterations,
             "eval_frames": state.eval_frames, "last_eval": state.last_eval,
+            "returns": list(state.returns), "lengths": list(state.lengths), "episodes": state.episodes,
             "provenance": state.provenance, "resumes": state.resumes,
         },
     })
@@ -397,7 +457,7 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
         # Kept so that a failed run saves the last weights that gave finite losses.
         snapshot.take()
         with timer.phase("update"):
-            terms = algo.learn(batch, timer)
+            terms = _mean_terms(run.group, algo.learn(batch, timer))
         for name, value in terms.items():
             if not math.isfinite(value):
                 snapshot.restore()
@@ -422,7 +482,8 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     state.iteration += 1
     state.frames = run.collector.frames
     state.wall_time = time.perf_counter() - state.started
-    returns = run.envs.return_queue
+    _merge_episodes(state)
+    returns = state.returns
     state.last_return = float(np.mean(returns)) if returns else math.nan
     if math.isfinite(state.last_return) and not state.best_return >= state.last_return:
         state.best_return = state.last_return
@@ -437,8 +498,32 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     return None
 
 
+def _mean_terms(group, terms: dict[str, float]) -> dict[str, float]:
+    """Each term's mean over the ranks: the row reports the whole run, and a non-finite term on
+    any rank is non-finite on all, so that every rank stops together."""
+    if group.world_size == 1 or not terms:
+        return terms
+    means = group.mean(torch.tensor(list(terms.values()), dtype=torch.float64))
+    return dict(zip(terms, means.tolist()))
+
+
+def _merge_episodes(state: TrainState) -> None:
+    """Add the episodes every rank finished this iteration to the run's windows, in rank order."""
+    envs = state.run.envs
+    finished = int(envs.episode_count) - state.seen_episodes
+    state.seen_episodes = int(envs.episode_count)
+    # The newest `finished` entries of this rank's own window (all of it when more finished).
+    kept = min(finished, len(envs.return_queue))
+    returns = [float(r) for r in list(envs.return_queue)[len(envs.return_queue) - kept:]]
+    lengths = [float(n) for n in list(envs.length_queue)[len(envs.length_queue) - kept:]]
+    for rank_returns, rank_lengths, rank_finished in state.run.group.gather((returns, lengths, finished)):
+        state.returns.extend(rank_returns)
+        state.lengths.extend(rank_lengths)
+        state.episodes += rank_finished
+
+
 def _row(state: TrainState, terms: dict[str, float]) -> Row:
-    lengths = state.run.envs.length_queue
+    lengths = state.lengths
     row: Row = {
         "iteration": state.iteration,
         "frames": state.frames,
@@ -446,7 +531,7 @@ def _row(state: TrainState, terms: dict[str, float]) -> Row:
         "fps": round(state.fps, 1),
         "rollout/episode_return_mean": state.last_return,
         "rollout/episode_length_mean": float(np.mean(lengths)) if lengths else math.nan,
-        "rollout/episodes": int(state.run.envs.episode_count),
+        "rollout/episodes": state.episodes,
         **terms,
     }
     for phase in state.run.phases:
@@ -475,7 +560,8 @@ def _write_status(state: TrainState) -> None:
         "iterations": state.iteration,
         "frames": state.frames,
         "planned_iterations": state.run.iterations,
-        "planned_frames": state.run.cfg.collector.frames,
+        "planned_frames": state.run.planned_frames,
+        "world_size": state.run.group.world_size,
         "wall_time_s": round(state.wall_time, 3),
         "fps": round(state.fps, 1),
         "best_return": None if math.isnan(state.best_return) else state.best_return,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MINIMAL_TOML, ROOT, assert_bad_input, rlcli_executable
+from conftest import MINIMAL_TOML, ROOT, assert_bad_input, require_extra, rlcli_executable
 
 ENV_PACKAGES = ROOT / "tests" / "envpkg"
 HEADERS = ("episodes", "mean return", "std", "min", "max", "mean length")
@@ -147,8 +147,8 @@ def test_a_missing_path_is_refused(tmp_path):
 
 
 def test_video_of_the_first_episode_is_a_real_mp4(corridor_runs, tmp_path):
-    pytest.importorskip("imageio")
-    pytest.importorskip("imageio_ffmpeg")
+    require_extra("imageio")
+    require_extra("imageio_ffmpeg")
     folder = corridor_runs["RlcliTest/PaintedCorridor-v0"]
     before = snapshot(folder)
     video = tmp_path / "out.mp4"
@@ -164,8 +164,8 @@ def test_video_of_the_first_episode_is_a_real_mp4(corridor_runs, tmp_path):
 
 
 def test_video_of_an_env_without_rgb_array_names_its_render_modes(corridor_runs, tmp_path):
-    pytest.importorskip("imageio")
-    pytest.importorskip("imageio_ffmpeg")
+    require_extra("imageio")
+    require_extra("imageio_ffmpeg")
     folder = corridor_runs["RlcliTest/Corridor-v0"]
     before = snapshot(folder)
     assert_bad_input(run_cli("eval", folder, "--video", tmp_path / "out.mp4", "--env-package", "rlcli_test_envs",
@@ -185,8 +185,8 @@ def test_video_without_the_extra_says_what_to_install(cartpole_run, tmp_path):
 
 
 def test_video_into_a_missing_folder_is_refused(cartpole_run, tmp_path):
-    pytest.importorskip("imageio")
-    pytest.importorskip("imageio_ffmpeg")
+    require_extra("imageio")
+    require_extra("imageio_ffmpeg")
     assert_bad_input(run_cli("eval", cartpole_run, "--video", tmp_path / "nowhere" / "out.mp4"),
                      f"folder {tmp_path / 'nowhere'} does not exist")
 

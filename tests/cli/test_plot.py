@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_bad_input
+from conftest import ROOT, assert_bad_input, require_extra
 from rlcli.plot import DPI, FIGSIZE_IN
 
 FRAMES = ["--set", "collector.total_frames=2048"]
@@ -36,7 +36,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 @pytest.mark.parametrize("flags", [[], ["--x", "time", "--band", "iqr"]], ids=["frames-minmax", "time-iqr"])
 def test_plot_of_an_output_folder_draws_the_single_run_and_the_seeds_median(rlcli, runs, tmp_path, flags):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     png = tmp_path / "curve.png"
     done = rlcli("plot", runs, "-o", png, *flags)
     output = done.stdout + done.stderr
@@ -48,7 +48,7 @@ def test_plot_of_an_output_folder_draws_the_single_run_and_the_seeds_median(rlcl
 
 
 def test_plot_writes_curve_png_in_the_working_folder_by_default(rlcli, runs, tmp_path):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     group = next(runs.glob("*-seeds"))
     done = rlcli("plot", group, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -57,7 +57,7 @@ def test_plot_writes_curve_png_in_the_working_folder_by_default(rlcli, runs, tmp
 
 
 def test_an_unknown_column_exits_2_listing_the_columns(rlcli, runs, tmp_path):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     output = assert_bad_input(rlcli("plot", runs, "-o", tmp_path / "curve.png", "--y", "eval/return_mean"),
                               "--y eval/return_mean: no run has this column; available: iteration, frames, "
                               "wall_time_s, fps, rollout/episode_return_mean")
@@ -66,13 +66,13 @@ def test_an_unknown_column_exits_2_listing_the_columns(rlcli, runs, tmp_path):
 
 
 def test_a_missing_run_folder_exits_2_naming_it(rlcli, tmp_path):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     missing = tmp_path / "no-such-run"
     assert_bad_input(rlcli("plot", missing, "-o", tmp_path / "curve.png"), f"RUN_DIR {missing}: does not exist")
 
 
 def test_a_folder_without_runs_exits_2_naming_it(rlcli, tmp_path):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     assert_bad_input(rlcli("plot", tmp_path), f"RUN_DIR {tmp_path}: holds no metrics.csv")
 
 
@@ -86,7 +86,7 @@ def test_without_matplotlib_it_says_what_to_install(tmp_path):
 
 
 def test_plot_never_loads_torch(runs, tmp_path):
-    pytest.importorskip("matplotlib")
+    require_extra("matplotlib")
     probe = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
              "'LOADED:' + ','.join(m for m in ('torch', 'rlcli.run') if m in sys.modules) + '\\n')); "
              "sys.argv = ['rlcli', *sys.argv[1:]]; from rlcli.cli import main; main()")

@@ -48,11 +48,12 @@ def a2c_loss(agent: ActorCritic, batch: TensorDict, *, normalize_advantage: bool
 class A2C:
     """A2C's learning step: advantages, then one gradient step per rollout."""
 
-    def __init__(self, cfg: A2CConfig, *, agent: ActorCritic, reward_scaler: RewardScaler, optim, iterations: int):
+    def __init__(self, cfg: A2CConfig, *, agent: ActorCritic, reward_scaler: RewardScaler, optim, iterations: int,
+                 group=None):
         self.cfg = cfg
         self.agent = agent
         self.reward_scaler = reward_scaler
-        self.step = GradientStep(optim, agent.parameters(), iterations)
+        self.step = GradientStep(optim, agent.parameters(), iterations, group)
 
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action``, ``log_prob`` and ``value`` for raw ``observation`` ([N, *obs])."""
@@ -101,12 +102,13 @@ class A2C:
 
 
 def build(cfg: A2CConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
-          device: torch.device, seed: int, run_folder=None, source=None) -> A2C:
+          device: torch.device, seed: int, run_folder=None, source=None, group=None) -> A2C:
     """A2C with an actor-critic sized from ``spaces`` = (observation space, action space).
 
     ``network``, ``env``, ``collector`` and ``optim`` are the run's sections. A2C draws no
     random numbers of its own, so ``seed`` is unused.
     """
-    agent = build_actor_critic(network, env, *spaces).to(device)
-    reward_scaler = RewardScaler(env.num_envs, gamma=cfg.gamma, enabled=env.normalize_reward).to(device)
-    return A2C(cfg, agent=agent, reward_scaler=reward_scaler, optim=optim, iterations=collector.iterations)
+    agent = build_actor_critic(network, env, *spaces, group=group).to(device)
+    reward_scaler = RewardScaler(env.num_envs, gamma=cfg.gamma, enabled=env.normalize_reward, group=group).to(device)
+    return A2C(cfg, agent=agent, reward_scaler=reward_scaler, optim=optim, iterations=collector.iterations,
+               group=group)

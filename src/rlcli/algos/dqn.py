@@ -82,11 +82,11 @@ class DQN:
     steps per frame once ``learning_starts`` frames are in, and target updates on schedule."""
 
     def __init__(self, cfg: DQNConfig, *, agent: QAgent, replay: Replay, optim, iterations: int,
-                 total_frames: int, num_actions: int, device: torch.device, seed: int):
+                 total_frames: int, num_actions: int, device: torch.device, seed: int, group=None):
         self.cfg = cfg
         self.agent = agent
         self.replay = replay
-        self.step = GradientStep(optim, agent.q.parameters(), iterations)
+        self.step = GradientStep(optim, agent.q.parameters(), iterations, group)
         self.target = TargetSchedule(agent.target, agent.q, tau=cfg.tau, interval=cfg.target_update_interval)
         self.num_actions = num_actions
         self.device = device
@@ -182,7 +182,8 @@ class DQN:
 
 
 def build(cfg: DQNConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
-          device: torch.device, seed: int, run_folder=None, source: str | None = None) -> DQN:
+          device: torch.device, seed: int, run_folder=None, source: str | None = None,
+          group=None) -> DQN:
     """DQN with a Q-network sized from ``spaces`` = (observation space, Discrete action space).
 
     ``network``, ``env``, ``collector`` and ``optim`` are the run's sections; the Q-network
@@ -198,9 +199,9 @@ def build(cfg: DQNConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], networ
     q = mlp(obs_dim, network.value_sizes, num_actions, activation=network.activation,
             orthogonal=network.init == "orthogonal", out_gain=1.0)
     obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
-                                     clip=env.clip_observation)
+                                     clip=env.clip_observation, group=group)
     agent = QAgent(obs_norm, q).to(device)
     replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
-                          device=device, run_folder=run_folder, source=source)
+                          device=device, run_folder=run_folder, source=source, group=group)
     return DQN(cfg, agent=agent, replay=replay, optim=optim, iterations=collector.iterations,
-               total_frames=collector.frames, num_actions=num_actions, device=device, seed=seed)
+               total_frames=collector.frames, num_actions=num_actions, device=device, seed=seed, group=group)

@@ -40,46 +40,65 @@ def ppo_loss(
     """Clipped-surrogate policy loss, value loss and entropy of one minibatch.
 
     Reads ``input``, ``action``, ``log_prob``, ``value``, ``advantage`` and
-    ``value_target`` (each [B, ...]). Returns ``loss/policy``, ``loss/value``,
-    ``loss/entropy`` (the mean entropy, to be maximised) and the detached
-    statistics ``stats/approx_kl`` and ``stats/clip_fraction``.
+    ``value_target`` (each [B, ...]), and ``valid`` ([B] bool) when present: every mean
+    (and the advantage normalization) is then over the valid rows only. Returns
+    ``loss/policy``, ``loss/value``, ``loss/entropy`` (the mean entropy, to be
+    maximised) and the detached statistics ``stats/approx_kl`` and ``stats/clip_fraction``.
     """
     log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
+    valid = batch.get(keys.VALID, None)
+    mean = _mean if valid is None else _masked_mean(valid)
     advantage = batch[keys.ADVANTAGE]
     if normalize_advantage:
-        advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+        centred = advantage - mean(advantage)
+        count = advantage.numel() if valid is None else valid.sum()
+        # The unbiased standard deviation, over the valid rows.
+        std = (mean(centred.square()) * count / (count - 1).clamp(min=1) if valid is not None
+               else advantage.var()).sqrt()
+        advantage = centred / (std + 1e-8)
     log_ratio = log_prob - batch[keys.LOG_PROB]
     ratio = log_ratio.exp()
     surrogate = torch.min(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage)
     target = batch[keys.VALUE_TARGET]
     if clip_value is None:
-        value_loss = (value - target).square().mean()
+        value_loss = mean((value - target).square())
     else:
         old = batch[keys.VALUE]
         clipped = old + (value - old).clamp(-clip_value, clip_value)
-        value_loss = torch.max((value - target).square(), (clipped - target).square()).mean()
+        value_loss = mean(torch.max((value - target).square(), (clipped - target).square()))
     with torch.no_grad():
         # Schulman's low-variance, unbiased KL estimator: (r - 1) - log r.
-        approx_kl = ((ratio - 1) - log_ratio).mean()
-        clip_fraction = ((ratio - 1).abs() > clip_epsilon).float().mean()
+        approx_kl = mean((ratio - 1) - log_ratio)
+        clip_fraction = mean(((ratio - 1).abs() > clip_epsilon).float())
     return {
-        "loss/policy": -surrogate.mean(),
+        "loss/policy": -mean(surrogate),
         "loss/value": value_loss,
-        "loss/entropy": entropy.mean(),
+        "loss/entropy": mean(entropy),
         "stats/approx_kl": approx_kl,
         "stats/clip_fraction": clip_fraction,
     }
+
+
+def _mean(values: torch.Tensor) -> torch.Tensor:
+    return values.mean()
+
+
+def _masked_mean(valid: torch.Tensor):
+    """The mean over the rows where ``valid`` ([B] bool) is True (0 when there are none)."""
+    weight = valid.to(torch.float32)
+    count = weight.sum().clamp(min=1.0)
+    return lambda values: (values * weight).sum() / count
 
 
 class PPO:
     """PPO's learning step: advantages, then ``epochs`` passes of shuffled minibatches over one rollout."""
 
     def __init__(self, cfg: PPOConfig, *, agent: ActorCritic, reward_scaler: RewardScaler, optim,
-                 iterations: int, device: torch.device, seed: int):
+                 iterations: int, device: torch.device, seed: int, group=None):
         self.cfg = cfg
         self.agent = agent
         self.reward_scaler = reward_scaler
-        self.step = GradientStep(optim, agent.parameters(), iterations)
+        self.step = GradientStep(optim, agent.parameters(), iterations, group)
         self.clip_factor = SCHEDULES[cfg.clip_schedule]
         self.iterations = iterations
         self.done = 0
@@ -87,6 +106,7 @@ class PPO:
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self.device = device
+        self.group = self.step.group
 
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action``, ``log_prob`` and ``value`` for raw ``observation`` ([N, *obs])."""
@@ -115,7 +135,9 @@ class PPO:
         with timer.phase("update.advantage"):
             prepare_rollout(self.agent, self.reward_scaler, batch, gamma=cfg.gamma, lam=cfg.gae_lambda)
         self.clip_epsilon = cfg.clip_epsilon * max(self.clip_factor(self.done / self.iterations), 1e-8)
-        flat = valid_rows(batch, *LOSS_KEYS)
+        # Every row, invalid ones masked in the loss: the same number of minibatches on every rank
+        # (NEXT_STEP envs have a varying number of reset steps), so that ranks step together.
+        flat = batch.select(*LOSS_KEYS, keys.VALID).reshape(-1)
         size = flat.batch_size[0]
         sums: dict[str, torch.Tensor] = {}
         steps = 0
@@ -131,7 +153,8 @@ class PPO:
                     continue
                 with timer.phase("update.forward"):
                     terms = self.loss(flat[index])
-                if cfg.target_kl is not None and terms["stats/approx_kl"] > cfg.target_kl:
+                # Decided on the ranks' mean KL, so that every rank stops at the same minibatch.
+                if cfg.target_kl is not None and float(self.group.mean(terms["stats/approx_kl"])) > cfg.target_kl:
                     stopped = True
                     break
                 self.step(terms["loss/total"], timer)
@@ -167,12 +190,12 @@ class PPO:
 
 
 def build(cfg: PPOConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
-          device: torch.device, seed: int, run_folder=None, source=None) -> PPO:
+          device: torch.device, seed: int, run_folder=None, source=None, group=None) -> PPO:
     """PPO with an actor-critic sized from ``spaces`` = (observation space, action space).
 
     ``network``, ``env``, ``collector`` and ``optim`` are the run's sections.
     """
-    agent = build_actor_critic(network, env, *spaces).to(device)
-    reward_scaler = RewardScaler(env.num_envs, gamma=cfg.gamma, enabled=env.normalize_reward).to(device)
+    agent = build_actor_critic(network, env, *spaces, group=group).to(device)
+    reward_scaler = RewardScaler(env.num_envs, gamma=cfg.gamma, enabled=env.normalize_reward, group=group).to(device)
     return PPO(cfg, agent=agent, reward_scaler=reward_scaler, optim=optim, iterations=collector.iterations,
-               device=device, seed=seed)
+               device=device, seed=seed, group=group)

@@ -99,15 +99,15 @@ class SAC:
     ``policy_delay`` of them, and Polyak updates of the target critics."""
 
     def __init__(self, cfg: SACConfig, *, agent: SACAgent, replay: Replay, optim, iterations: int,
-                 action_space: gspaces.Box, device: torch.device, seed: int):
+                 action_space: gspaces.Box, device: torch.device, seed: int, group=None):
         self.cfg = cfg
         self.agent = agent
         self.replay = replay
-        self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations)
+        self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations, group)
         # The actor and temperature losses touch disjoint parameters (alpha is detached in the
         # actor's loss), so one backward of their sum and one optimizer serve both.
         tuned = [agent.log_alpha] if cfg.autotune_alpha else []
-        self.actor_step = GradientStep(optim, [*agent.actor.parameters(), *tuned], iterations)
+        self.actor_step = GradientStep(optim, [*agent.actor.parameters(), *tuned], iterations, group)
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau,
                                      interval=cfg.target_update_interval)
         self.target_entropy = (float(cfg.target_entropy) if cfg.target_entropy is not None
@@ -241,7 +241,8 @@ class SAC:
 
 
 def build(cfg: SACConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
-          device: torch.device, seed: int, run_folder=None, source: str | None = None) -> SAC:
+          device: torch.device, seed: int, run_folder=None, source: str | None = None,
+          group=None) -> SAC:
     """SAC sized from ``spaces`` = (observation space, Box action space).
 
     The actor takes ``network.policy_hidden_sizes``, each critic ``network.value_hidden_sizes``
@@ -260,9 +261,9 @@ def build(cfg: SACConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], networ
         action_space)
     critic = QEnsemble(cfg.num_critics, obs_dim, act_dim, network.value_sizes, activation=network.activation)
     obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
-                                     clip=env.clip_observation)
+                                     clip=env.clip_observation, group=group)
     agent = SACAgent(obs_norm, actor, critic, cfg.alpha).to(device)
     replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
-                          device=device, run_folder=run_folder, source=source)
+                          device=device, run_folder=run_folder, source=source, group=group)
     return SAC(cfg, agent=agent, replay=replay, optim=optim, iterations=collector.iterations,
-               action_space=action_space, device=device, seed=seed)
+               action_space=action_space, device=device, seed=seed, group=group)

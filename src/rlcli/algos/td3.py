@@ -86,13 +86,13 @@ class TD3:
     no target smoothing."""
 
     def __init__(self, cfg, *, agent: DeterministicAgent, replay: Replay, noise: ActionNoise, optim,
-                 iterations: int, action_space: gspaces.Box, device: torch.device, seed: int):
+                 iterations: int, action_space: gspaces.Box, device: torch.device, seed: int, group=None):
         self.cfg = cfg
         self.agent = agent
         self.replay = replay
         self.noise = noise
-        self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations)
-        self.actor_step = GradientStep(optim, agent.actor.parameters(), iterations)
+        self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations, group)
+        self.actor_step = GradientStep(optim, agent.actor.parameters(), iterations, group)
         # Both targets move together, right after each (delayed) actor step.
         self.critic_target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
         self.actor_target = TargetSchedule(agent.actor_target, agent.actor, tau=cfg.tau, interval=1)
@@ -201,7 +201,8 @@ class TD3:
 
 
 def build_deterministic(cfg, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
-                        device: torch.device, seed: int, run_folder=None, source: str | None = None) -> TD3:
+                        device: torch.device, seed: int, run_folder=None, source: str | None = None,
+                        group=None) -> TD3:
     """TD3 (or DDPG, for a config that says so) sized from ``spaces`` = (observation, Box action).
 
     Reads ``num_critics``, ``policy_delay``, ``target_noise``, ``target_noise_clip``, ``noise``,
@@ -221,15 +222,15 @@ def build_deterministic(cfg, *, spaces: tuple[gspaces.Space, gspaces.Space], net
         action_space)
     critic = QEnsemble(cfg.num_critics, obs_dim, act_dim, network.value_sizes, activation=network.activation)
     obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
-                                     clip=env.clip_observation)
+                                     clip=env.clip_observation, group=group)
     agent = DeterministicAgent(obs_norm, actor, critic).to(device)
     noise = ActionNoise(cfg.noise, scale=cfg.noise_scale, num_envs=env.num_envs, theta=cfg.ou_theta,
                         half_range=torch.as_tensor((action_space.high - action_space.low) / 2,
                                                    dtype=torch.float32)).to(device)
     replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
-                          device=device, run_folder=run_folder, source=source)
+                          device=device, run_folder=run_folder, source=source, group=group)
     return TD3(cfg, agent=agent, replay=replay, noise=noise, optim=optim, iterations=collector.iterations,
-               action_space=action_space, device=device, seed=seed)
+               action_space=action_space, device=device, seed=seed, group=group)
 
 
 build = build_deterministic

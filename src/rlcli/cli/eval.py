@@ -32,7 +32,7 @@ def eval_(
     video: Annotated[Optional[Path], typer.Option(
         metavar="FILE.mp4", help="Record the first episode here (needs: pip install 'rlcli[video]').")] = None,
     env_package: Annotated[Optional[list[str]], typer.Option(
-        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP + "; those in run.json are imported anyway")] = None,
+        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP + "; give those the run was trained with (run.json names them)")] = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
 ) -> None:
     """Evaluate a trained policy with its saved normalization; the run folder is left unchanged."""

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rlcli.cli import EXIT_INTERRUPTED
-from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
+from rlcli.cli.render import ENV_PACKAGE_HELP, EXIT_BAD_INPUT, SET_HELP, user_errors
 from rlcli.config.errors import InputError
 from rlcli.config.load import Override, find_preset, load_config
 from rlcli.console import console, err_console
@@ -46,6 +46,9 @@ def train(
     out: Annotated[Optional[Path], typer.Option(metavar="DIR", help="Shorthand for --set run.output_dir=DIR.")] = None,
     env_package: Annotated[Optional[list[str]], typer.Option(
         "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)] = None,
+    nproc: Annotated[Optional[int], typer.Option(
+        metavar="N", help="Train data-parallel on N local processes started through torchrun's launcher "
+        "(gloo on CPU, nccl on CUDA); each steps its share of the envs and batches.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="Print only the final summary.")] = False,
 ) -> None:
     """Train an agent; Ctrl-C or SIGTERM saves a checkpoint and stops; --resume continues."""
@@ -74,6 +77,9 @@ def train(
         # train_seeds imports the packages and checks the config itself, before any seed starts.
         _train_seeds(preset, seed_list, overrides, jobs, packages)
         return
+    if nproc is not None:
+        _launch(nproc, preset, resume, overrides, packages, quiet)
+        return
     with user_errors(preset):
         import_env_packages(packages)
         config_file = find_preset(preset)
@@ -87,10 +93,11 @@ def train(
     with user_errors(preset):
         run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides], env_packages=packages,
                         config_file=config_file)
-    report = ConsoleReport(console, quiet=quiet)
+    # Rank 0 alone reports a data-parallel run.
+    hooks = ConsoleReport(console, quiet=quiet).hooks() if run.group.is_main else None
     try:
         with user_errors(preset):
-            state = train_run(run, hooks=report.hooks(), resume=resume)
+            state = train_run(run, hooks=hooks, resume=resume)
     except TrainingError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
@@ -101,6 +108,58 @@ def train(
         else:
             err_console.print("interrupted: the run folder holds the metrics and weights so far")
         raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
+
+
+def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str],
+            quiet: bool) -> None:
+    """Check the config for ``nproc`` ranks here, then start them; their exit becomes this one's."""
+    from rlcli.config.errors import ConfigError, ConfigIssue
+    from rlcli.config.schema import rank_problems
+    from rlcli.distributed import launched
+
+    with user_errors(preset):
+        if nproc < 1:
+            raise InputError(f"--nproc {nproc}", "must be at least 1")
+        if launched():
+            raise InputError(f"--nproc {nproc}", "this process is already a rank started by torchrun")
+        import_env_packages(packages)
+        cfg = load_config(find_preset(preset), overrides)
+        problems = rank_problems(cfg, nproc)
+        if problems:
+            raise ConfigError(preset, [ConfigIssue(f"{message} (--nproc {nproc})", path=path)
+                                       for path, message in problems])
+        _check_cuda_ranks(cfg.run.device, nproc)
+    args = ["train", *(["--resume", str(resume)] if resume is not None else [preset])]
+    for item in overrides:
+        args += ["--set", item.text if isinstance(item, Override) else item]
+    for name in packages:
+        args += ["--env-package", name]
+    if quiet:
+        args.append("--quiet")
+    from rlcli.distributed import RankFailure, launch
+
+    try:
+        launch(nproc, args)
+    except RankFailure as exc:
+        # A rank that met bad input or was interrupted has said so itself; keep its status.
+        if exc.exitcode in (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_TRAINING_FAILED):
+            raise typer.Exit(exc.exitcode) from None
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_TRAINING_FAILED) from None
+
+
+def _check_cuda_ranks(device: str, nproc: int) -> None:
+    """Raise an InputError when a CUDA run asks for more ranks than this machine has devices."""
+    if not device.startswith("cuda") and device != "auto":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        return
+    count = torch.cuda.device_count()
+    if nproc > count:
+        raise InputError(f"--nproc {nproc}", f"a CUDA run takes one device per rank and this machine has "
+                                             f"{count}; use --nproc {count} or less, or --device cpu")
 
 
 def _resume_source(run_dir: Path, seeds: str | None, packages: list[str]) -> str:

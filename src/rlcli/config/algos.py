@@ -9,7 +9,7 @@ error messages read, and a test checks that it and ``rlcli.algos.ALGORITHMS`` ag
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field
 
@@ -54,6 +54,23 @@ ExplorationNoise = Annotated[
 ]
 NoiseScale = Annotated[float, Field(ge=0, le=10, description="Exploration noise std (fraction of the half-range).")]
 OUTheta = Annotated[float, Field(gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")]
+
+
+Split = tuple[dict[str, Any], list[tuple[str, str]]]
+"""What one rank of a data-parallel run changes in an algorithm section, and why it cannot split."""
+
+
+def off_policy_per_rank(cfg, world_size: int) -> Split:
+    """One rank's share of a replay-based algorithm: its part of each gradient step's batch, of the
+    warm-up and of the buffer, with ``world_size`` times the update-to-data ratio per local frame,
+    so that the ranks together take the steps, of the batch size, that one process would."""
+    problems = []
+    if cfg.batch_size % world_size:
+        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must be a multiple of the "
+                                            f"world size ({world_size}): each rank samples its share"))
+    replay = cfg.replay.model_copy(update={"capacity": -(-cfg.replay.capacity // world_size)})
+    return {"batch_size": cfg.batch_size // world_size, "learning_starts": -(-cfg.learning_starts // world_size),
+            "utd_ratio": cfg.utd_ratio * world_size, "replay": replay}, problems
 
 
 def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
@@ -103,6 +120,14 @@ class PPOConfig(BaseModel):
                      f"minibatch_size ({self.minibatch_size}) must not exceed collector.frames_per_batch ({fpb})")]
         return []
 
+    def per_rank(self, world_size: int) -> Split:
+        """Each rank takes its share of every minibatch; the averaged gradient is the whole one's."""
+        problems = []
+        if self.minibatch_size % world_size:
+            problems.append(("algo.minibatch_size", f"minibatch_size ({self.minibatch_size}) must be a multiple "
+                                                    f"of the world size ({world_size}): each rank takes its share"))
+        return {"minibatch_size": self.minibatch_size // world_size}, problems
+
 
 class A2CConfig(BaseModel):
     # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
@@ -119,6 +144,10 @@ class A2CConfig(BaseModel):
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs: none for A2C."""
         return []
+
+    def per_rank(self, world_size: int) -> Split:
+        """Nothing to split: each rank's step is on its share of the rollout."""
+        return {}, []
 
 
 class DQNConfig(BaseModel):
@@ -151,6 +180,10 @@ class DQNConfig(BaseModel):
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
         return off_policy_problems(self, collector)
+
+    def per_rank(self, world_size: int) -> Split:
+        """See :func:`off_policy_per_rank`."""
+        return off_policy_per_rank(self, world_size)
 
 
 class SACConfig(BaseModel):
@@ -190,6 +223,10 @@ class SACConfig(BaseModel):
         problems += off_policy_problems(self, collector)
         return problems
 
+    def per_rank(self, world_size: int) -> Split:
+        """See :func:`off_policy_per_rank`."""
+        return off_policy_per_rank(self, world_size)
+
 
 class TD3Config(BaseModel):
     # Defaults follow Stable-Baselines3's TD3 defaults (learning rates live in [optim]),
@@ -216,6 +253,10 @@ class TD3Config(BaseModel):
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
         return off_policy_problems(self, collector)
+
+    def per_rank(self, world_size: int) -> Split:
+        """See :func:`off_policy_per_rank`."""
+        return off_policy_per_rank(self, world_size)
 
 
 class DDPGConfig(BaseModel):
@@ -255,6 +296,10 @@ class DDPGConfig(BaseModel):
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
         return off_policy_problems(self, collector)
+
+    def per_rank(self, world_size: int) -> Split:
+        """See :func:`off_policy_per_rank`."""
+        return off_policy_per_rank(self, world_size)
 
 
 ALGO_CONFIGS: dict[str, type[BaseModel]] = {

@@ -57,12 +57,14 @@ class ActorCritic(nn.Module):
         return self.policy.log_prob(dist, action), self.policy.entropy(dist), self.value(obs)
 
 
-def build_actor_critic(network, env, observation_space: spaces.Box, action_space: spaces.Space) -> ActorCritic:
+def build_actor_critic(network, env, observation_space: spaces.Box, action_space: spaces.Space, *,
+                       group=None) -> ActorCritic:
     """Networks sized from the env's spaces and shaped by ``network`` (a NetworkConfig).
 
     Args:
         network: the ``[network]`` section.
         env: the ``[env]`` section (for the normalization flags).
+        group: the ranks whose observations the normalization statistics take in.
     """
     obs_dim = int(np.prod(observation_space.shape))
     orthogonal = network.init == "orthogonal"
@@ -78,6 +80,6 @@ def build_actor_critic(network, env, observation_space: spaces.Box, action_space
     value = ValueCritic(mlp(obs_dim, network.value_sizes, 1,
                             activation=network.activation, orthogonal=orthogonal, out_gain=1.0))
     obs_norm = ObservationNormalizer(
-        observation_space.shape, enabled=env.normalize_observation, clip=env.clip_observation
+        observation_space.shape, enabled=env.normalize_observation, clip=env.clip_observation, group=group
     )
     return ActorCritic(obs_norm, policy, value)

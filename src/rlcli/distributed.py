@@ -1,0 +1,239 @@
+"""The process group of a data-parallel run, and a no-op stand-in for one process.
+
+``torchrun`` (or ``rlcli train --nproc N``, which starts ranks through torchrun's own
+launcher) sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and the rendezvous address;
+:func:`from_environment` joins that group. Everything else talks to a :class:`Group`
+and never asks whether the run is distributed: with one process the calls do nothing.
+
+Each rank steps its own envs and keeps its own replay buffer; gradients are averaged
+in the one gradient step, the observation statistics are merged, and every decision
+that could make ranks diverge (stop, a non-finite loss, PPO's KL early stop) is taken
+jointly. Rank 0 alone writes the run folder.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from typing import Any, Protocol
+
+import torch
+
+COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=5)
+"""How long a collective waits for a rank before failing: a rank that dies or hangs ends the
+run with an error on the others instead of a hang."""
+
+
+class Group(Protocol):
+    """What the trainer, the gradient step and the statistics need of the ranks of a run."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this is rank 0, the one that writes the run folder and prints."""
+        ...
+
+    def average_gradients(self, params: list[torch.nn.Parameter], timer) -> None:
+        """Replace each gradient by its mean over the ranks (one flat all-reduce)."""
+        ...
+
+    def mean(self, values: torch.Tensor) -> torch.Tensor:
+        """The mean over the ranks of ``values`` (a float tensor), the same on every rank."""
+        ...
+
+    def sum(self, values: torch.Tensor) -> torch.Tensor:
+        """The sum over the ranks of ``values``, the same on every rank."""
+        ...
+
+    def any(self, flag: bool) -> bool:
+        """Whether ``flag`` is true on any rank: a joint decision."""
+        ...
+
+    def gather(self, value: Any) -> list[Any]:
+        """``value`` of every rank, in rank order, on every rank (small picklable values only)."""
+        ...
+
+    def gather_to_main(self, value: Any) -> list[Any] | None:
+        """``value`` of every rank, in rank order, on rank 0 (None elsewhere)."""
+        ...
+
+    def broadcast(self, tensors: list[torch.Tensor]) -> None:
+        """Overwrite ``tensors`` in place with rank 0's."""
+        ...
+
+    def broadcast_object(self, value: Any) -> Any:
+        """Rank 0's ``value`` on every rank."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Single:
+    """The group of a run in one process: rank 0 of 1; every collective is the identity."""
+
+    rank = 0
+    world_size = 1
+    local_rank = 0
+    is_main = True
+
+    def average_gradients(self, params: list[torch.nn.Parameter], timer) -> None:
+        pass
+
+    def mean(self, values: torch.Tensor) -> torch.Tensor:
+        return values
+
+    def sum(self, values: torch.Tensor) -> torch.Tensor:
+        return values
+
+    def any(self, flag: bool) -> bool:
+        return flag
+
+    def gather(self, value: Any) -> list[Any]:
+        return [value]
+
+    def gather_to_main(self, value: Any) -> list[Any] | None:
+        return [value]
+
+    def broadcast(self, tensors: list[torch.Tensor]) -> None:
+        pass
+
+    def broadcast_object(self, value: Any) -> Any:
+        return value
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessGroup:
+    """The default torch.distributed process group: gloo for CPU runs, nccl for CUDA ones."""
+
+    def __init__(self, device: torch.device):
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.rank = int(os.environ["RANK"])
+        self.world_size = int(os.environ["WORLD_SIZE"])
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.device = device
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        if not dist.is_initialized():
+            dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT,
+                                    device_id=device if device.type == "cuda" else None)
+        self.flat: torch.Tensor | None = None
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def average_gradients(self, params: list[torch.nn.Parameter], timer) -> None:
+        with timer.phase("update.all_reduce"):
+            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+            if self.flat is None or self.flat.numel() != sum(g.numel() for g in grads):
+                self.flat = torch.empty(sum(g.numel() for g in grads), dtype=grads[0].dtype, device=grads[0].device)
+            views = list(self.flat.split([g.numel() for g in grads]))
+            torch._foreach_copy_(views, [g.reshape(-1) for g in grads])
+            self.dist.all_reduce(self.flat)
+            self.flat.div_(self.world_size)
+            for param, grad, view in zip(params, grads, views):
+                if param.grad is None:
+                    param.grad = grad
+                param.grad.copy_(view.view_as(grad))
+
+    def mean(self, values: torch.Tensor) -> torch.Tensor:
+        return self.sum(values) / self.world_size
+
+    def sum(self, values: torch.Tensor) -> torch.Tensor:
+        out = values.detach().clone()
+        self.dist.all_reduce(out)
+        return out
+
+    def any(self, flag: bool) -> bool:
+        out = torch.tensor([1.0 if flag else 0.0], device=self.device)
+        self.dist.all_reduce(out, op=self.dist.ReduceOp.MAX)
+        return bool(out.item() > 0)
+
+    def gather(self, value: Any) -> list[Any]:
+        out: list[Any] = [None] * self.world_size
+        self.dist.all_gather_object(out, value)
+        return out
+
+    def gather_to_main(self, value: Any) -> list[Any] | None:
+        out: list[Any] | None = [None] * self.world_size if self.is_main else None
+        self.dist.gather_object(value, out, dst=0)
+        return out
+
+    def broadcast(self, tensors: list[torch.Tensor]) -> None:
+        for tensor in tensors:
+            self.dist.broadcast(tensor, src=0)
+
+    def broadcast_object(self, value: Any) -> Any:
+        box = [value]
+        self.dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def close(self) -> None:
+        if self.dist.is_initialized():
+            self.dist.destroy_process_group()
+
+
+def launched() -> bool:
+    """Whether this process is one rank of several started by torchrun."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def from_environment(device: torch.device) -> Group:
+    """The group torchrun's environment describes, or :class:`Single` outside torchrun."""
+    return ProcessGroup(device) if launched() else Single()
+
+
+class RankFailure(Exception):
+    """A rank of a launched run ended badly: ``rank`` and its ``exitcode`` (negative: a signal)."""
+
+    def __init__(self, rank: int, exitcode: int):
+        self.rank, self.exitcode = rank, exitcode
+        if exitcode < 0:
+            import signal
+
+            try:
+                how = f"was killed by {signal.Signals(-exitcode).name}"
+            except ValueError:
+                how = f"was killed by signal {-exitcode}"
+        else:
+            how = f"exited with status {exitcode}"
+        super().__init__(f"rank {rank} {how}; the others were stopped")
+
+
+def launch(nproc: int, args: list[str]) -> None:
+    """Run ``rlcli ARGS`` as ``nproc`` local ranks through torchrun's own launcher (the elastic
+    agent of ``torch.distributed.run``, standalone rendezvous on this machine, no restarts).
+
+    Each rank is ``python -m rlcli ARGS`` with torchrun's ``RANK``, ``WORLD_SIZE`` and
+    rendezvous variables, as ``torchrun --standalone --nproc-per-node N -m rlcli ARGS`` would start it.
+
+    Raises:
+        RankFailure: a rank ended with a non-zero status or a signal (the lowest such rank,
+            preferring one that failed on its own over one stopped because another failed).
+    """
+    import sys
+    import uuid
+
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=f"rlcli-{uuid.uuid4().hex[:8]}",
+                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1)
+    try:
+        elastic_launch(config, entrypoint=sys.executable)("-m", "rlcli", *args)
+    except ChildFailedError as exc:
+        failures = sorted(exc.failures.items())
+        # A rank that exited by itself is the cause; ranks the agent then stopped died by a signal.
+        own = [(rank, failure) for rank, failure in failures if failure.exitcode > 0] or failures
+        rank, failure = own[0]
+        raise RankFailure(rank, failure.exitcode) from None
