@@ -24,6 +24,15 @@ COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=5)
 run with an error on the others instead of a hang."""
 
 
+class RankLost(Exception):
+    """A collective failed: another rank died, stopped or went silent past the timeout."""
+
+    def __init__(self, rank: int, error: BaseException):
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        super().__init__(f"rank {rank}: a collective with the other ranks failed, so another rank has died or "
+                         f"stopped ({first[:160]})")
+
+
 class Group(Protocol):
     """What the trainer, the gradient step and the statistics need of the ranks of a run."""
 
@@ -107,8 +116,22 @@ class Single:
         pass
 
 
+def _collective(method):
+    """Turn the transport's error of a collective (a peer gone) into :class:`RankLost`."""
+
+    def wrapped(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (RuntimeError, OSError) as exc:
+            raise RankLost(self.rank, exc) from None
+
+    wrapped.__name__, wrapped.__doc__ = method.__name__, method.__doc__
+    return wrapped
+
+
 class ProcessGroup:
-    """The default torch.distributed process group: gloo for CPU runs, nccl for CUDA ones."""
+    """The default torch.distributed process group: gloo for CPU runs, nccl for CUDA ones. A
+    failed collective raises :class:`RankLost`."""
 
     def __init__(self, device: torch.device):
         import torch.distributed as dist
@@ -128,6 +151,7 @@ class ProcessGroup:
     def is_main(self) -> bool:
         return self.rank == 0
 
+    @_collective
     def average_gradients(self, params: list[torch.nn.Parameter], timer) -> None:
         with timer.phase("update.all_reduce"):
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
@@ -145,30 +169,36 @@ class ProcessGroup:
     def mean(self, values: torch.Tensor) -> torch.Tensor:
         return self.sum(values) / self.world_size
 
+    @_collective
     def sum(self, values: torch.Tensor) -> torch.Tensor:
         out = values.detach().clone()
         self.dist.all_reduce(out)
         return out
 
+    @_collective
     def any(self, flag: bool) -> bool:
         out = torch.tensor([1.0 if flag else 0.0], device=self.device)
         self.dist.all_reduce(out, op=self.dist.ReduceOp.MAX)
         return bool(out.item() > 0)
 
+    @_collective
     def gather(self, value: Any) -> list[Any]:
         out: list[Any] = [None] * self.world_size
         self.dist.all_gather_object(out, value)
         return out
 
+    @_collective
     def gather_to_main(self, value: Any) -> list[Any] | None:
         out: list[Any] | None = [None] * self.world_size if self.is_main else None
         self.dist.gather_object(value, out, dst=0)
         return out
 
+    @_collective
     def broadcast(self, tensors: list[torch.Tensor]) -> None:
         for tensor in tensors:
             self.dist.broadcast(tensor, src=0)
 
+    @_collective
     def broadcast_object(self, value: Any) -> Any:
         box = [value]
         self.dist.broadcast_object_list(box, src=0)
@@ -232,8 +262,11 @@ def launch(nproc: int, args: list[str]) -> None:
     try:
         elastic_launch(config, entrypoint=sys.executable)("-m", "rlcli", *args)
     except ChildFailedError as exc:
-        failures = sorted(exc.failures.items())
-        # A rank that exited by itself is the cause; ranks the agent then stopped died by a signal.
-        own = [(rank, failure) for rank, failure in failures if failure.exitcode > 0] or failures
-        rank, failure = own[0]
+        import signal
+
+        failures = list(exc.failures.items())
+        # The agent stops the other ranks with SIGTERM once one has failed: the cause is the first
+        # failure that was not one of those.
+        own = [(rank, f) for rank, f in failures if f.exitcode != -signal.SIGTERM] or failures
+        rank, failure = min(own, key=lambda item: (item[1].timestamp, item[0]))
         raise RankFailure(rank, failure.exitcode) from None

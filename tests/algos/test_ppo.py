@@ -153,3 +153,25 @@ def test_first_minibatch_ratio_is_one_with_observation_normalization():
         assert (moved - stored).abs().max() > 1e-4
     finally:
         run.close()
+
+
+def test_masked_rows_count_for_nothing_in_any_term():
+    """A minibatch with invalid rows (reset steps of NEXT_STEP envs) gives the terms of its valid rows alone."""
+    run = make_run()
+    run.close()
+    agent = run.algo.agent
+    batch = minibatch(agent, size=24)
+    batch[keys.LOG_PROB] = batch[keys.LOG_PROB] + torch.linspace(-0.4, 0.4, 24)
+    valid = torch.ones(24, dtype=torch.bool)
+    valid[[0, 5, 6, 17, 23]] = False
+    batch[keys.VALID] = valid
+    for clip_value in (None, 0.1):
+        masked = ppo_loss(agent, batch, clip_epsilon=0.2, clip_value=clip_value, normalize_advantage=True)
+        kept = ppo_loss(agent, batch[valid].exclude(keys.VALID), clip_epsilon=0.2, clip_value=clip_value,
+                        normalize_advantage=True)
+        for name in kept:
+            torch.testing.assert_close(masked[name], kept[name], msg=name)
+    # Gradients too: the invalid rows' inputs get none.
+    batch[keys.INPUT] = batch[keys.INPUT].clone().requires_grad_(True)
+    ppo_loss(agent, batch, clip_epsilon=0.2, clip_value=None, normalize_advantage=True)["loss/policy"].backward()
+    assert batch[keys.INPUT].grad[~valid].abs().sum() == 0 and batch[keys.INPUT].grad[valid].abs().sum() > 0

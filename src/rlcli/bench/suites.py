@@ -441,6 +441,60 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     return cases, ratios
 
 
+# The partner rank of the all-reduce case: it matches rank 0's calls until told to stop.
+_PARTNER = """
+import sys, torch, torch.distributed as dist
+torch.set_num_threads(1)
+dist.init_process_group("gloo", rank=1, world_size=2, init_method=sys.argv[1])
+buf, ctrl = torch.zeros(int(sys.argv[2])), torch.zeros(1)
+while True:
+    ctrl.zero_()
+    dist.all_reduce(ctrl)
+    if ctrl.item() < 0:
+        break
+    for _ in range(int(ctrl.item())):
+        dist.all_reduce(buf)
+dist.destroy_process_group()
+"""
+
+
+@suite("distributed")
+def distributed_suite(opts: BenchOptions) -> SuiteOutput:
+    """The gloo all-reduce of one PPO gradient (ppo_cartpole's parameter count) between this
+    process and a partner process on the same machine: what each data-parallel step adds."""
+    import socket
+    import subprocess
+    import sys
+
+    import torch.distributed as dist
+
+    if opts.device.type != "cpu" or dist.is_initialized():
+        return [], []
+    cfg = preset_configs(opts)["ppo_cartpole"]
+    run = build_run(cfg)
+    numel = sum(p.numel() for p in run.algo.agent.parameters())
+    run.close()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    partner = subprocess.Popen([sys.executable, "-c", _PARTNER, address, str(numel)])
+    dist.init_process_group("gloo", rank=0, world_size=2, init_method=address)
+    buf, calls = torch.ones(numel), 100
+
+    def reduce() -> None:
+        dist.all_reduce(torch.tensor([float(calls)]))
+        for _ in range(calls):
+            dist.all_reduce(buf)
+
+    def close() -> None:
+        dist.all_reduce(torch.tensor([-1.0]))
+        dist.destroy_process_group()
+        partner.wait(timeout=60)
+
+    return [Case("distributed", "gloo_all_reduce", {"numel": numel, "ranks": 2}, "calls/s", calls, reduce,
+                 close)], []
+
+
 @suite("train")
 def train_suite(opts: BenchOptions) -> SuiteOutput:
     """End-to-end frames/s of a short run of each preset through the real trainer."""

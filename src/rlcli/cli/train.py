@@ -67,6 +67,9 @@ def train(
                              if preset is None else "give a PRESET or --resume RUN_DIR, not both")
         if resume is not None:
             preset = _resume_source(resume, seeds, packages)
+        if nproc is not None and seeds is not None:
+            raise InputError(f"--seeds {seeds}", "cannot be combined with --nproc; train each seed with --nproc "
+                                                 "in turn, or the seeds side by side in one process each")
         if seeds is not None or jobs is not None:
             if seeds is None:
                 raise InputError(f"--jobs {jobs}", "needs --seeds SPEC")
@@ -86,6 +89,7 @@ def train(
         cfg = load_config(config_file, overrides)
     # Imported only now: a bad config is reported without loading the training stack.
     from rlcli.report import ConsoleReport
+    from rlcli.distributed import RankLost
     from rlcli.run import build_run
     from rlcli.trainer import TrainingError
     from rlcli.trainer import train as train_run
@@ -98,7 +102,7 @@ def train(
     try:
         with user_errors(preset):
             state = train_run(run, hooks=hooks, resume=resume)
-    except TrainingError as exc:
+    except (TrainingError, RankLost) as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
     if state.status == "interrupted":
@@ -129,6 +133,8 @@ def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | 
             raise ConfigError(preset, [ConfigIssue(f"{message} (--nproc {nproc})", path=path)
                                        for path, message in problems])
         _check_cuda_ranks(cfg.run.device, nproc)
+        if resume is not None:
+            _check_resume_ranks(resume, nproc)
     args = ["train", *(["--resume", str(resume)] if resume is not None else [preset])]
     for item in overrides:
         args += ["--set", item.text if isinstance(item, Override) else item]
@@ -146,6 +152,18 @@ def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | 
             raise typer.Exit(exc.exitcode) from None
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
+
+
+def _check_resume_ranks(run_dir: Path, nproc: int) -> None:
+    """Raise an InputError when the run was trained by another number of ranks than ``nproc``."""
+    try:
+        saved = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("world_size", 1)
+    except (OSError, ValueError, AttributeError):
+        # Without run.json the ranks find out from the checkpoint itself.
+        return
+    if saved != nproc:
+        raise InputError(f"--nproc {nproc}", f"{run_dir} was trained by {saved} rank(s); each rank continues "
+                                             f"its own envs and replay buffer, so resume it with --nproc {saved}")
 
 
 def _check_cuda_ranks(device: str, nproc: int) -> None:

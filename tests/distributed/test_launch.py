@@ -1,0 +1,99 @@
+"""``rlcli train --nproc N`` through the real command: ranks started by torchrun's launcher, rank 0
+writing the one run folder, bad input refused before any rank starts, a dead rank named."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, assert_bad_input, rlcli_executable
+
+SMALL = ("--set", "collector.total_frames=4096", "--set", "checkpoint.every_frames=1024")
+
+
+def test_two_ranks_train_into_one_run_folder(tmp_path, rlcli):
+    result = rlcli("train", "ppo_cartpole", "--nproc", "2", "--out", tmp_path, *SMALL, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.iterdir()
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert info["status"] == "completed" and info["world_size"] == 2 and info["frames"] == 4096
+    assert "update.all_reduce" in info["timing"]
+    # Only rank 0 printed the run: one banner, one summary.
+    assert result.stdout.count("run folder:") == 2 and "on 2 ranks" in result.stdout
+    saved = sorted(folder.glob("checkpoints/*.pt"))
+    assert saved, "no checkpoint"
+    import torch
+
+    assert len(torch.load(saved[-1], weights_only=True)["ranks"]) == 2
+
+
+def test_resume_with_another_number_of_ranks_is_refused(tmp_path, rlcli):
+    result = rlcli("train", "ppo_cartpole", "--nproc", "2", "--out", tmp_path, *SMALL, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.iterdir()
+    more = ("--set", "collector.total_frames=8192")
+    assert_bad_input(rlcli("train", "--resume", folder, "--nproc", "1", *more), "trained by 2 rank(s)",
+                     "--nproc 2")
+    # Without --nproc the one process finds out from the checkpoint, before writing anything.
+    assert_bad_input(rlcli("train", "--resume", folder, *more), "saved by 2 rank(s)", "--nproc 2")
+    resumed = rlcli("train", "--resume", folder, "--nproc", "2", *more, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads((folder / "run.json").read_text(encoding="utf-8"))["frames"] == 8192
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (("--nproc", "0"), ("--nproc 0", "must be at least 1")),
+    (("--nproc", "3", "--set", 'run.parallel="split"'), ("env.num_envs", "multiple of the world size (3)")),
+    (("--nproc", "2", "--seeds", "0,1"), ("--seeds",)),
+])
+def test_bad_rank_counts_exit_2_before_any_rank_starts(tmp_path, rlcli, args, fragments):
+    result = rlcli("train", "ppo_cartpole", "--out", tmp_path, *args)
+    assert_bad_input(result, *fragments)
+    assert not any(tmp_path.iterdir()), "a run folder was made"
+
+
+def _rank_pids(parent: int) -> dict[int, int]:
+    """RANK -> pid of the workers below ``parent``."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        ppid = int(next(line for line in status.splitlines() if line.startswith("PPid:")).split()[1])
+        ranks = [item for item in environ if item.startswith(b"RANK=")]
+        if ranks and ppid == parent:
+            found[int(ranks[0].split(b"=")[1])] = int(entry.name)
+    return found
+
+
+def test_a_dead_rank_ends_the_run_with_its_name_and_a_consistent_folder(tmp_path):
+    proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--nproc", "2", "--out", str(tmp_path),
+                             "-q", "--set", "collector.total_frames=100000000"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("*/metrics.csv")) or len(_rank_pids(proc.pid)) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "the ranks did not start"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.kill(_rank_pids(proc.pid)[1], signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, stdout + stderr
+    assert "rank 1 was killed by SIGKILL" in stderr
+    (folder,) = tmp_path.iterdir()
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    # Rank 0 completed the folder: a final status, never "running".
+    assert info["status"] in ("failed", "interrupted"), info["status"]
+    assert (folder / "final.pt").is_file()

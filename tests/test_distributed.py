@@ -1,0 +1,55 @@
+"""The per-rank shares of a config and the one-process stand-in of the rank group."""
+
+import pytest
+import torch
+
+from rlcli.config.load import find_preset, load_config
+from rlcli.config.schema import rank_config, rank_problems
+from rlcli.distributed import RankFailure, Single
+
+
+def test_split_shares_out_envs_batches_and_algorithm_sizes():
+    cfg = load_config(find_preset("dqn_cartpole"), ['run.parallel="split"'])
+    assert rank_problems(cfg, 2) == []
+    local = rank_config(cfg, 2)
+    assert local.env.num_envs * 2 == cfg.env.num_envs
+    assert local.collector.frames_per_batch * 2 == cfg.collector.frames_per_batch
+    # The same iterations, so that schedules over the run keep their length.
+    assert local.collector.iterations == cfg.collector.iterations
+    assert local.algo.batch_size * 2 == cfg.algo.batch_size
+    assert local.algo.utd_ratio == cfg.algo.utd_ratio * 2
+    assert local.algo.learning_starts == -(-cfg.algo.learning_starts // 2)
+    ppo = load_config(find_preset("ppo_cartpole"), ['run.parallel="split"'])
+    assert rank_config(ppo, 2).algo.minibatch_size * 2 == ppo.algo.minibatch_size
+
+
+def test_split_names_every_size_that_does_not_divide():
+    cfg = load_config(find_preset("dqn_cartpole"), ['run.parallel="split"', "algo.batch_size=65"])
+    problems = dict(rank_problems(cfg, 3))
+    assert set(problems) == {"env.num_envs", "algo.batch_size"}
+    assert "multiple of the world size (3)" in problems["env.num_envs"]
+
+
+def test_replicate_keeps_the_config_and_counts_every_ranks_frames():
+    cfg = load_config(find_preset("ppo_cartpole"), ["collector.total_frames=10000"])
+    assert rank_problems(cfg, 3) == []
+    local = rank_config(cfg, 2)
+    assert local.env == cfg.env and local.algo == cfg.algo
+    assert local.collector.frames_per_batch == cfg.collector.frames_per_batch
+    # 10,000 frames over 2 ranks of 512 per iteration: 10 iterations (10,240 frames in all).
+    assert local.collector.iterations == 10
+    assert rank_config(cfg, 1) is cfg
+
+
+def test_the_single_group_is_the_identity():
+    group = Single()
+    values = torch.tensor([1.0, float("nan")])
+    assert group.mean(values) is values and group.sum(values) is values
+    assert group.any(True) and not group.any(False)
+    assert group.gather("x") == ["x"] and group.gather_to_main(3) == [3] and group.broadcast_object(5) == 5
+    assert group.is_main and group.world_size == 1
+
+
+@pytest.mark.parametrize(("code", "text"), [(-9, "rank 1 was killed by SIGKILL"), (3, "rank 1 exited with status 3")])
+def test_rank_failures_say_which_rank_and_how(code, text):
+    assert text in str(RankFailure(1, code))
