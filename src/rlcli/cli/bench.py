@@ -32,7 +32,7 @@ def bench(
     suite: Annotated[
         Optional[list[str]],
         typer.Option(metavar="SUITE", help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
-                          "update, buffer, offpolicy, train."),
+                          "update, buffer, offpolicy, distributed, train."),
     ] = None,
     device: Annotated[str, typer.Option(metavar="DEVICE", help="auto, cpu, cuda or cuda:N.")] = "auto",
     repeat: Annotated[int, typer.Option(min=1, metavar="N", help="Timed repetitions per figure (median reported).")] = 5,
@@ -49,7 +49,7 @@ def bench(
     quick: Annotated[bool, typer.Option("--quick", metavar="", help="Smaller suites: seconds each.")] = False,
     compile_: Annotated[bool, typer.Option("--compile", metavar="", help="Also torch.compile the losses.")] = False,
 ) -> None:
-    """Measure throughput: env, collector, advantage, loss, update, buffer, offpolicy and train suites."""
+    """Measure throughput: env, collector, advantage, loss, update, buffer, offpolicy, distributed and train suites."""
     with user_errors():
         check_suites(suite or [])
         if json_out is not None and not json_out.parent.is_dir():
