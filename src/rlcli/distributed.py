@@ -13,6 +13,7 @@ jointly. Rank 0 alone writes the run folder.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 from typing import Any, Protocol
@@ -265,6 +266,17 @@ class RankFailure(Exception):
         super().__init__(f"rank {rank} {how}; the others were stopped")
 
 
+class LaunchInterrupted(Exception):
+    """The launcher got SIGINT or SIGTERM: the ranks were told to stop and have (each saves a
+    checkpoint, as one process does). ``signum`` is the signal."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        self.signum = signum
+        super().__init__(f"{signal.Signals(signum).name}: the ranks stopped")
+
+
 def launch(nproc: int, args: list[str]) -> None:
     """Run ``rlcli ARGS`` as ``nproc`` local ranks through torchrun's own launcher (the elastic
     agent of ``torch.distributed.run``, standalone rendezvous on this machine, no restarts).
@@ -273,21 +285,31 @@ def launch(nproc: int, args: list[str]) -> None:
     rendezvous variables, as ``torchrun --standalone --nproc-per-node N -m rlcli ARGS`` would start it.
 
     Raises:
-        RankFailure: a rank ended with a non-zero status or a signal (the lowest such rank,
-            preferring one that failed on its own over one stopped because another failed).
+        RankFailure: a rank ended with a non-zero status or a signal (the first to fail on its
+            own, not one the agent stopped because another had failed).
+        LaunchInterrupted: SIGINT or SIGTERM reached the launcher; the ranks have stopped.
     """
     import sys
     import uuid
 
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     # The ranks of one machine each get a core of their own (the launch is ours, so the machine is).
     os.environ[PIN_CORES] = "1"
+    options: dict[str, Any] = {}
+    # Ranks told to stop finish their iteration and checkpoint before they exit (torch >= 2.7 lets
+    # the agent wait that long; older ones wait their own default).
+    if "shutdown_timeout" in {f.name for f in dataclasses.fields(LaunchConfig)}:
+        options["shutdown_timeout"] = 300
     config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=f"rlcli-{uuid.uuid4().hex[:8]}",
-                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1)
+                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1,
+                          **options)
     try:
         elastic_launch(config, entrypoint=sys.executable)("-m", "rlcli", *args)
+    except SignalException as exc:
+        raise LaunchInterrupted(int(exc.sigval)) from None
     except ChildFailedError as exc:
         import signal
 

@@ -97,3 +97,27 @@ def test_a_dead_rank_ends_the_run_with_its_name_and_a_consistent_folder(tmp_path
     # Rank 0 completed the folder: a final status, never "running".
     assert info["status"] in ("failed", "interrupted"), info["status"]
     assert (folder / "final.pt").is_file()
+
+
+def test_ctrl_c_stops_every_rank_with_a_checkpoint_and_exit_130(tmp_path):
+    from conftest import sigint_default
+
+    proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--nproc", "2", "--out", str(tmp_path),
+                             "-q", "--set", "collector.total_frames=100000000"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=sigint_default)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("*/metrics.csv")):
+            assert proc.poll() is None and time.monotonic() < deadline, "the ranks did not start"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        # What a terminal's Ctrl-C does: SIGINT to the launcher and its ranks alike.
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stdout + stderr
+    assert "Traceback" not in stderr and "--nproc 2" in stderr
+    (folder,) = tmp_path.iterdir()
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert info["status"] == "interrupted" and info["checkpoint"]["frames"] == info["frames"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -106,9 +107,12 @@ def train(
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
     if state.status == "interrupted":
-        if state.checkpoint_path is not None and state.checkpoint_frames == state.frames:
+        world = run.group.world_size
+        if not run.group.is_main:
+            pass
+        elif state.checkpoint_path is not None and state.checkpoint_frames == state.frames:
             err_console.print(f"interrupted: checkpoint saved; continue with: rlcli train --resume "
-                              f"{escape(str(state.run_dir))}")
+                              f"{escape(str(state.run_dir))}" + (f" --nproc {world}" if world > 1 else ""))
         else:
             err_console.print("interrupted: the run folder holds the metrics and weights so far")
         raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
@@ -142,10 +146,13 @@ def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | 
         args += ["--env-package", name]
     if quiet:
         args.append("--quiet")
-    from rlcli.distributed import RankFailure, launch
+    from rlcli.distributed import LaunchInterrupted, RankFailure, launch
 
     try:
         launch(nproc, args)
+    except LaunchInterrupted as exc:
+        # Rank 0 has said where its checkpoint is and how to continue.
+        raise typer.Exit(EXIT_TERMINATED if exc.signum == signal.SIGTERM else EXIT_INTERRUPTED) from None
     except RankFailure as exc:
         # A rank that met bad input or was interrupted has said so itself; keep its status.
         if exc.exitcode in (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_TRAINING_FAILED):
