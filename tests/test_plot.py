@@ -284,7 +284,7 @@ def test_plot_runs_writes_the_png_and_names_groups_and_skipped_runs(tmp_path):
 @pytest.mark.parametrize(("kwargs", "fragment"), [
     ({"x": "steps"}, "--x steps: allowed: frames, time"),
     ({"band": "std"}, "--band std: allowed: minmax, iqr"),
-    ({"output": Path("curve.svg")}, "-o curve.svg: the plot is a PNG"),
+    ({"output": Path("curve.svg")}, "-o curve.svg: give a file name ending in .png"),
     ({"output": Path("no/such/folder/curve.png")}, "folder no/such/folder does not exist"),
 ])
 def test_bad_options_are_input_errors(tmp_path, kwargs, fragment):

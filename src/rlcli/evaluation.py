@@ -20,7 +20,7 @@ from gymnasium import spaces
 
 from rlcli import checkpoint
 from rlcli.algos import ALGORITHMS, Algorithm
-from rlcli.config.errors import InputError, single
+from rlcli.config.errors import InputError, check_output_file, single
 from rlcli.config.load import load_config
 from rlcli.devices import resolve_device
 from rlcli.envs import check_run_packages, describe_space, import_env_packages
@@ -370,12 +370,7 @@ def _check_video(video: Path) -> None:
         import imageio_ffmpeg  # noqa: F401
     except ImportError:
         raise InputError("--video needs the video extra", VIDEO_EXTRA) from None
-    if video.suffix.lower() != ".mp4":
-        raise InputError(f"--video {video}", "give a file name ending in .mp4")
-    if not video.parent.is_dir():
-        raise InputError(f"--video {video}", f"folder {video.parent} does not exist")
-    if video.is_dir():
-        raise InputError(f"--video {video}", "is a folder; give a file name ending in .mp4")
+    check_output_file(video, flag="--video", suffix=".mp4")
 
 
 def _record(evaluator: Evaluator, video: Path) -> EvalResult:

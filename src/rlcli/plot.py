@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rlcli.config.errors import InputError
+from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import read_toml
 
 RETURN = "rollout/episode_return_mean"
@@ -329,12 +329,7 @@ def plot_runs(
     if band not in BANDS:
         raise InputError(f"--band {band}", f"allowed: {', '.join(BANDS)}")
     output = Path(output)
-    if output.suffix.lower() != ".png":
-        raise InputError(f"-o {output}", "the plot is a PNG; name the file *.png")
-    if not output.parent.is_dir():
-        raise InputError(f"-o {output}", f"folder {output.parent} does not exist")
-    if output.is_dir():
-        raise InputError(f"-o {output}", "is a folder; give a file name such as curve.png")
+    check_output_file(output, flag="-o", suffix=".png")
     runs = [read_run(p) for p in expand_run_dirs(run_dirs)]
     x_column = X_COLUMNS[x]
     available = list(dict.fromkeys(c for r in runs for c in r.columns))

@@ -87,3 +87,14 @@ def folder_error(output_dir: str | Path, exc: OSError) -> InputError:
     return InputError(f"run folder under {str(output_dir)!r}",
                       f"cannot write it: {exc.strerror or exc}; choose another with --out DIR "
                       "or run.output_dir")
+
+
+def check_output_file(path: Path, *, flag: str, suffix: str) -> None:
+    """Raise an InputError unless ``path`` can receive a new ``suffix`` file: the right suffix, an
+    existing folder, and not a folder itself. ``flag`` is the option that named it (``-o``)."""
+    if path.suffix.lower() != suffix:
+        raise InputError(f"{flag} {path}", f"give a file name ending in {suffix}")
+    if not path.parent.is_dir():
+        raise InputError(f"{flag} {path}", f"folder {path.parent} does not exist")
+    if path.is_dir():
+        raise InputError(f"{flag} {path}", f"is a folder; give a file name ending in {suffix}")
