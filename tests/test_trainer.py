@@ -228,3 +228,19 @@ def test_a_stop_off_the_logging_interval_resumes_to_the_rows_of_an_unbroken_run(
     resumed = train(build_run(config(tmp_path / "b", **sections)), resume=stopped.run_dir)
     assert [r["iteration"] for r in rows(resumed)] == ["3", "6", "9", "10"]
     assert comparable(resumed) == comparable(unbroken)
+
+
+def test_compiled_networks_train_and_keep_their_compile_time_apart(tmp_path):
+    import json
+
+    eager = train(build_run(config(tmp_path / "eager")))
+    compiled = train(build_run(config(tmp_path / "compiled", run={"compile": "default"})))
+    assert compiled.status == "completed" and compiled.timer.compile_seconds > 0.5
+    info = json.loads((compiled.run_dir / "run.json").read_text())
+    assert info["compile_s"] == round(compiled.timer.compile_seconds, 3)
+    # Compile time is not charged to the iterations: each phase stays well under it.
+    assert compiled.timer.totals["iteration"] < compiled.timer.compile_seconds
+    # Compiled in place: the checkpoints of both runs hold the same tensors, by name and shape.
+    a = torch.load(eager.run_dir / "final.pt", weights_only=True)["agent"]
+    b = torch.load(compiled.run_dir / "final.pt", weights_only=True)["agent"]
+    assert {k: v.shape for k, v in a.items()} == {k: v.shape for k, v in b.items()}

@@ -63,6 +63,9 @@ def run_timing_table(state: TrainState) -> Table:
         label = ("  " + phase.split(".", 1)[1]) if "." in phase else phase
         table.add_row(label, f"{figures['mean_ms']:.2f}", f"{figures['total_s']:.2f}",
                       f"{100 * figures['share']:.1f}%")
+    if state.timer.compiled:
+        # Kept out of the phases above: what compiling cost once, not what each iteration costs.
+        table.add_row("first compile", "", f"{state.timer.compile_seconds:.2f}", "", style="dim")
     return table
 
 

@@ -22,6 +22,7 @@ from rlcli.distributed import Group, Single, from_environment, launched, local_r
 from rlcli.envs import describe_space, make_envs
 from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
+from rlcli.models.mlp import compile_networks
 
 
 class RunFolder:
@@ -178,6 +179,8 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
             )
         # Every rank starts from rank 0's weights (the same seed gives the same ones; this makes sure).
         group.broadcast(list(algo.agent.state_dict().values()))
+        if cfg.run.compile != "off":
+            compile_networks(algo.agent, cfg.run.compile)
         collector = Collector(envs, algo, steps=local.collector.frames_per_batch // local.env.num_envs,
                               device=device, seed=seed, world_size=group.world_size)
         # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.

@@ -23,6 +23,15 @@ def since_process_start() -> float | None:
         return None
 
 
+def compile_clock() -> float:
+    """Seconds torch.compile has spent compiling in this process so far (dynamo's own record)."""
+    from torch._dynamo.utils import compilation_time_metrics
+
+    # A graph's forward is compiled at its first call, its backward at its first backward pass.
+    return float(sum(sum(compilation_time_metrics.get(key, ()))
+                     for key in ("_compile.compile_inner", "backward._backward_impl")))
+
+
 class Timer:
     """Accumulates seconds per named phase, per iteration and over the run.
 
@@ -31,24 +40,37 @@ class Timer:
     charged to the phase that launched them.
     """
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, *, compiled: bool = False):
         self.device = device
         self.sync = device.type == "cuda"
         self.current: dict[str, float] = {}
         self.totals: dict[str, float] = {}
         self.iterations = 0
+        # With torch.compile, the seconds spent compiling are kept apart from the phases they
+        # happened in, so that the first iterations show what running costs.
+        self.compiled = compiled
+        self.compile_seconds = 0.0
+        self._seen_compile = compile_clock() if compiled else 0.0
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
         if self.sync:
             torch.cuda.synchronize(self.device)
         start = time.perf_counter()
+        compiling = compile_clock() if self.compiled else 0.0
         try:
             yield
         finally:
             if self.sync:
                 torch.cuda.synchronize(self.device)
-            self.current[name] = self.current.get(name, 0.0) + time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            if self.compiled:
+                spent = compile_clock() - compiling
+                elapsed -= spent
+                now = compiling + spent
+                self.compile_seconds += max(now - self._seen_compile, 0.0)
+                self._seen_compile = max(self._seen_compile, now)
+            self.current[name] = self.current.get(name, 0.0) + max(elapsed, 0.0)
 
     def end_iteration(self) -> dict[str, float]:
         """Close the iteration: return its seconds per phase and fold them into the totals."""

@@ -175,7 +175,7 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
         run.folder.use(run_dir)
         if main:
             checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
-        state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device),
+        state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device, compiled=cfg.run.compile != "off"),
                            provenance=provenance(cfg.run.seed, **run.origin) if main else {}, lock=lock)
         state.returns, state.lengths = deque(maxlen=cfg.run.return_window), deque(maxlen=cfg.run.return_window)
         if restored is not None:
@@ -569,6 +569,7 @@ def _write_status(state: TrainState) -> None:
         "solved_at_frames": solved[0] if solved else None,
         "solved_at_seconds": round(solved[1], 3) if solved else None,
         "timing": state.timer.breakdown(state.run.phases),
+        "compile_s": round(state.timer.compile_seconds, 3) if state.timer.compiled else None,
         "started_at": state.started_at,
         "startup_s": None if state.startup_s is None else round(state.startup_s, 3),
         "checkpoint": None if state.checkpoint_path is None else {

@@ -55,6 +55,11 @@ class RunSection(BaseModel):
         le=256,
         description="torch intra-op threads; small MLPs run fastest on one.",
     )
+    compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = Field(
+        "off",
+        description="torch.compile every network (acting and the losses' forward and backward) with this "
+        "mode; the first compilation is timed on a line of its own. reduce-overhead uses CUDA graphs on CUDA.",
+    )
     parallel: Literal["replicate", "split"] = Field(
         "replicate",
         description='With several ranks (--nproc, torchrun): "replicate" gives every rank the whole config '
