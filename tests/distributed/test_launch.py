@@ -121,3 +121,16 @@ def test_ctrl_c_stops_every_rank_with_a_checkpoint_and_exit_130(tmp_path):
     (folder,) = tmp_path.iterdir()
     info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert info["status"] == "interrupted" and info["checkpoint"]["frames"] == info["frames"]
+
+
+def test_torchrun_runs_the_module_as_a_cluster_would(tmp_path):
+    """What each node of a cluster runs: torchrun itself, with rlcli as a module."""
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                             "-m", "rlcli", "train", "ppo_cartpole", "--out", str(tmp_path), "-q", *SMALL],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    (folder,) = tmp_path.iterdir()
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert info["status"] == "completed" and info["world_size"] == 2 and info["frames"] == 4096
