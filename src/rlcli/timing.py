@@ -49,8 +49,7 @@ class Timer:
         # With torch.compile, the seconds spent compiling are kept apart from the phases they
         # happened in, so that the first iterations show what running costs.
         self.compiled = compiled
-        self.compile_seconds = 0.0
-        self._seen_compile = compile_clock() if compiled else 0.0
+        self._compile_start = compile_clock() if compiled else 0.0
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -65,12 +64,13 @@ class Timer:
                 torch.cuda.synchronize(self.device)
             elapsed = time.perf_counter() - start
             if self.compiled:
-                spent = compile_clock() - compiling
-                elapsed -= spent
-                now = compiling + spent
-                self.compile_seconds += max(now - self._seen_compile, 0.0)
-                self._seen_compile = max(self._seen_compile, now)
+                elapsed -= compile_clock() - compiling
             self.current[name] = self.current.get(name, 0.0) + max(elapsed, 0.0)
+
+    @property
+    def compile_seconds(self) -> float:
+        """Seconds torch.compile has spent since this timer started (0 when not compiling)."""
+        return compile_clock() - self._compile_start if self.compiled else 0.0
 
     def end_iteration(self) -> dict[str, float]:
         """Close the iteration: return its seconds per phase and fold them into the totals."""

@@ -217,15 +217,10 @@ def _restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
     ``run`` (weights, optimizers, replay, envs, generators); returns the folder's lock and the
     checkpoint. Writes nothing.
     """
-    from rlcli.config.load import load_config
+    from rlcli.config.load import load_config, run_config_file
 
     what = f"run folder {run_dir}"
-    if not run_dir.is_dir():
-        raise InputError(what, "no such folder" if not run_dir.exists() else "not a folder")
-    config_file = run_dir / "config.toml"
-    if not config_file.is_file():
-        raise InputError(what, "has no config.toml: it is not a run folder made by rlcli train")
-    saved = load_config(config_file)
+    saved = load_config(run_config_file(run_dir))
     problems = checkpoint.resume_config_problems(saved, run.cfg)
     if problems:
         raise InputError(what, "a resumed run keeps its config, but this one changes "

@@ -14,7 +14,7 @@ from rich.table import Table
 from rlcli.cli import EXIT_INTERRUPTED
 from rlcli.cli.render import ENV_PACKAGE_HELP, EXIT_BAD_INPUT, SET_HELP, user_errors
 from rlcli.config.errors import InputError
-from rlcli.config.load import Override, find_preset, load_config
+from rlcli.config.load import Override, find_preset, load_config, run_config_file
 from rlcli.console import console, err_console
 from rlcli.envs import check_run_packages, import_env_packages
 from rlcli.seeds import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
@@ -191,11 +191,7 @@ def _resume_source(run_dir: Path, seeds: str | None, packages: list[str]) -> str
     """The config file of the run folder to resume, once the flags agree with resuming it."""
     if seeds is not None:
         raise InputError(f"--seeds {seeds}", "cannot be combined with --resume; resume each seed's folder")
-    if not run_dir.is_dir():
-        raise InputError(f"run folder {run_dir}", "no such folder" if not run_dir.exists() else "not a folder")
-    config_file = run_dir / "config.toml"
-    if not config_file.is_file():
-        raise InputError(f"run folder {run_dir}", "has no config.toml: it is not a run folder made by rlcli train")
+    config_file = run_config_file(run_dir)
     check_run_packages(run_dir, packages)
     return str(config_file)
 

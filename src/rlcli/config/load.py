@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 if TYPE_CHECKING:
     from rlcli.config.schema import RunConfig
 
-from rlcli.config.errors import ConfigError, ConfigIssue, single
+from rlcli.config.errors import ConfigError, ConfigIssue, InputError, single
 from rlcli.config.model import field_bounds, range_text, toml_value
 
 if sys.version_info >= (3, 11):
@@ -49,6 +49,21 @@ def preset_dirs() -> list[Path]:
 def available_presets() -> list[str]:
     """Names of the presets found in :func:`preset_dirs`."""
     return sorted({p.stem for d in preset_dirs() for p in d.glob("*.toml") if not p.stem.startswith("_")})
+
+
+def run_config_file(run_dir: Path) -> Path:
+    """The ``config.toml`` of the run folder ``run_dir``.
+
+    Raises:
+        InputError: ``run_dir`` is missing, not a folder, or holds no config.toml.
+    """
+    what = f"run folder {run_dir}"
+    if not run_dir.is_dir():
+        raise InputError(what, "no such folder" if not run_dir.exists() else "not a folder")
+    config_file = run_dir / "config.toml"
+    if not config_file.is_file():
+        raise InputError(what, "has no config.toml: it is not a run folder made by rlcli train")
+    return config_file
 
 
 def find_preset(name: str | Path) -> Path:
