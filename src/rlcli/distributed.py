@@ -65,8 +65,9 @@ class Group(Protocol):
         """Whether ``flag`` is true on any rank: a joint decision."""
         ...
 
-    def gather(self, value: Any) -> list[Any]:
-        """``value`` of every rank, in rank order, on every rank (small picklable values only)."""
+    def gather_rows(self, values: torch.Tensor) -> torch.Tensor:
+        """Every rank's ``values`` ([n], the same n on every rank), stacked in rank order
+        ([world_size, n]) and the same on every rank: one collective, no pickling."""
         ...
 
     def gather_to_main(self, value: Any) -> list[Any] | None:
@@ -104,8 +105,8 @@ class Single:
     def any(self, flag: bool) -> bool:
         return flag
 
-    def gather(self, value: Any) -> list[Any]:
-        return [value]
+    def gather_rows(self, values: torch.Tensor) -> torch.Tensor:
+        return values.unsqueeze(0)
 
     def gather_to_main(self, value: Any) -> list[Any] | None:
         return [value]
@@ -188,10 +189,12 @@ class ProcessGroup:
         return bool(out.item() > 0)
 
     @_collective
-    def gather(self, value: Any) -> list[Any]:
-        out: list[Any] = [None] * self.world_size
-        self.dist.all_gather_object(out, value)
-        return out
+    def gather_rows(self, values: torch.Tensor) -> torch.Tensor:
+        out = values.new_empty(self.world_size * values.numel())
+        # torch 2.13 renamed all_gather_into_tensor (deprecated there) to all_gather_single.
+        gather = getattr(self.dist, "all_gather_single", None) or self.dist.all_gather_into_tensor
+        gather(out, values.contiguous().view(-1))
+        return out.view(self.world_size, -1)
 
     @_collective
     def gather_to_main(self, value: Any) -> list[Any] | None:

@@ -452,7 +452,7 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
         # Kept so that a failed run saves the last weights that gave finite losses.
         snapshot.take()
         with timer.phase("update"):
-            terms = _mean_terms(run.group, algo.learn(batch, timer))
+            terms = _share(state, algo.learn(batch, timer))
         for name, value in terms.items():
             if not math.isfinite(value):
                 snapshot.restore()
@@ -477,7 +477,6 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     state.iteration += 1
     state.frames = run.collector.frames
     state.wall_time = time.perf_counter() - state.started
-    _merge_episodes(state)
     returns = state.returns
     state.last_return = float(np.mean(returns)) if returns else math.nan
     if math.isfinite(state.last_return) and not state.best_return >= state.last_return:
@@ -493,28 +492,34 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     return None
 
 
-def _mean_terms(group, terms: dict[str, float]) -> dict[str, float]:
-    """Each term's mean over the ranks: the row reports the whole run, and a non-finite term on
-    any rank is non-finite on all, so that every rank stops together."""
-    if group.world_size == 1 or not terms:
-        return terms
-    means = group.mean(torch.tensor(list(terms.values()), dtype=torch.float64))
-    return dict(zip(terms, means.tolist()))
-
-
-def _merge_episodes(state: TrainState) -> None:
-    """Add the episodes every rank finished this iteration to the run's windows, in rank order."""
+def _share(state: TrainState, terms: dict[str, float]) -> dict[str, float]:
+    """What the ranks tell each other after every update, in one collective: returns each loss
+    term's mean over the ranks (so that a non-finite term on any rank is non-finite on all and
+    every rank stops together), and adds the episodes every rank finished this iteration to the
+    run's windows, in rank order.
+    """
     envs = state.run.envs
     finished = int(envs.episode_count) - state.seen_episodes
     state.seen_episodes = int(envs.episode_count)
     # The newest `finished` entries of this rank's own window (all of it when more finished).
+    window = envs.return_queue.maxlen
     kept = min(finished, len(envs.return_queue))
-    returns = [float(r) for r in list(envs.return_queue)[len(envs.return_queue) - kept:]]
-    lengths = [float(n) for n in list(envs.length_queue)[len(envs.length_queue) - kept:]]
-    for rank_returns, rank_lengths, rank_finished in state.run.group.gather((returns, lengths, finished)):
-        state.returns.extend(rank_returns)
-        state.lengths.extend(rank_lengths)
-        state.episodes += rank_finished
+    # One row per rank: [finished, kept, terms..., returns (window), lengths (window)], zero-padded.
+    row = torch.zeros(2 + len(terms) + 2 * window, dtype=torch.float64)
+    row[0], row[1] = finished, kept
+    row[2:2 + len(terms)] = torch.tensor(list(terms.values()), dtype=torch.float64)
+    start = 2 + len(terms)
+    if kept:
+        row[start:start + kept] = torch.tensor(list(envs.return_queue)[-kept:], dtype=torch.float64)
+        row[start + window:start + window + kept] = torch.tensor(list(envs.length_queue)[-kept:],
+                                                                 dtype=torch.float64)
+    rows = state.run.group.gather_rows(row)
+    for rank_row in rows.tolist():
+        rank_kept = int(rank_row[1])
+        state.returns.extend(rank_row[start:start + rank_kept])
+        state.lengths.extend(rank_row[start + window:start + window + rank_kept])
+        state.episodes += int(rank_row[0])
+    return dict(zip(terms, rows[:, 2:start].mean(0).tolist()))
 
 
 def _row(state: TrainState, terms: dict[str, float]) -> Row:
