@@ -19,6 +19,9 @@ def test_split_shares_out_envs_batches_and_algorithm_sizes():
     assert local.algo.batch_size * 2 == cfg.algo.batch_size
     assert local.algo.utd_ratio == cfg.algo.utd_ratio * 2
     assert local.algo.learning_starts == -(-cfg.algo.learning_starts // 2)
+    # Each rank's buffer counts only its own frames.
+    assert local.algo.replay.capacity * 2 == cfg.algo.replay.capacity
+    assert local.algo.replay.beta_frames * 2 == cfg.algo.replay.beta_frames
     ppo = load_config(find_preset("ppo_cartpole"), ['run.parallel="split"'])
     assert rank_config(ppo, 2).algo.minibatch_size * 2 == ppo.algo.minibatch_size
 

@@ -75,3 +75,37 @@ def test_reward_scaler_ignores_invalid_steps_and_is_identity_when_disabled():
     off = RewardScaler(1, gamma=0.5, enabled=False)
     off.observe(reward, torch.zeros(3, 1, dtype=torch.bool), valid)
     assert off(reward) is reward
+
+
+class _Ranks:
+    """Rank 0 of a two-rank group whose other rank folds in ``other`` (a [B, *shape] batch)."""
+
+    world_size = 2
+
+    def __init__(self, other: torch.Tensor):
+        self.other = other
+
+    def gather_rows(self, values: torch.Tensor) -> torch.Tensor:
+        n = self.other.shape[0]
+        flat = self.other.to(torch.float64).reshape(n, -1)
+        row = torch.cat([flat.new_tensor([float(n)]), flat.mean(0), flat.var(0, unbiased=False)])
+        return torch.stack([values, row])
+
+
+def test_statistics_merged_across_ranks_are_those_of_the_pooled_data_without_cancellation():
+    # A large offset and a tiny spread: sums of squares would cancel to a variance of 0.
+    generator = torch.Generator().manual_seed(0)
+    mine = 1e5 + 1e-3 * torch.randn(64, 3, generator=generator, dtype=torch.float64)
+    theirs = 1e5 + 1e-3 * torch.randn(32, 3, generator=generator, dtype=torch.float64)
+    merged = RunningMeanStd((3,), group=_Ranks(theirs))
+    pooled = RunningMeanStd((3,))
+    for stats in (merged, pooled):
+        # Statistics that have already seen the offset, with no spread of their own.
+        stats.mean.fill_(1e5)
+        stats.var.zero_()
+    merged.update(mine)
+    pooled.update(torch.cat([mine, theirs]))
+    assert merged.count.item() == pytest.approx(pooled.count.item())
+    torch.testing.assert_close(merged.mean, pooled.mean, rtol=1e-12, atol=0)
+    torch.testing.assert_close(merged.var, pooled.var, rtol=1e-6, atol=0)
+    assert 0.5e-6 < merged.var.min().item() < 2e-6

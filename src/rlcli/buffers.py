@@ -173,7 +173,7 @@ class ReplayBuffer:
     """A ring buffer of transitions, stored key by key as ``[capacity, *shape]`` tensors.
 
     Storage is allocated at the first :meth:`extend` (memmap files in
-    ``directory()``), after :func:`check_storage` was passed at build time.
+    ``cfg.directory``, else in ``directory()``), after :func:`check_storage` was passed at build time.
     """
 
     def __init__(self, cfg: ReplayConfig, spec: Spec, *, device: torch.device,
@@ -203,7 +203,7 @@ class ReplayBuffer:
         if self.cfg.storage == "memmap":
             from tensordict import MemoryMappedTensor
 
-            self._folder = Path(self.cfg.directory) if self.cfg.directory else self.directory()
+            self._folder = Path(self.cfg.directory).expanduser() if self.cfg.directory else self.directory()
             self._folder.mkdir(parents=True, exist_ok=True)
             for key, (shape, dtype) in self.spec.items():
                 self.tensors[key] = MemoryMappedTensor.empty(

@@ -82,7 +82,11 @@ class Group(Protocol):
         """Rank 0's ``value`` on every rank."""
         ...
 
-    def close(self) -> None: ...
+    def close(self, *, orderly: bool = True) -> None:
+        """Leave the group: ``orderly`` (the ranks finished together) waits for the others first;
+        after a failure this rank leaves at once, so that the others' next collective fails now
+        instead of at the timeout."""
+        ...
 
 
 class Single:
@@ -117,17 +121,33 @@ class Single:
     def broadcast_object(self, value: Any) -> Any:
         return value
 
-    def close(self) -> None:
+    def close(self, *, orderly: bool = True) -> None:
         pass
 
 
+# What the transports' errors say when a peer has gone (gloo raises a plain RuntimeError).
+_PEER_GONE = ("gloo", "nccl", "connection", "timed out", "timeout", "broken pipe", "reset by peer")
+
+
+def _peer_gone(exc: BaseException) -> bool:
+    import torch.distributed as dist
+
+    if isinstance(exc, (OSError, getattr(dist, "DistError", OSError))):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(word in text for word in _PEER_GONE)
+
+
 def _collective(method):
-    """Turn the transport's error of a collective (a peer gone) into :class:`RankLost`."""
+    """Turn the transport's error of a collective (a peer gone, a timeout) into :class:`RankLost`;
+    any other error (a bug) propagates as it is."""
 
     def wrapped(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
         except (RuntimeError, OSError) as exc:
+            if not _peer_gone(exc):
+                raise
             raise RankLost(self.rank, exc) from None
 
     wrapped.__name__, wrapped.__doc__ = method.__name__, method.__doc__
@@ -148,7 +168,12 @@ class ProcessGroup:
         self.device = device
         if os.environ.get(PIN_CORES) == "1":
             _pin_to_core(self.local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", self.world_size)))
-        backend = "nccl" if device.type == "cuda" else "gloo"
+        # gloo for CPU tensors; a CUDA run adds nccl for its CUDA tensors (gradients, statistics),
+        # while the small CPU exchanges (loss terms, episodes, flags) still go through gloo.
+        backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
+        if device.type == "cuda":
+            # Object collectives and barriers use the current device: this rank's own.
+            torch.cuda.set_device(device)
         if not dist.is_initialized():
             dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT,
                                     device_id=device if device.type == "cuda" else None)
@@ -213,15 +238,17 @@ class ProcessGroup:
         self.dist.broadcast_object_list(box, src=0)
         return box[0]
 
-    def close(self) -> None:
+    def close(self, *, orderly: bool = True) -> None:
         if not self.dist.is_initialized():
             return
         # Leave together: a rank that tears its group down while another still talks to it
         # can abort the process (gloo's threads), which would end a finished run with a failure.
-        try:
-            self.dist.barrier()
-        except (RuntimeError, OSError):
-            pass
+        # After a failure the others are not coming: a barrier would wait for the timeout.
+        if orderly:
+            try:
+                self.dist.barrier()
+            except (RuntimeError, OSError):
+                pass
         self.dist.destroy_process_group()
 
 

@@ -27,39 +27,31 @@ class RunningMeanStd(nn.Module):
 
     @torch.no_grad()
     def update(self, batch: torch.Tensor) -> None:
-        """Fold ``batch`` ([B, *shape]) into the statistics."""
-        batch = batch.to(torch.float64)
+        """Fold ``batch`` ([B, *shape]) into the statistics; across ranks, every rank's batch in rank order.
+
+        Each rank sends the count, mean and variance of its own batch (one all-gather), and every
+        rank folds them in with the same pairwise update, so no sum of squares ever cancels.
+        """
         n = batch.shape[0]
-        if self.group.world_size > 1:
-            n, mean, var = self._merged(batch)
-        elif n == 0:
-            return
+        flat = batch.to(torch.float64).reshape(n, self.mean.numel())
+        if n:
+            mean, var = flat.mean(0), flat.var(0, unbiased=False)
         else:
-            mean = batch.mean(0)
-            var = batch.var(0, unbiased=False)
-        if n == 0:
-            return
+            mean = var = flat.new_zeros(flat.shape[1])
+        rows = self.group.gather_rows(torch.cat([flat.new_tensor([float(n)]), mean, var]))
+        width = flat.shape[1]
+        for row, count in zip(rows, rows[:, 0].tolist()):
+            if count > 0:
+                self._fold(count, row[1:1 + width].view_as(self.mean), row[1 + width:].view_as(self.var))
+
+    def _fold(self, n: float, mean: torch.Tensor, var: torch.Tensor) -> None:
+        """Chan et al.'s update with a batch of ``n`` rows, its ``mean`` and (biased) ``var``."""
         delta = mean - self.mean
         total = self.count + n
         self.mean += delta * n / total
         m2 = self.var * self.count + var * n + delta.square() * self.count * n / total
         self.var.copy_(m2 / total)
         self.count.copy_(total)
-
-    def _merged(self, batch: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
-        """(count, mean, variance) of the union of every rank's ``batch``, from one all-reduce of
-        the counts, sums and sums of squares (float64)."""
-        flat = batch.reshape(batch.shape[0], -1)
-        packed = torch.cat([torch.tensor([float(batch.shape[0])], dtype=torch.float64, device=batch.device),
-                            flat.sum(0), flat.square().sum(0)])
-        total = self.group.sum(packed)
-        n = int(total[0].item())
-        if n == 0:
-            return 0, self.mean, self.var
-        width = flat.shape[1]
-        mean = total[1:1 + width] / n
-        var = (total[1 + width:] / n - mean.square()).clamp_(min=0.0)
-        return n, mean.reshape(self.mean.shape), var.reshape(self.var.shape)
 
 
 class ObservationNormalizer(nn.Module):

@@ -42,15 +42,22 @@ def build_replay(cfg, spec: Spec, obs_norm: ObservationNormalizer, *, num_envs: 
     """The :class:`Replay` of an off-policy algorithm config ``cfg``, whose storage is checked first.
 
     Reads ``cfg.replay``, ``gamma``, ``n_step``, ``learning_starts`` and ``utd_ratio``. Memmap
-    files go to ``replay.directory``, else to ``replay/`` in the run folder.
+    files go to ``replay.directory`` (``rank-R/`` inside it for rank R > 0 of a data-parallel run),
+    else to ``replay/`` in the run folder.
 
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
-    directory = Path(cfg.replay.directory).expanduser() if cfg.replay.directory else None
-    check_storage(cfg.replay, spec, device, directory, source=source)
+    replay = cfg.replay
+    directory = Path(replay.directory).expanduser() if replay.directory else None
+    rank = group.rank if group is not None else 0
+    if directory is not None and rank > 0:
+        # Every rank keeps a buffer of its own: ranks other than 0 in a folder each inside the given one.
+        directory = directory / f"rank-{rank}"
+        replay = replay.model_copy(update={"directory": str(directory)})
+    check_storage(replay, spec, device, directory, source=source)
     default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
-    buffer = ReplayBuffer(cfg.replay, spec, device=device, directory=default_folder)
+    buffer = ReplayBuffer(replay, spec, device=device, directory=default_folder)
     reward_scaler = RewardScaler(num_envs, gamma=cfg.gamma, enabled=normalize_reward, group=group).to(device)
     return Replay(buffer, obs_norm, reward_scaler, gamma=cfg.gamma, n_step=cfg.n_step,
                   learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device)

@@ -96,11 +96,12 @@ class Run:
         """Frames the whole run trains: every rank's, over every iteration."""
         return self.iterations * self.collector.steps * self.envs.num_envs * self.group.world_size
 
-    def close(self) -> None:
+    def close(self, *, orderly: bool = True) -> None:
+        """Close the envs and leave the group (``orderly``: see :meth:`Group.close`)."""
         self.envs.close()
         if self.evaluator is not None:
             self.evaluator.close()
-        self.group.close()
+        self.group.close(orderly=orderly)
 
 
 def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = (),
@@ -141,7 +142,7 @@ def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[
         return _build(cfg, rank_config(cfg, group.world_size), group, device, source,
                       {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file})
     except BaseException:
-        group.close()
+        group.close(orderly=False)
         raise
 
 

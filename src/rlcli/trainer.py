@@ -187,11 +187,11 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
                    if main else MetricLoggers([]))
     except OSError as exc:
         _release(lock)
-        run.close()
+        run.close(orderly=False)
         raise folder_error(cfg.run.output_dir, exc) from None
     except BaseException:
         _release(lock)
-        run.close()
+        run.close(orderly=False)
         raise
     # The signal handlers stay until the folder is complete: a first SIGINT/SIGTERM during
     # the final save only asks for a stop, which has already happened.
@@ -260,14 +260,14 @@ def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
     if payload["trainer"]["solved_at"] is not None:
         raise InputError(what, f"it stopped when it reached run.stop_at_return ({run.cfg.run.stop_at_return:g}) "
                                f"at {payload['trainer']['solved_at'][0]:,} frames: there is nothing to continue")
-    if payload["iteration"] >= run.iterations:
-        raise InputError(what, f"its checkpoint is at {payload['frames']:,} frames, which reach "
-                               f"collector.total_frames ({run.cfg.collector.total_frames:,}); raise it to train "
-                               "on: --set collector.total_frames=N")
     ranks = payload["ranks"]
     if len(ranks) != run.group.world_size:
         raise InputError(what, f"it was saved by {len(ranks)} rank(s) and is resumed by {run.group.world_size}; "
                                f"resume it with --nproc {len(ranks)} (each rank continues its own envs and buffer)")
+    if payload["iteration"] >= run.iterations:
+        raise InputError(what, f"its checkpoint is at {payload['frames']:,} frames, which reach "
+                               f"collector.total_frames ({run.cfg.collector.total_frames:,}); raise it to train "
+                               "on: --set collector.total_frames=N")
     run.folder.use(run_dir)
     mine = ranks[run.group.rank]
     checkpoint.restore_agent(run.algo.agent, payload["agent"], what=ckpt)
@@ -313,36 +313,41 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
     """Iterate until the budget, the stop condition or a stop request; always complete the folder."""
     pending: Row | None = None
     whole = True
+    # Whether the ranks end together: at the budget, the stop condition, a joint stop or a joint
+    # failure (a non-finite term), not when an error or a second signal hit this rank alone.
+    together = True
     try:
         snapshot = WeightsSnapshot(run.algo.agent)
         for hook in hooks.on_run_start:
             hook(state)
         state.started = time.perf_counter() - state.wall_time
         state.startup_s = since_process_start()
-        while state.iteration < run.iterations and state.status == "running" and not state.stop_requested:
+        stop = False
+        while state.iteration < run.iterations and state.status == "running" and not stop:
             pending = _iteration(run, state, loggers, pending, snapshot)
             for hook in hooks.on_iteration_end:
                 hook(state)
-            # A signal reaches the ranks at different moments: they stop after the same iteration.
-            state.stop_requested = run.group.any(state.stop_requested)
-            if state.status == "running" and not state.stop_requested and _checkpoint_due(state):
+            # A signal reaches the ranks at different moments, even while rank 0 saves below: the
+            # loop follows only the joint answer, so that every rank stops after the same iteration.
+            stop = run.group.any(state.stop_requested)
+            if state.status == "running" and not stop and _checkpoint_due(state):
                 # The rows up to the checkpoint are on disk before it: a resumed run appends after them.
                 if pending is not None:
                     loggers.write(pending)
                     pending = None
                 loggers.flush()
                 _save_checkpoint(state)
-        if state.stop_requested and state.status == "running":
+        if stop and state.status == "running":
             state.status = "interrupted"
         if state.status == "running":
             state.status = "completed"
     except KeyboardInterrupt:
-        state.status, whole = "interrupted", False
+        state.status, whole, together = "interrupted", False, False
     except TrainingError as exc:
         state.status, state.error, whole = "failed", str(exc), False
         raise
     except Exception as exc:
-        state.status, state.error, whole = "failed", f"{type(exc).__name__}: {exc}", False
+        state.status, state.error, whole, together = "failed", f"{type(exc).__name__}: {exc}", False, False
         raise
     finally:
         state.wall_time = time.perf_counter() - state.started
@@ -367,7 +372,7 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
             if run.group.is_main:
                 _write_status(state)
             _release(state.lock)
-            run.close()
+            run.close(orderly=together)
         for hook in hooks.on_run_end:
             hook(state)
 

@@ -1,5 +1,6 @@
 """Two gloo ranks started by torchrun keep bit-identical networks and statistics after every
-gradient step, for an on-policy and two off-policy algorithms, in both parallel modes."""
+gradient step, for an on-policy and two off-policy algorithms, in both parallel modes; and stop
+after the same iteration when only one of them is asked to."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 WORKER = Path(__file__).with_name("identity_worker.py")
+STOP_WORKER = Path(__file__).with_name("stop_worker.py")
 
 
 @pytest.mark.parametrize(("algo", "parallel"), [("ppo", "replicate"), ("ppo", "split"), ("dqn", "replicate"),
@@ -33,3 +35,14 @@ def test_every_update_leaves_the_ranks_identical(tmp_path, algo, parallel):
     run_dir = Path(ranks[0]["run_dir"])
     assert (run_dir / "metrics.csv").is_file() and (run_dir / "final.pt").is_file()
     assert len(list(tmp_path.glob("*/metrics.csv"))) == 1
+
+
+def test_a_stop_asked_of_one_rank_during_a_save_stops_both_after_the_same_iteration(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                             str(STOP_WORKER), str(tmp_path)], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
+    assert ranks[0]["status"] == ranks[1]["status"] == "interrupted", ranks
+    # Asked during iteration 4's checkpoint: both ranks finish the next iteration, then stop.
+    assert ranks[0]["iteration"] == ranks[1]["iteration"] == 5, ranks
+    assert max(rank["seconds"] for rank in ranks) < 25, ranks

@@ -58,6 +58,28 @@ def test_bad_rank_counts_exit_2_before_any_rank_starts(tmp_path, rlcli, args, fr
     assert not any(tmp_path.iterdir()), "a run folder was made"
 
 
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_cuda_run_without_cuda_is_refused_once_before_any_rank_starts(tmp_path, rlcli):
+    output = assert_bad_input(rlcli("train", "ppo_cartpole", "--out", tmp_path, "--nproc", "2", "--device", "cuda"),
+                              "run.device", "CUDA")
+    # Said by the launcher, not by each rank.
+    assert output.count("run.device") == 1 and "exitcode" not in output
+    assert not any(tmp_path.iterdir()), "a run folder was made"
+
+
+def test_each_rank_keeps_its_own_memmap_buffer_in_a_configured_folder(tmp_path, rlcli):
+    chosen = tmp_path / "replay"
+    chosen.mkdir()
+    # Rank 1's folder cannot be made: rank 1 alone fails, with its folder named, and the run ends at once.
+    (chosen / "rank-1").write_text("in the way", encoding="utf-8")
+    started = time.monotonic()
+    result = rlcli("train", "dqn_cartpole", "--out", tmp_path / "runs", "--nproc", "2",
+                   "--set", 'algo.replay.storage="memmap"', "--set", f"algo.replay.directory={json.dumps(str(chosen))}",
+                   timeout=300)
+    assert_bad_input(result, "algo.replay.directory", str(chosen / "rank-1"))
+    assert time.monotonic() - started < 120, "rank 0 waited for the collective timeout"
+
+
 def _rank_pids(parent: int) -> dict[int, int]:
     """RANK -> pid of the workers below ``parent``."""
     found = {}

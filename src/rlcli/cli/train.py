@@ -95,12 +95,12 @@ def train(
     from rlcli.trainer import TrainingError
     from rlcli.trainer import train as train_run
 
-    with user_errors(preset):
-        run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides], env_packages=packages,
-                        config_file=config_file)
-    # Rank 0 alone reports a data-parallel run.
-    hooks = ConsoleReport(console, quiet=quiet).hooks() if run.group.is_main else None
     try:
+        with user_errors(preset):
+            run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides],
+                            env_packages=packages, config_file=config_file)
+        # Rank 0 alone reports a data-parallel run.
+        hooks = ConsoleReport(console, quiet=quiet).hooks() if run.group.is_main else None
         with user_errors(preset):
             state = train_run(run, hooks=hooks, resume=resume)
     except (TrainingError, RankLost) as exc:
@@ -108,12 +108,11 @@ def train(
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
     if state.status == "interrupted":
         world = run.group.world_size
-        if not run.group.is_main:
-            pass
-        elif state.checkpoint_path is not None and state.checkpoint_frames == state.frames:
+        # Rank 0 alone says how the run continues.
+        if run.group.is_main and state.checkpoint_path is not None and state.checkpoint_frames == state.frames:
             err_console.print(f"interrupted: checkpoint saved; continue with: rlcli train --resume "
                               f"{escape(str(state.run_dir))}" + (f" --nproc {world}" if world > 1 else ""))
-        else:
+        elif run.group.is_main:
             err_console.print("interrupted: the run folder holds the metrics and weights so far")
         raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
 
@@ -123,7 +122,9 @@ def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | 
     """Check the config for ``nproc`` ranks here, then start them; their exit becomes this one's."""
     from rlcli.config.errors import ConfigError, ConfigIssue
     from rlcli.config.schema import rank_problems
+    from rlcli.devices import resolve_device
     from rlcli.distributed import launched
+    from rlcli.loggers import check_backends
 
     with user_errors(preset):
         if nproc < 1:
@@ -136,6 +137,9 @@ def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | 
         if problems:
             raise ConfigError(preset, [ConfigIssue(f"{message} (--nproc {nproc})", path=path)
                                        for path, message in problems])
+        # What every rank would find out for itself, said once, before any rank starts.
+        resolve_device(cfg.run.device, source=preset)
+        check_backends(cfg.logger, source=preset)
         _check_cuda_ranks(cfg.run.device, nproc)
         if resume is not None:
             _check_resume_ranks(resume, nproc)

@@ -62,13 +62,15 @@ Split = tuple[dict[str, Any], list[tuple[str, str]]]
 
 def off_policy_per_rank(cfg, world_size: int) -> Split:
     """One rank's share of a replay-based algorithm: its part of each gradient step's batch, of the
-    warm-up and of the buffer, with ``world_size`` times the update-to-data ratio per local frame,
+    warm-up, of the buffer and of prioritized replay's annealing, with ``world_size`` times the update-to-data ratio per local frame,
     so that the ranks together take the steps, of the batch size, that one process would."""
     problems = []
     if cfg.batch_size % world_size:
         problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must be a multiple of the "
                                             f"world size ({world_size}): each rank samples its share"))
-    replay = cfg.replay.model_copy(update={"capacity": -(-cfg.replay.capacity // world_size)})
+    # Each rank's buffer counts its own frames: beta anneals over its share of beta_frames.
+    replay = cfg.replay.model_copy(update={"capacity": -(-cfg.replay.capacity // world_size),
+                                           "beta_frames": -(-cfg.replay.beta_frames // world_size)})
     return {"batch_size": cfg.batch_size // world_size, "learning_starts": -(-cfg.learning_starts // world_size),
             "utd_ratio": cfg.utd_ratio * world_size, "replay": replay}, problems
 
