@@ -49,8 +49,10 @@ class Group(Protocol):
         """Whether this is rank 0, the one that writes the run folder and prints."""
         ...
 
-    def average_gradients(self, params: list[torch.nn.Parameter], timer) -> None:
-        """Replace each gradient by its mean over the ranks (one flat all-reduce)."""
+    def average_gradients(self, params: list[torch.nn.Parameter], timer, *,
+                          weight: torch.Tensor | int | None = None) -> None:
+        """Replace each gradient by its mean over the ranks (one flat all-reduce), each rank's
+        weighted by its ``weight`` (a count of samples) when given."""
         ...
 
     def mean(self, values: torch.Tensor) -> torch.Tensor:
@@ -97,7 +99,8 @@ class Single:
     local_rank = 0
     is_main = True
 
-    def average_gradients(self, params: list[torch.nn.Parameter], timer) -> None:
+    def average_gradients(self, params: list[torch.nn.Parameter], timer, *,
+                          weight: torch.Tensor | int | None = None) -> None:
         pass
 
     def mean(self, values: torch.Tensor) -> torch.Tensor:
@@ -184,15 +187,25 @@ class ProcessGroup:
         return self.rank == 0
 
     @_collective
-    def average_gradients(self, params: list[torch.nn.Parameter], timer) -> None:
+    def average_gradients(self, params: list[torch.nn.Parameter], timer, *,
+                          weight: torch.Tensor | int | None = None) -> None:
         with timer.phase("update.all_reduce"):
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-            if self.flat is None or self.flat.numel() != sum(g.numel() for g in grads):
-                self.flat = torch.empty(sum(g.numel() for g in grads), dtype=grads[0].dtype, device=grads[0].device)
-            views = list(self.flat.split([g.numel() for g in grads]))
+            numel = sum(g.numel() for g in grads)
+            # One buffer: every gradient, then this rank's weight; after the sum, the last entry
+            # is the total weight (the world size when unweighted) to divide by.
+            if self.flat is None or self.flat.numel() != numel + 1:
+                self.flat = torch.empty(numel + 1, dtype=grads[0].dtype, device=grads[0].device)
+            views = list(self.flat[:numel].split([g.numel() for g in grads]))
             torch._foreach_copy_(views, [g.reshape(-1) for g in grads])
+            if weight is None:
+                self.flat[numel] = 1.0
+            else:
+                self.flat[numel] = weight
+                self.flat[:numel].mul_(self.flat[numel])
             self.dist.all_reduce(self.flat)
-            self.flat.div_(self.world_size)
+            # A total of 0 (no rank had a sample) leaves the zero gradients as they are.
+            self.flat[:numel].div_(self.flat[numel].clamp(min=1.0))
             for param, grad, view in zip(params, grads, views):
                 if param.grad is None:
                     param.grad = grad

@@ -77,12 +77,17 @@ class GradientStep:
     def lr(self) -> float:
         return self.optimizer.param_groups[0]["lr"]
 
-    def __call__(self, loss: torch.Tensor, timer) -> None:
-        """Backpropagate ``loss`` (a scalar), clip and take one optimizer step, timed by ``timer``."""
+    def __call__(self, loss: torch.Tensor, timer, *, rows: torch.Tensor | int | None = None) -> None:
+        """Backpropagate ``loss`` (a scalar), clip and take one optimizer step, timed by ``timer``.
+
+        ``rows``: how many samples ``loss`` is the mean over, when that differs between ranks
+        (masked rows); across ranks the gradients are then weighted by it, so that every sample
+        weighs the same, as in one process. Without it, every rank weighs the same.
+        """
         with timer.phase("update.backward"):
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-        self.group.average_gradients(self.params, timer)
+        self.group.average_gradients(self.params, timer, weight=rows)
         with timer.phase("update.optimizer"):
             clip_gradients(self.params, self.max_grad_norm)
             self.optimizer.step()

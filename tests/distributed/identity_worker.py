@@ -38,8 +38,8 @@ def main(out: str, algo: str, parallel: str) -> None:
     digests: list[str] = []
     step = GradientStep.__call__
 
-    def recorded(self, loss, timer):
-        step(self, loss, timer)
+    def recorded(self, loss, timer, **options):
+        step(self, loss, timer, **options)
         digest = hashlib.sha256()
         for value in run.algo.agent.state_dict().values():
             digest.update(value.detach().contiguous().numpy().tobytes())

@@ -1,6 +1,7 @@
 """Two gloo ranks started by torchrun keep bit-identical networks and statistics after every
-gradient step, for an on-policy and two off-policy algorithms, in both parallel modes; and stop
-after the same iteration when only one of them is asked to."""
+gradient step, for an on-policy and two off-policy algorithms, in both parallel modes; stop after
+the same iteration when only one of them is asked to; and the group's collectives compute what one
+process would with the pooled data."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 WORKER = Path(__file__).with_name("identity_worker.py")
 STOP_WORKER = Path(__file__).with_name("stop_worker.py")
+COLLECTIVES_WORKER = Path(__file__).with_name("collectives_worker.py")
 
 
 @pytest.mark.parametrize(("algo", "parallel"), [("ppo", "replicate"), ("ppo", "split"), ("dqn", "replicate"),
@@ -46,3 +49,24 @@ def test_a_stop_asked_of_one_rank_during_a_save_stops_both_after_the_same_iterat
     # Asked during iteration 4's checkpoint: both ranks finish the next iteration, then stop.
     assert ranks[0]["iteration"] == ranks[1]["iteration"] == 5, ranks
     assert max(rank["seconds"] for rank in ranks) < 25, ranks
+
+
+def test_collectives_give_every_rank_what_one_process_would_compute_from_the_pooled_samples(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                             str(COLLECTIVES_WORKER), str(tmp_path)], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
+    assert ranks[0] == ranks[1]
+    got = ranks[0]
+    # Samples 1 (rank 0) and 2, 3, 4 (rank 1). Weighted by count: the pooled mean, 2.5, as one
+    # process would step; unweighted: the mean of the ranks' means, (1 + 3) / 2, from w = 2.5.
+    assert got["weighted"] == pytest.approx(2.5)
+    assert got["unweighted_step"] == pytest.approx(-0.5)
+    from rlcli.normalization import RunningMeanStd
+
+    pooled = RunningMeanStd((1,))
+    pooled.update(torch.tensor([[1.0], [2.0], [3.0], [4.0]]))
+    assert got["mean"] == pytest.approx(pooled.mean.item(), rel=1e-12)
+    assert got["var"] == pytest.approx(pooled.var.item(), rel=1e-12)
+    assert got["count"] == pytest.approx(pooled.count.item(), rel=1e-12)
+    assert got["rows"] == [[0.0, 10.0], [1.0, 11.0]]

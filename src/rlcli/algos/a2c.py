@@ -80,7 +80,8 @@ class A2C:
         flat = valid_rows(batch, *LOSS_KEYS)
         with timer.phase("update.forward"):
             terms = self.loss(flat)
-        self.step(terms["loss/total"], timer)
+        # Across ranks each valid row weighs the same, whatever each rank's count of them.
+        self.step(terms["loss/total"], timer, rows=flat.batch_size[0])
         self.step.end_iteration()
         # Only now: the update had to see the inputs the rollout was collected with.
         self.agent.obs_norm.observe(batch[keys.OBSERVATION], batch[keys.VALID])

@@ -152,12 +152,14 @@ class PPO:
                 if index.numel() < 2:
                     continue
                 with timer.phase("update.forward"):
-                    terms = self.loss(flat[index])
+                    minibatch = flat[index]
+                    terms = self.loss(minibatch)
                 # Decided on the ranks' mean KL, so that every rank stops at the same minibatch.
                 if cfg.target_kl is not None and float(self.group.mean(terms["stats/approx_kl"])) > cfg.target_kl:
                     stopped = True
                     break
-                self.step(terms["loss/total"], timer)
+                # Across ranks each valid row weighs the same, whatever each rank's count of them.
+                self.step(terms["loss/total"], timer, rows=minibatch[keys.VALID].sum())
                 for name, value in terms.items():
                     sums[name] = sums.get(name, 0.0) + value.detach()
                 steps += 1

@@ -64,8 +64,10 @@ class RunSection(BaseModel):
         "replicate",
         description='With several ranks (--nproc, torchrun): "replicate" gives every rank the whole config '
         "(its own num_envs and batches, gradients averaged: N times the frames per iteration and the env "
-        'throughput); "split" shares the configured envs and batches out (the same learning as one process; '
-        "their sizes must divide by the ranks). collector.total_frames counts every rank's frames either way.",
+        'throughput); "split" shares the configured envs and batches out (the sizes of one process: each '
+        "gradient step covers every rank's share, each sample weighing the same, while minibatches are drawn "
+        "and advantages normalized within each share; the sizes must divide by the ranks). "
+        "collector.total_frames counts every rank's frames either way.",
     )
 
     @field_validator("name")
