@@ -38,7 +38,7 @@ if mode == "first-iteration":
         with open("/proc/uptime") as handle:
             uptime = float(handle.read().split()[0])
         return uptime - ticks / os.sysconf("SC_CLK_TCK")
-    import rlcli.trainer as trainer
+    import rlcli.trainer.loop as trainer
     def first(*args, **kwargs):
         sys.stderr.write(f"FIRST_ITERATION {since_start():.3f}\\n")
         sys.stderr.flush()
@@ -62,7 +62,7 @@ def wall(src: str, argv: list[str]) -> float:
 
 def first_iteration(src: str, out: str) -> float:
     # The LAUNCH probe replaces the trainer's _iteration, which it imports first; the rest of the
-    # imports happen as in a real run, since rlcli.trainer is part of what `train` loads anyway.
+    # imports happen as in a real run, since rlcli.trainer.loop is part of what `train` loads anyway.
     done = subprocess.run([sys.executable, "-c", LAUNCH, src, "first-iteration", "train", "ppo_cartpole",
                            "--out", out, "--quiet"], cwd=ROOT, capture_output=True, text=True)
     for line in done.stderr.splitlines():

@@ -14,7 +14,7 @@ import sys
 import time
 
 import rlcli.distributed
-import rlcli.trainer
+import rlcli.trainer.saving
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
 
@@ -31,7 +31,7 @@ def main() -> None:
                          "checkpoint": {"every_frames": 256},
                          "run": {"device": "cpu", "output_dir": out}, "timing": {"enabled": False}})
     run = build_run(cfg)
-    save = rlcli.trainer._save_checkpoint
+    save = rlcli.trainer.saving.save_checkpoint
 
     def save_then_signal(state) -> None:
         save(state)
@@ -39,7 +39,7 @@ def main() -> None:
             # What the SIGTERM handler does, on this rank only.
             state.stop_requested, state.stop_signal = True, "SIGTERM"
 
-    rlcli.trainer._save_checkpoint = save_then_signal
+    rlcli.trainer.saving.save_checkpoint = save_then_signal
     started = time.monotonic()
     try:
         state = rlcli.trainer.train(run)

@@ -1,0 +1,273 @@
+"""The training loop: collect -> learn -> check -> log, the same for every algorithm, with hooks."""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+from collections import deque
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rlcli import checkpoint
+from rlcli.config.dump import to_toml
+from rlcli.config.errors import folder_error
+from rlcli.interrupts import on_stop_signals
+from rlcli.loggers import MetricLoggers, Row, make_loggers
+from rlcli.provenance import provenance
+from rlcli.run import Run
+from rlcli.timing import Timer, since_process_start
+from rlcli.trainer import saving
+from rlcli.trainer.resume import continue_from, kept_rows, release, restore
+from rlcli.trainer.state import Hooks, TrainingError, TrainState, WeightsSnapshot, columns, weights_finite
+
+
+def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = None) -> TrainState:
+    """Train ``run`` to its frame budget or stop condition, leaving a complete run folder.
+
+    The folder holds ``config.toml``, ``metrics.csv``/``metrics.jsonl`` (one row
+    per logged iteration), ``checkpoints/`` (see ``[checkpoint]``), ``final.pt`` and
+    ``run.json`` with the final status: ``completed``, ``solved`` (``run.stop_at_return``
+    reached), ``interrupted`` (SIGINT or SIGTERM; a checkpoint is saved first) or ``failed``.
+
+    With ``resume`` (a run folder), ``run`` continues that run in its folder from its latest
+    checkpoint. ``run`` must be built from the folder's ``config.toml``, changed at most in
+    ``collector.total_frames``, ``logger`` and ``timing``. Every check is made before anything
+    in the folder is written.
+
+    Raises:
+        TrainingError: a loss became non-finite; the folder is written first.
+        ConfigError: ``resume`` is not a run folder that can be resumed with ``run``
+            (a CheckpointError or InputError, each naming what is wrong).
+    """
+    hooks = hooks or Hooks()
+    cfg = run.cfg
+    main = run.group.is_main
+    lock = None
+    try:
+        if resume is not None:
+            lock, restored = restore(run, Path(resume))
+        else:
+            restored = None
+            lock = checkpoint.lock_folder(run.folder.path) if main else None
+        # Rank 0 alone writes the run folder; the others learn where it is.
+        run_dir = Path(run.group.broadcast_object(str(run.folder.path) if main else None))
+        run.folder.use(run_dir)
+        if main:
+            checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
+        state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device, compiled=cfg.run.compile != "off"),
+                           provenance=provenance(cfg.run.seed, **run.origin) if main else {}, lock=lock)
+        state.returns, state.lengths = deque(maxlen=cfg.run.return_window), deque(maxlen=cfg.run.return_window)
+        if restored is not None:
+            continue_from(state, restored)
+        if main:
+            saving.write_status(state)
+        loggers = (make_loggers(cfg.logger, run_dir, columns(run),
+                                resume=None if restored is None else kept_rows(state))
+                   if main else MetricLoggers([]))
+    except OSError as exc:
+        release(lock)
+        run.close(orderly=False)
+        raise folder_error(cfg.run.output_dir, exc) from None
+    except BaseException:
+        release(lock)
+        run.close(orderly=False)
+        raise
+    # The signal handlers stay until the folder is complete: a first SIGINT/SIGTERM during
+    # the final save only asks for a stop, which has already happened.
+    with _stop_on_ctrl_c(state):
+        _loop(run, state, loggers, hooks)
+    return state
+
+
+def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> None:
+    """Iterate until the budget, the stop condition or a stop request; always complete the folder."""
+    pending: Row | None = None
+    whole = True
+    # Whether the ranks end together: at the budget, the stop condition, a joint stop or a joint
+    # failure (a non-finite term), not when an error or a second signal hit this rank alone.
+    together = True
+    try:
+        snapshot = WeightsSnapshot(run.algo.agent)
+        for hook in hooks.on_run_start:
+            hook(state)
+        state.started = time.perf_counter() - state.wall_time
+        state.startup_s = since_process_start()
+        stop = False
+        while state.iteration < run.iterations and state.status == "running" and not stop:
+            pending = _iteration(run, state, loggers, pending, snapshot)
+            for hook in hooks.on_iteration_end:
+                hook(state)
+            # A signal reaches the ranks at different moments, even while rank 0 saves below: the
+            # loop follows only the joint answer, so that every rank stops after the same iteration.
+            stop = run.group.any(state.stop_requested)
+            if state.status == "running" and not stop and _checkpoint_due(state):
+                # The rows up to the checkpoint are on disk before it: a resumed run appends after them.
+                if pending is not None:
+                    loggers.write(pending)
+                    pending = None
+                loggers.flush()
+                saving.save_checkpoint(state)
+        if stop and state.status == "running":
+            state.status = "interrupted"
+        if state.status == "running":
+            state.status = "completed"
+    except KeyboardInterrupt:
+        state.status, whole, together = "interrupted", False, False
+    except TrainingError as exc:
+        state.status, state.error, whole = "failed", str(exc), False
+        raise
+    except Exception as exc:
+        state.status, state.error, whole, together = "failed", f"{type(exc).__name__}: {exc}", False, False
+        raise
+    finally:
+        state.wall_time = time.perf_counter() - state.started
+        # The rows not yet written: the one due by logger.interval, and always the last one.
+        for row in (pending, state.row):
+            if row and row["iteration"] > loggers.last_iteration:
+                loggers.write(row)
+        loggers.close()
+        # A further signal during these saves cuts the one it lands in short (its old file stays)
+        # and the folder is still completed.
+        # Only after whole iterations: a second signal or an error leaves the last checkpoint as it was.
+        saves = [saving.save_checkpoint] if whole and state.frames > state.checkpoint_frames else []
+        saves += [saving.save_final] if run.group.is_main else []
+        try:
+            for save in saves:
+                try:
+                    save(state)
+                except KeyboardInterrupt:
+                    state.status = "interrupted"
+                    state.error = "a further signal cut a final save short; the file before it is kept"
+        finally:
+            if run.group.is_main:
+                saving.write_status(state)
+            release(state.lock)
+            run.close(orderly=together)
+        for hook in hooks.on_run_end:
+            hook(state)
+
+
+def _crossed(frames: int, last: int, every: int) -> bool:
+    """Whether a multiple of ``every`` (> 0) lies in (``last``, ``frames``]: a periodic action is due."""
+    return frames // every > last // every
+
+
+def _checkpoint_due(state: TrainState) -> bool:
+    every = state.run.cfg.checkpoint.every_frames
+    return every > 0 and _crossed(state.frames, state.checkpoint_frames, every)
+
+
+def _stop_on_ctrl_c(state: TrainState) -> AbstractContextManager[None]:
+    """Turn the first SIGINT (Ctrl-C) or SIGTERM (a scheduler, ``docker stop``) into a stop at
+    the end of the iteration, so that the metrics and weights saved are those of whole
+    iterations; a second signal stops at once. Either way the folder is completed.
+    """
+
+    def request_stop(signum: int) -> None:
+        if state.stop_requested:
+            raise KeyboardInterrupt
+        state.stop_requested = True
+        state.stop_signal = signal.Signals(signum).name
+
+    return on_stop_signals(request_stop)
+
+
+def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None,
+               snapshot: WeightsSnapshot) -> Row | None:
+    """One collect -> learn -> check -> log round; returns the row still to write."""
+    timer, algo, cfg = state.timer, run.algo, run.cfg
+    with timer.phase("iteration"):
+        with timer.phase("collect"):
+            batch = run.collector.collect(timer)
+        # Kept so that a failed run saves the last weights that gave finite losses.
+        snapshot.take()
+        with timer.phase("update"):
+            terms = _share(state, algo.learn(batch, timer))
+        for name, value in terms.items():
+            if not math.isfinite(value):
+                snapshot.restore()
+                raise TrainingError(state.iteration + 1, name, value)
+        # A finite loss can still leave non-finite weights (an inf gradient through clipping).
+        if not weights_finite(algo.agent):
+            snapshot.restore()
+            raise TrainingError(state.iteration + 1, "a network weight", math.nan)
+        frames = run.collector.frames
+        evaluated = run.evaluator is not None and (
+            _crossed(frames, state.eval_frames, cfg.eval.every_frames) or state.iteration + 1 == run.iterations)
+        if evaluated:
+            with timer.phase("eval"):
+                # Seeded by the frame count: the same evaluation after a resume as without one.
+                state.last_eval = run.evaluator(seed_offset=frames).row()
+            state.eval_frames = frames
+        with timer.phase("log"):
+            # Rows are written one iteration late, so each holds its own log time.
+            if pending is not None:
+                loggers.write(pending)
+    state.phases = timer.end_iteration()
+    state.iteration += 1
+    state.frames = run.collector.frames
+    state.wall_time = time.perf_counter() - state.started
+    returns = state.returns
+    state.last_return = float(np.mean(returns)) if returns else math.nan
+    if math.isfinite(state.last_return) and not state.best_return >= state.last_return:
+        state.best_return = state.last_return
+    target = cfg.run.stop_at_return
+    # "Solved" means the mean of a full window of run.return_window episodes, never of the first few.
+    if target is not None and len(returns) == returns.maxlen and state.last_return >= target:
+        state.solved_at = (state.frames, state.wall_time)
+        state.status = "solved"
+    state.row = _row(state, {**(state.last_eval if evaluated else {}), **terms})
+    if state.iteration % cfg.logger.interval == 0 or state.status != "running":
+        return state.row
+    return None
+
+
+def _share(state: TrainState, terms: dict[str, float]) -> dict[str, float]:
+    """What the ranks tell each other after every update, in one collective: returns each loss
+    term's mean over the ranks (so that a non-finite term on any rank is non-finite on all and
+    every rank stops together), and adds the episodes every rank finished this iteration to the
+    run's windows, in rank order.
+    """
+    envs = state.run.envs
+    finished = int(envs.episode_count) - state.seen_episodes
+    state.seen_episodes = int(envs.episode_count)
+    # The newest `finished` entries of this rank's own window (all of it when more finished).
+    window = envs.return_queue.maxlen
+    kept = min(finished, len(envs.return_queue))
+    # One row per rank: [finished, kept, terms..., returns (window), lengths (window)], zero-padded.
+    row = torch.zeros(2 + len(terms) + 2 * window, dtype=torch.float64)
+    row[0], row[1] = finished, kept
+    row[2:2 + len(terms)] = torch.tensor(list(terms.values()), dtype=torch.float64)
+    start = 2 + len(terms)
+    if kept:
+        row[start:start + kept] = torch.tensor(list(envs.return_queue)[-kept:], dtype=torch.float64)
+        row[start + window:start + window + kept] = torch.tensor(list(envs.length_queue)[-kept:],
+                                                                 dtype=torch.float64)
+    rows = state.run.group.gather_rows(row)
+    for rank_row in rows.tolist():
+        rank_kept = int(rank_row[1])
+        state.returns.extend(rank_row[start:start + rank_kept])
+        state.lengths.extend(rank_row[start + window:start + window + rank_kept])
+        state.episodes += int(rank_row[0])
+    return dict(zip(terms, rows[:, 2:start].mean(0).tolist()))
+
+
+def _row(state: TrainState, terms: dict[str, float]) -> Row:
+    lengths = state.lengths
+    row: Row = {
+        "iteration": state.iteration,
+        "frames": state.frames,
+        "wall_time_s": round(state.wall_time, 4),
+        "fps": round(state.fps, 1),
+        "rollout/episode_return_mean": state.last_return,
+        "rollout/episode_length_mean": float(np.mean(lengths)) if lengths else math.nan,
+        "rollout/episodes": state.episodes,
+        **terms,
+    }
+    for phase in state.run.phases:
+        row[f"time/{phase}_ms"] = round(state.phases.get(phase, 0.0) * 1000, 3)
+    return row
