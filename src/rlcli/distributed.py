@@ -158,8 +158,9 @@ def _collective(method):
 
 
 class ProcessGroup:
-    """The default torch.distributed process group: gloo for CPU runs, nccl for CUDA ones. A
-    failed collective raises :class:`RankLost`."""
+    """The default torch.distributed process group: gloo for CPU runs; for CUDA runs nccl for
+    CUDA tensors beside gloo for CPU ones. A collective that fails in the transport raises
+    :class:`RankLost`."""
 
     def __init__(self, device: torch.device):
         import torch.distributed as dist
@@ -175,7 +176,7 @@ class ProcessGroup:
         # while the small CPU exchanges (loss terms, episodes, flags) still go through gloo.
         backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
         if device.type == "cuda":
-            # Object collectives and barriers use the current device: this rank's own.
+            # nccl works on the current device: this rank's own, not cuda:0 on every rank.
             torch.cuda.set_device(device)
         if not dist.is_initialized():
             dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT,

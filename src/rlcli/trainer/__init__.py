@@ -6,8 +6,17 @@ from its folder.
 """
 
 from rlcli.trainer.loop import train
-from rlcli.trainer.state import (BASE_COLUMNS, EVAL_COLUMNS, Hook, Hooks, TrainingError, TrainState,
-                                 WeightsSnapshot, columns, weights_finite)
+from rlcli.trainer.state import (
+    BASE_COLUMNS,
+    EVAL_COLUMNS,
+    Hook,
+    Hooks,
+    TrainingError,
+    TrainState,
+    WeightsSnapshot,
+    columns,
+    weights_finite,
+)
 
 __all__ = ["BASE_COLUMNS", "EVAL_COLUMNS", "Hook", "Hooks", "TrainState", "TrainingError", "WeightsSnapshot",
            "columns", "train", "weights_finite"]

@@ -22,7 +22,14 @@ from rlcli.run import Run
 from rlcli.timing import Timer, since_process_start
 from rlcli.trainer import saving
 from rlcli.trainer.resume import continue_from, kept_rows, release, restore
-from rlcli.trainer.state import Hooks, TrainingError, TrainState, WeightsSnapshot, columns, weights_finite
+from rlcli.trainer.state import (
+    Hooks,
+    TrainingError,
+    TrainState,
+    WeightsSnapshot,
+    columns,
+    weights_finite,
+)
 
 
 def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = None) -> TrainState:
@@ -96,7 +103,8 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
             hook(state)
         state.started = time.perf_counter() - state.wall_time
         state.startup_s = since_process_start()
-        stop = False
+        # A stop asked before the first iteration (a hook, an early signal) holds on every rank.
+        stop = run.group.any(state.stop_requested)
         while state.iteration < run.iterations and state.status == "running" and not stop:
             pending = _iteration(run, state, loggers, pending, snapshot)
             for hook in hooks.on_iteration_end:
