@@ -18,14 +18,19 @@ STOP_WORKER = Path(__file__).with_name("stop_worker.py")
 COLLECTIVES_WORKER = Path(__file__).with_name("collectives_worker.py")
 
 
+def two_ranks(worker: Path, out: Path, *args: str) -> list[dict]:
+    """Run ``worker OUT ARGS`` as two gloo ranks under torchrun; returns what each rank wrote."""
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                             str(worker), str(out), *args],
+                            capture_output=True, text=True, timeout=240, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return [json.loads((out / f"rank-{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
+
+
 @pytest.mark.parametrize(("algo", "parallel"), [("ppo", "replicate"), ("ppo", "split"), ("dqn", "replicate"),
                                                 ("sac", "split")])
 def test_every_update_leaves_the_ranks_identical(tmp_path, algo, parallel):
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                             str(WORKER), str(tmp_path), algo, parallel],
-                            capture_output=True, text=True, timeout=240, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
+    ranks = two_ranks(WORKER, tmp_path, algo, parallel)
     assert ranks[0]["status"] == ranks[1]["status"] == "completed"
     # Frames count both ranks' envs; the steps themselves must have happened and agree one by one.
     assert ranks[0]["frames"] == ranks[1]["frames"] >= 256
@@ -41,22 +46,14 @@ def test_every_update_leaves_the_ranks_identical(tmp_path, algo, parallel):
 
 
 def test_a_stop_asked_of_one_rank_during_a_save_stops_both_after_the_same_iteration(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                             str(STOP_WORKER), str(tmp_path)],
-                            capture_output=True, text=True, timeout=240, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
+    ranks = two_ranks(STOP_WORKER, tmp_path)
     assert ranks[0]["status"] == ranks[1]["status"] == "interrupted", ranks
     # Asked during iteration 4's checkpoint: both ranks finish the next iteration, then stop.
     assert ranks[0]["iteration"] == ranks[1]["iteration"] == 5, ranks
 
 
 def test_collectives_give_every_rank_what_one_process_would_compute_from_the_pooled_samples(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                             str(COLLECTIVES_WORKER), str(tmp_path)],
-                            capture_output=True, text=True, timeout=240, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
+    ranks = two_ranks(COLLECTIVES_WORKER, tmp_path)
     assert ranks[0] == ranks[1]
     got = ranks[0]
     # Samples 1 (rank 0) and 2, 3, 4 (rank 1). Weighted by count: the pooled mean, 2.5, as one
