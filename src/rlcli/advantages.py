@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -57,6 +58,31 @@ def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: Tens
 def valid_rows(batch: TensorDict, *names: str) -> TensorDict:
     """The rows of a ``[T, N]`` batch whose ``valid`` is True, flattened to [B], with only ``names``."""
     return batch.select(*names)[batch[keys.VALID]]
+
+
+def masked_mean(valid: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The mean over the rows where ``valid`` ([B] bool) is True, 0 when there are none; the plain
+    mean without ``valid``. A loss over every row of a fixed-size batch, invalid ones masked, has
+    the same size on every rank and stays finite when no row is valid."""
+    if valid is None:
+        return torch.mean
+    weight = valid.to(torch.float32)
+    count = weight.sum().clamp(min=1.0)
+    return lambda values: (values * weight).sum() / count
+
+
+def normalized_advantage(advantage: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """``advantage`` ([B]) centred and divided by its unbiased standard deviation over the valid
+    rows (all rows without ``valid``); as it is when fewer than two rows are valid (no spread)."""
+    if valid is None:
+        if advantage.numel() < 2:
+            return advantage
+        return (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+    mean = masked_mean(valid)
+    centred = advantage - mean(advantage)
+    count = valid.sum()
+    std = (mean(centred.square()) * count / (count - 1).clamp(min=1)).sqrt()
+    return torch.where(count > 1, centred / (std + 1e-8), advantage)
 
 
 def gae(

@@ -8,7 +8,7 @@ import torch
 from gymnasium import spaces as gspaces
 
 from rlcli import keys
-from rlcli.advantages import prepare_rollout, valid_rows
+from rlcli.advantages import masked_mean, normalized_advantage, prepare_rollout, valid_rows
 from rlcli.config.algos import A2CConfig
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
 from rlcli.normalization import RewardScaler
@@ -31,17 +31,21 @@ METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr"
 def a2c_loss(agent: ActorCritic, batch: TensorDict, *, normalize_advantage: bool) -> dict[str, torch.Tensor]:
     """Policy-gradient loss, value loss and entropy of a batch.
 
-    Reads ``input``, ``action``, ``advantage`` and ``value_target`` (each [B, ...]).
-    Returns ``loss/policy``, ``loss/value`` and ``loss/entropy`` (the mean entropy).
+    Reads ``input``, ``action``, ``advantage`` and ``value_target`` (each [B, ...]), and ``valid``
+    ([B] bool) when present: every mean (and the advantage normalization) is then over the valid
+    rows only, and a batch without any is a loss of 0. Returns ``loss/policy``, ``loss/value``
+    and ``loss/entropy`` (the mean entropy).
     """
     log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
+    valid = batch.get(keys.VALID, None)
+    mean = masked_mean(valid)
     advantage = batch[keys.ADVANTAGE]
-    if normalize_advantage and advantage.numel() > 1:
-        advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+    if normalize_advantage:
+        advantage = normalized_advantage(advantage, valid)
     return {
-        "loss/policy": -(log_prob * advantage).mean(),
-        "loss/value": (value - batch[keys.VALUE_TARGET]).square().mean(),
-        "loss/entropy": entropy.mean(),
+        "loss/policy": -mean(log_prob * advantage),
+        "loss/value": mean((value - batch[keys.VALUE_TARGET]).square()),
+        "loss/entropy": mean(entropy),
     }
 
 
@@ -77,11 +81,13 @@ class A2C:
         lr = self.step.lr
         with timer.phase("update.advantage"):
             prepare_rollout(self.agent, self.reward_scaler, batch, gamma=cfg.gamma, lam=cfg.gae_lambda)
-        flat = valid_rows(batch, *LOSS_KEYS)
+        # Every row, invalid ones masked in the loss: a batch of only reset steps (one step per env,
+        # every env just reset) is a loss of 0, not the NaN of an empty mean.
+        flat = batch.select(*LOSS_KEYS, keys.VALID).reshape(-1)
         with timer.phase("update.forward"):
             terms = self.loss(flat)
         # Across ranks each valid row weighs the same, whatever each rank's count of them.
-        self.step(terms["loss/total"], timer, rows=flat.batch_size[0])
+        self.step(terms["loss/total"], timer, rows=flat[keys.VALID].sum())
         self.step.end_iteration()
         # Only now: the update had to see the inputs the rollout was collected with.
         self.agent.obs_norm.observe(batch[keys.OBSERVATION], batch[keys.VALID])

@@ -8,7 +8,7 @@ import torch
 from gymnasium import spaces as gspaces
 
 from rlcli import keys
-from rlcli.advantages import prepare_rollout, valid_rows
+from rlcli.advantages import masked_mean, normalized_advantage, prepare_rollout, valid_rows
 from rlcli.config.algos import PPOConfig
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
 from rlcli.normalization import RewardScaler
@@ -47,15 +47,10 @@ def ppo_loss(
     """
     log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
     valid = batch.get(keys.VALID, None)
-    mean = _mean if valid is None else _masked_mean(valid)
+    mean = masked_mean(valid)
     advantage = batch[keys.ADVANTAGE]
     if normalize_advantage:
-        centred = advantage - mean(advantage)
-        count = advantage.numel() if valid is None else valid.sum()
-        # The unbiased standard deviation, over the valid rows.
-        std = (mean(centred.square()) * count / (count - 1).clamp(min=1) if valid is not None
-               else advantage.var()).sqrt()
-        advantage = centred / (std + 1e-8)
+        advantage = normalized_advantage(advantage, valid)
     log_ratio = log_prob - batch[keys.LOG_PROB]
     ratio = log_ratio.exp()
     surrogate = torch.min(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage)
@@ -77,17 +72,6 @@ def ppo_loss(
         "stats/approx_kl": approx_kl,
         "stats/clip_fraction": clip_fraction,
     }
-
-
-def _mean(values: torch.Tensor) -> torch.Tensor:
-    return values.mean()
-
-
-def _masked_mean(valid: torch.Tensor):
-    """The mean over the rows where ``valid`` ([B] bool) is True (0 when there are none)."""
-    weight = valid.to(torch.float32)
-    count = weight.sum().clamp(min=1.0)
-    return lambda values: (values * weight).sum() / count
 
 
 class PPO:
