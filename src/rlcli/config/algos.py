@@ -62,8 +62,9 @@ Split = tuple[dict[str, Any], list[tuple[str, str]]]
 
 def off_policy_per_rank(cfg, world_size: int) -> Split:
     """One rank's share of a replay-based algorithm: its part of each gradient step's batch, of the
-    warm-up, of the buffer and of prioritized replay's annealing, with ``world_size`` times the update-to-data ratio per local frame,
-    so that the ranks together take the steps, of the batch size, that one process would."""
+    warm-up, of the buffer and of prioritized replay's annealing, with ``world_size`` times the
+    update-to-data ratio per local frame, so that the ranks together take the steps, of the batch
+    size, that one process would."""
     problems = []
     if cfg.batch_size % world_size:
         problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must be a multiple of the "
