@@ -1,18 +1,15 @@
-"""``config/load.py``: ``--set`` parsing, merging, key lines, preset lookup and error locations."""
+"""``config/load.py``: ``--set`` parsing, merging, ``extends`` chains and error locations."""
 
 from __future__ import annotations
 
 import math
 import pytest
 
-from conftest import MINIMAL_TOML, PRESETS
+from conftest import MINIMAL_TOML
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import (
     apply_override,
-    available_presets,
     deep_merge,
-    find_preset,
-    key_lines,
     load_config,
     load_layers,
     parse_override,
@@ -131,104 +128,6 @@ def test_deep_merge_leaves_inputs_unchanged():
     merged["algo"]["epochs"] = 3
     assert parent == {"algo": {"name": "ppo", "gamma": 0.99}}
     assert child == {"algo": {"gamma": 0.9}}
-
-
-# key_lines
-
-
-def test_key_lines(tmp_path):
-    path = tmp_path / "lines.toml"
-    path.write_text(
-        "\n".join(
-            [
-                "# comment",  # 1
-                'extends = "base.toml"',  # 2
-                "",  # 3
-                "[env]   # trailing comment",  # 4
-                'id = "CartPole-v1"',  # 5
-                '"quoted-key" = 2',  # 6
-                "  indented = 3",  # 7
-                "kwargs.g = 9.8",  # 8
-                "",  # 9
-                "[ algo ]",  # 10
-                'name = "ppo"',  # 11
-                "[env.kwargs]",  # 12
-                "render_mode = 1",  # 13
-                "[algo]",  # 14
-                "gamma = 0.5",  # 15
-            ]
-        ),
-        encoding="utf-8",
-    )
-    assert key_lines(path) == {
-        "extends": 2,
-        "env": 4,
-        "env.id": 5,
-        "env.quoted-key": 6,
-        "env.indented": 7,
-        "env.kwargs.g": 8,
-        "env.kwargs": 12,
-        "algo": 10,
-        "algo.name": 11,
-        "env.kwargs.render_mode": 13,
-        "algo.gamma": 15,
-    }
-
-
-def test_key_lines_of_unreadable_file_is_empty(tmp_path):
-    assert key_lines(tmp_path / "missing.toml") == {}
-    (tmp_path / "binary.toml").write_bytes(b"\xff\xfe[env]\n")
-    assert key_lines(tmp_path / "binary.toml") == {}
-
-
-# find_preset
-
-
-def test_find_preset_by_bare_name_from_any_folder(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert find_preset("ppo_cartpole").resolve() == (PRESETS / "ppo_cartpole.toml").resolve()
-    assert {p.stem for p in PRESETS.glob("*.toml")} <= set(available_presets())
-
-
-def test_find_preset_prefers_the_working_folder(tmp_path, monkeypatch):
-    local = tmp_path / "presets" / "ppo_cartpole.toml"
-    local.parent.mkdir()
-    local.write_text(MINIMAL_TOML, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    assert find_preset("ppo_cartpole").resolve() == local.resolve()
-
-
-def test_find_preset_takes_an_existing_path_as_is(tmp_path):
-    path = tmp_path / "ppo_cartpole"  # no suffix, and named like a preset
-    path.write_text(MINIMAL_TOML, encoding="utf-8")
-    assert find_preset(path) == path
-    assert find_preset(str(path)) == path
-
-
-def test_find_preset_suggests_close_names():
-    with pytest.raises(ConfigError) as exc:
-        find_preset("ppo_cartpol")
-    message = only_issue(exc).message
-    assert "no preset named 'ppo_cartpol'" in message
-    assert "did you mean ppo_cartpole" in message
-    assert "known presets: a2c_cartpole, ddpg_pendulum, dqn_cartpole, ppo_cartpole, ppo_pendulum, redq_pendulum, sac_halfcheetah, sac_pendulum, td3_pendulum" in message
-
-
-@pytest.mark.parametrize("name", ["missing.toml", "some/dir/missing"])
-def test_find_preset_of_missing_path(tmp_path, monkeypatch, name):
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError) as exc:
-        find_preset(name)
-    assert exc.value.file == name
-    assert only_issue(exc).message == "file not found"
-
-
-def test_find_preset_of_folder(tmp_path, monkeypatch):
-    (tmp_path / "conf.toml").mkdir()
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError) as exc:
-        find_preset("conf.toml")
-    assert only_issue(exc).message == "is a folder, not a TOML file"
 
 
 # load_layers and load_config

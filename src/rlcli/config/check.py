@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlcli.config.errors import ConfigError, ConfigIssue
-from rlcli.config.load import display_path, load_config, preset_dirs
+from rlcli.config.load import load_config
+from rlcli.config.presets import display_path, preset_dirs
 
 
 @dataclass(frozen=True)
