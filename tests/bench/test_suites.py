@@ -1,8 +1,9 @@
 import torch
 
 from rlcli.algos import ALGORITHMS
+from rlcli.bench.floors import gae_loop
 from rlcli.bench.measure import Case, measure
-from rlcli.bench.suites import SUITES, BenchOptions, gae_loop
+from rlcli.bench.suites import SUITES, BenchOptions
 from rlcli.advantages import gae
 
 QUICK = BenchOptions(device=torch.device("cpu"), quick=True, compile=False)

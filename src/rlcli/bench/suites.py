@@ -1,7 +1,8 @@
 """Benchmark suites: each is one registered function that returns cases to time.
 
 Suites read the algorithm table and the shipped presets, so a new algorithm or
-preset is benched without new code here.
+preset is benched without new code here. The bare-torch floors that some cases are
+priced against are in :mod:`rlcli.bench.floors`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.advantages import gae
 from rlcli.algos import ALGORITHMS
+from rlcli.bench.floors import BareSAC, bare_ppo_loss, ensemble_member, gae_loop
 from rlcli.bench.measure import Case, Ratio
-from rlcli.config.load import available_presets, load_config
+from rlcli.config.load import load_config
+from rlcli.config.presets import available_presets
 from rlcli.config.schema import RunConfig
 from rlcli.envs import make_envs
 from rlcli.run import build_run
@@ -106,19 +108,6 @@ def collector_suite(opts: BenchOptions) -> SuiteOutput:
     return cases, []
 
 
-def gae_loop(reward, value, next_value, terminated, truncated, *, gamma, lam):
-    """The usual GAE: a reversed Python loop over time, vectorized over envs (the baseline)."""
-    advantage = torch.zeros_like(reward)
-    running = torch.zeros_like(reward[0])
-    not_terminated = (~terminated).float()
-    not_done = (~(terminated | truncated)).float()
-    for t in reversed(range(reward.shape[0])):
-        delta = reward[t] + gamma * next_value[t] * not_terminated[t] - value[t]
-        running = delta + gamma * lam * not_done[t] * running
-        advantage[t] = running
-    return advantage, advantage + value
-
-
 @suite("advantage")
 def advantage_suite(opts: BenchOptions) -> SuiteOutput:
     """GAE elements/s on [T, N] rollouts, and its speedup over the reversed loop."""
@@ -138,28 +127,6 @@ def advantage_suite(opts: BenchOptions) -> SuiteOutput:
             ratios.append(Ratio("advantage", "gae_speedup", params, "speedup",
                                 cases[-2].key, cases[-1].key))
     return cases, ratios
-
-
-def _floor_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: float, entropy_coef: float):
-    """PPO's maths in bare torch (categorical policy), to price the library's overhead.
-
-    Returns (loss, approx_kl, clip_fraction), the same figures ``ppo_loss`` computes.
-    """
-    obs, action = batch[keys.INPUT], batch[keys.ACTION]
-    old_log_prob, advantage, target = batch[keys.LOG_PROB], batch[keys.ADVANTAGE], batch[keys.VALUE_TARGET]
-    log_probs = F.log_softmax(agent.policy.net(obs), -1)
-    log_prob = log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)
-    entropy = -(log_probs.exp() * log_probs).sum(-1)
-    advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
-    log_ratio = log_prob - old_log_prob
-    ratio = log_ratio.exp()
-    policy = -torch.min(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage).mean()
-    value = agent.value.net(obs).squeeze(-1)
-    value_loss = (value - target).square().mean()
-    with torch.no_grad():
-        approx_kl = ((ratio - 1) - log_ratio).mean()
-        clip_fraction = ((ratio - 1).abs() > clip_epsilon).float().mean()
-    return policy + value_coef * value_loss - entropy_coef * entropy.mean(), approx_kl, clip_fraction
 
 
 def _algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
@@ -218,7 +185,7 @@ def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo
     if algo_name == "ppo" and minibatch[keys.ACTION].dtype == torch.int64 and cfg.algo.clip_value is None:
         def floor():
             algo.agent.zero_grad(set_to_none=True)
-            _floor_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef,
+            bare_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef,
                             cfg.algo.entropy_coef)[0].backward()
 
         cases.append(Case("loss", "ppo.bare_torch_forward_backward", params, "calls/s", 1, floor))
@@ -305,85 +272,6 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
     return cases, ratios
 
 
-class _BareSAC:
-    """SAC's gradient step written plainly in torch, as one would by hand: two separate critic
-    MLPs and their targets, an actor MLP, a log-temperature, fused Adams (one for the critics, one
-    for the actor and temperature), foreach Polyak updates. The floor that the library's batched-ensemble update is priced against."""
-
-    def __init__(self, algo, target_entropy: float, gamma: float, tau: float):
-        import copy
-
-        from torch import nn
-
-        agent = algo.agent
-        self.actor = copy.deepcopy(agent.actor.net)
-        self.center, self.half = agent.actor.rescale.center, agent.actor.rescale.half_range
-        self.critics = [self._member(agent.critic, e) for e in range(agent.critic.members)]
-        self.targets = [copy.deepcopy(c).requires_grad_(False) for c in self.critics]
-        self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
-        critic_params = [p for c in self.critics for p in c.parameters()]
-        self.critic_params, self.target_params = critic_params, [p for t in self.targets for p in t.parameters()]
-        self.critic_opt = torch.optim.Adam(critic_params, lr=1e-3, fused=True)
-        self.actor_opt = torch.optim.Adam([*self.actor.parameters(), self.log_alpha], lr=1e-3, fused=True)
-        self.target_entropy, self.gamma, self.tau = target_entropy, gamma, tau
-        self.generator = torch.Generator().manual_seed(0)
-
-    @staticmethod
-    def _member(ensemble, e: int):
-        from torch import nn
-
-        layers: list = []
-        for layer in ensemble.net.layers:
-            if hasattr(layer, "weight"):
-                linear = nn.Linear(layer.weight.shape[1], layer.weight.shape[2])
-                with torch.no_grad():
-                    linear.weight.copy_(layer.weight[e].T)
-                    linear.bias.copy_(layer.bias[e, 0])
-                layers.append(linear)
-            else:
-                layers.append(type(layer)())
-        return nn.Sequential(*layers)
-
-    def _policy(self, obs):
-        import math
-
-        mean, log_std = self.actor(obs).chunk(2, -1)
-        log_std = log_std.clamp(-20, 2)
-        noise = torch.randn(mean.shape, generator=self.generator)
-        u = mean + log_std.exp() * noise
-        log_prob = (-0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)
-                    - 2 * (math.log(2) - u - F.softplus(-2 * u))).sum(-1)
-        return self.center + self.half * torch.tanh(u), log_prob
-
-    def step(self, batch: TensorDict) -> None:
-        obs, action, next_obs = batch[keys.INPUT], batch[keys.ACTION], batch[keys.NEXT_INPUT]
-        alpha = self.log_alpha.detach().exp()
-        with torch.no_grad():
-            next_action, next_log_prob = self._policy(next_obs)
-            x = torch.cat([next_obs, next_action], -1)
-            q_next = torch.min(self.targets[0](x), self.targets[1](x)).squeeze(-1)
-            y = batch[keys.REWARD] + self.gamma * (~batch[keys.TERMINATED]) * (q_next - alpha * next_log_prob)
-        x = torch.cat([obs, action], -1)
-        loss = 0.5 * sum(((c(x).squeeze(-1) - y) ** 2).mean() for c in self.critics)
-        self.critic_opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.critic_opt.step()
-        new_action, log_prob = self._policy(obs)
-        x = torch.cat([obs, new_action], -1)
-        for c in self.critics:
-            c.requires_grad_(False)
-        q = torch.min(self.critics[0](x), self.critics[1](x)).squeeze(-1)
-        for c in self.critics:
-            c.requires_grad_(True)
-        actor_loss = (alpha * log_prob - q).mean()
-        alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
-        self.actor_opt.zero_grad(set_to_none=True)
-        (actor_loss + alpha_loss).backward()
-        self.actor_opt.step()
-        with torch.no_grad():
-            torch._foreach_lerp_(self.target_params, self.critic_params, self.tau)
-
-
 @suite("offpolicy")
 def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     """SAC's whole gradient step (batch 256, 256x256 networks, twin critics, actor, temperature,
@@ -404,7 +292,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     sample = algo.replay.sample(256, torch.Generator().manual_seed(0))
     params = {"batch": 256, "hidden": "256x256", "critics": 2}
     cases = [Case("offpolicy", "sac.update", params, "calls/s", 1, lambda: algo.update(sample, timer))]
-    bare = _BareSAC(algo, algo.target_entropy, cfg.algo.gamma, cfg.algo.tau)
+    bare = BareSAC(algo, algo.target_entropy, cfg.algo.gamma, cfg.algo.tau)
     cases.append(Case("offpolicy", "sac.bare_torch_update", params, "calls/s", 1, lambda: bare.step(sample)))
     ratios = [Ratio("offpolicy", "sac.update.slowdown_vs_bare_torch", params, "slowdown",
                     cases[1].key, cases[0].key)]
@@ -425,7 +313,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
             cases.append(Case("offpolicy", "critic_ensemble", {"E": members, "hidden": hidden, "batch": 256},
                               "calls/s", 1, ensemble))
             keys_by_members[members] = cases[-1].key
-        loop = [_BareSAC._member(QEnsemble(1, 17, 6, [hidden, hidden], activation="relu"), 0) for _ in range(10)]
+        loop = [ensemble_member(QEnsemble(1, 17, 6, [hidden, hidden], activation="relu"), 0) for _ in range(10)]
 
         def python_loop(loop=loop):
             for net in loop:
@@ -439,23 +327,6 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
         ratios.append(Ratio("offpolicy", "critic_python_loop.E10_vs_ensemble_E2", {"hidden": hidden, "batch": 256},
                             "slowdown", keys_by_members[2], cases[-1].key))
     return cases, ratios
-
-
-# The partner rank of the all-reduce case: it matches rank 0's calls until told to stop.
-_PARTNER = """
-import sys, torch, torch.distributed as dist
-torch.set_num_threads(1)
-dist.init_process_group("gloo", rank=1, world_size=2, init_method=sys.argv[1])
-buf, ctrl = torch.zeros(int(sys.argv[2])), torch.zeros(1)
-while True:
-    ctrl.zero_()
-    dist.all_reduce(ctrl)
-    if ctrl.item() < 0:
-        break
-    for _ in range(int(ctrl.item())):
-        dist.all_reduce(buf)
-dist.destroy_process_group()
-"""
 
 
 @suite("distributed")
@@ -477,7 +348,8 @@ def distributed_suite(opts: BenchOptions) -> SuiteOutput:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
-    partner = subprocess.Popen([sys.executable, "-c", _PARTNER, address, str(numel)])
+    # The partner rank matches this process's calls until told to stop.
+    partner = subprocess.Popen([sys.executable, "-m", "rlcli.bench.partner", address, str(numel)])
     dist.init_process_group("gloo", rank=0, world_size=2, init_method=address)
     buf, calls = torch.ones(numel), 100
 
