@@ -16,7 +16,8 @@ from gymnasium.vector import VectorEnv
 from rlcli.algos import ALGORITHMS, Algorithm
 from rlcli.collectors import Collector
 from rlcli.config.errors import ConfigError, ConfigIssue, folder_error, single
-from rlcli.config.schema import RunConfig, rank_config, rank_problems
+from rlcli.config.ranks import rank_config, rank_problems
+from rlcli.config.schema import RunConfig
 from rlcli.devices import resolve_device
 from rlcli.distributed import Group, Single, from_environment, launched, local_rank
 from rlcli.envs import describe_space, make_envs
