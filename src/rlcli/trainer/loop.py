@@ -132,31 +132,39 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
         state.status, state.error, whole, together = "failed", f"{type(exc).__name__}: {exc}", False, False
         raise
     finally:
-        state.wall_time = time.perf_counter() - state.started
-        # The rows not yet written: the one due by logger.interval, and always the last one.
-        for row in (pending, state.row):
-            if row and row["iteration"] > loggers.last_iteration:
-                loggers.write(row)
-        loggers.close()
-        # A further signal during these saves cuts the one it lands in short (its old file stays)
-        # and the folder is still completed.
-        # Only after whole iterations: a second signal or an error leaves the last checkpoint as it was.
-        saves = [saving.save_checkpoint] if whole and state.frames > state.checkpoint_frames else []
-        saves += [saving.save_final] if run.group.is_main else []
-        try:
-            for save in saves:
-                try:
-                    save(state)
-                except KeyboardInterrupt:
-                    state.status = "interrupted"
-                    state.error = "a further signal cut a final save short; the file before it is kept"
-        finally:
-            if run.group.is_main:
-                saving.write_status(state)
-            release(state.lock)
-            run.close(orderly=together)
+        _finish(run, state, loggers, pending, whole=whole, together=together)
         for hook in hooks.on_run_end:
             hook(state)
+
+
+def _finish(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None, *, whole: bool,
+            together: bool) -> None:
+    """Complete the run folder however the loop ended: the rows not yet written, a last checkpoint
+    after ``whole`` iterations, the final weights and status; then leave the group (``together``:
+    the ranks ended at the same iteration)."""
+    state.wall_time = time.perf_counter() - state.started
+    # The rows not yet written: the one due by logger.interval, and always the last one.
+    for row in (pending, state.row):
+        if row and row["iteration"] > loggers.last_iteration:
+            loggers.write(row)
+    loggers.close()
+    # A further signal during these saves cuts the one it lands in short (its old file stays)
+    # and the folder is still completed.
+    # Only after whole iterations: a second signal or an error leaves the last checkpoint as it was.
+    saves = [saving.save_checkpoint] if whole and state.frames > state.checkpoint_frames else []
+    saves += [saving.save_final] if run.group.is_main else []
+    try:
+        for save in saves:
+            try:
+                save(state)
+            except KeyboardInterrupt:
+                state.status = "interrupted"
+                state.error = "a further signal cut a final save short; the file before it is kept"
+    finally:
+        if run.group.is_main:
+            saving.write_status(state)
+        release(state.lock)
+        run.close(orderly=together)
 
 
 def _crossed(frames: int, last: int, every: int) -> bool:
@@ -187,35 +195,58 @@ def _stop_on_ctrl_c(state: TrainState) -> AbstractContextManager[None]:
 def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None,
                snapshot: WeightsSnapshot) -> Row | None:
     """One collect -> learn -> check -> log round; returns the row still to write."""
-    timer, algo, cfg = state.timer, run.algo, run.cfg
+    timer = state.timer
     with timer.phase("iteration"):
         with timer.phase("collect"):
             batch = run.collector.collect(timer)
         # Kept so that a failed run saves the last weights that gave finite losses.
         snapshot.take()
         with timer.phase("update"):
-            terms = _share(state, algo.learn(batch, timer))
-        for name, value in terms.items():
-            if not math.isfinite(value):
-                snapshot.restore()
-                raise TrainingError(state.iteration + 1, name, value)
-        # A finite loss can still leave non-finite weights (an inf gradient through clipping).
-        if not weights_finite(algo.agent):
-            snapshot.restore()
-            raise TrainingError(state.iteration + 1, "a network weight", math.nan)
-        frames = run.collector.frames
-        evaluated = run.evaluator is not None and (
-            _crossed(frames, state.eval_frames, cfg.eval.every_frames) or state.iteration + 1 == run.iterations)
-        if evaluated:
-            with timer.phase("eval"):
-                # Seeded by the frame count: the same evaluation after a resume as without one.
-                state.last_eval = run.evaluator(seed_offset=frames).row()
-            state.eval_frames = frames
+            terms = _gather_across_ranks(state, run.algo.learn(batch, timer))
+        _check_finite(run, state, terms, snapshot)
+        evaluated = _evaluate_if_due(run, state)
         with timer.phase("log"):
             # Rows are written one iteration late, so each holds its own log time.
             if pending is not None:
                 loggers.write(pending)
     state.phases = timer.end_iteration()
+    _count_iteration(run, state)
+    state.row = _row(state, {**(state.last_eval if evaluated else {}), **terms})
+    if state.iteration % run.cfg.logger.interval == 0 or state.status != "running":
+        return state.row
+    return None
+
+
+def _check_finite(run: Run, state: TrainState, terms: dict[str, float], snapshot: WeightsSnapshot) -> None:
+    """Raise a TrainingError, with the weights of before the update back, when a loss term or a
+    weight is not finite."""
+    for name, value in terms.items():
+        if not math.isfinite(value):
+            snapshot.restore()
+            raise TrainingError(state.iteration + 1, name, value)
+    # A finite loss can still leave non-finite weights (an inf gradient through clipping).
+    if not weights_finite(run.algo.agent):
+        snapshot.restore()
+        raise TrainingError(state.iteration + 1, "a network weight", math.nan)
+
+
+def _evaluate_if_due(run: Run, state: TrainState) -> bool:
+    """Evaluate the policy when ``eval.every_frames`` has come round, and after the last iteration;
+    returns whether it did."""
+    frames = run.collector.frames
+    evaluated = run.evaluator is not None and (
+        _crossed(frames, state.eval_frames, run.cfg.eval.every_frames) or state.iteration + 1 == run.iterations)
+    if evaluated:
+        with state.timer.phase("eval"):
+            # Seeded by the frame count: the same evaluation after a resume as without one.
+            state.last_eval = run.evaluator(seed_offset=frames).row()
+        state.eval_frames = frames
+    return evaluated
+
+
+def _count_iteration(run: Run, state: TrainState) -> None:
+    """Advance the counters after an iteration, and mark the run solved once the rolling return
+    reaches ``run.stop_at_return``."""
     state.iteration += 1
     state.frames = run.collector.frames
     state.wall_time = time.perf_counter() - state.started
@@ -223,18 +254,14 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     state.last_return = float(np.mean(returns)) if returns else math.nan
     if math.isfinite(state.last_return) and not state.best_return >= state.last_return:
         state.best_return = state.last_return
-    target = cfg.run.stop_at_return
+    target = run.cfg.run.stop_at_return
     # "Solved" means the mean of a full window of run.return_window episodes, never of the first few.
     if target is not None and len(returns) == returns.maxlen and state.last_return >= target:
         state.solved_at = (state.frames, state.wall_time)
         state.status = "solved"
-    state.row = _row(state, {**(state.last_eval if evaluated else {}), **terms})
-    if state.iteration % cfg.logger.interval == 0 or state.status != "running":
-        return state.row
-    return None
 
 
-def _share(state: TrainState, terms: dict[str, float]) -> dict[str, float]:
+def _gather_across_ranks(state: TrainState, terms: dict[str, float]) -> dict[str, float]:
     """What the ranks tell each other after every update, in one collective: returns each loss
     term's mean over the ranks (so that a non-finite term on any rank is non-finite on all and
     every rank stops together), and adds the episodes every rank finished this iteration to the
