@@ -1,9 +1,10 @@
 """The process group of a data-parallel run, and a no-op stand-in for one process.
 
 ``torchrun`` (or ``rlcli train --nproc N``, which starts ranks through torchrun's own
-launcher) sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and the rendezvous address;
-:func:`from_environment` joins that group. Everything else talks to a :class:`Group`
-and never asks whether the run is distributed: with one process the calls do nothing.
+launcher, :mod:`rlcli.launch`) sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and the
+rendezvous address; :func:`from_environment` joins that group. Everything else talks to a
+:class:`Group` and never asks whether the run is distributed: with one process the calls
+do nothing.
 
 Each rank steps its own envs and keeps its own replay buffer; gradients are averaged
 in the one gradient step, the observation statistics are merged, and every decision
@@ -13,7 +14,6 @@ jointly. Rank 0 alone writes the run folder.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import os
 from typing import Any, Protocol
@@ -291,75 +291,3 @@ def local_rank() -> int:
 def from_environment(device: torch.device) -> Group:
     """The group torchrun's environment describes, or :class:`Single` outside torchrun."""
     return ProcessGroup(device) if launched() else Single()
-
-
-class RankFailure(Exception):
-    """A rank of a launched run ended badly: ``rank`` and its ``exitcode`` (negative: a signal)."""
-
-    def __init__(self, rank: int, exitcode: int):
-        self.rank, self.exitcode = rank, exitcode
-        if exitcode < 0:
-            import signal
-
-            try:
-                how = f"was killed by {signal.Signals(-exitcode).name}"
-            except ValueError:
-                how = f"was killed by signal {-exitcode}"
-        else:
-            how = f"exited with status {exitcode}"
-        super().__init__(f"rank {rank} {how}; the others were stopped")
-
-
-class LaunchInterrupted(Exception):
-    """The launcher got SIGINT or SIGTERM: the ranks were told to stop and have (each saves a
-    checkpoint, as one process does). ``signum`` is the signal."""
-
-    def __init__(self, signum: int):
-        import signal
-
-        self.signum = signum
-        super().__init__(f"{signal.Signals(signum).name}: the ranks stopped")
-
-
-def launch(nproc: int, args: list[str]) -> None:
-    """Run ``rlcli ARGS`` as ``nproc`` local ranks through torchrun's own launcher (the elastic
-    agent of ``torch.distributed.run``, standalone rendezvous on this machine, no restarts).
-
-    Each rank is ``python -m rlcli ARGS`` with torchrun's ``RANK``, ``WORLD_SIZE`` and
-    rendezvous variables, as ``torchrun --standalone --nproc-per-node N -m rlcli ARGS`` would start it.
-
-    Raises:
-        RankFailure: a rank ended with a non-zero status or a signal (the first to fail on its
-            own, not one the agent stopped because another had failed).
-        LaunchInterrupted: SIGINT or SIGTERM reached the launcher; the ranks have stopped.
-    """
-    import sys
-    import uuid
-
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
-    # The ranks of one machine each get a core of their own (the launch is ours, so the machine is).
-    os.environ[PIN_CORES] = "1"
-    options: dict[str, Any] = {}
-    # Ranks told to stop finish their iteration and checkpoint before they exit (torch >= 2.7 lets
-    # the agent wait that long; older ones wait their own default).
-    if "shutdown_timeout" in {f.name for f in dataclasses.fields(LaunchConfig)}:
-        options["shutdown_timeout"] = 300
-    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=f"rlcli-{uuid.uuid4().hex[:8]}",
-                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1,
-                          **options)
-    try:
-        elastic_launch(config, entrypoint=sys.executable)("-m", "rlcli", *args)
-    except SignalException as exc:
-        raise LaunchInterrupted(int(exc.sigval)) from None
-    except ChildFailedError as exc:
-        import signal
-
-        failures = list(exc.failures.items())
-        # The agent stops the other ranks with SIGTERM once one has failed: the cause is the first
-        # failure that was not one of those.
-        own = [(rank, f) for rank, f in failures if f.exitcode != -signal.SIGTERM] or failures
-        rank, failure = min(own, key=lambda item: (item[1].timestamp, item[0]))
-        raise RankFailure(rank, failure.exitcode) from None

@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 from conftest import MINIMAL_TOML, ROOT, assert_bad_input, rlcli_executable, sigint_default
-from rlcli.config.errors import InputError
-from rlcli.seeds import parse_seeds
 
 ENV_PACKAGES = ROOT / "tests" / "envpkg"
 CORRIDOR = MINIMAL_TOML.replace('id = "CartPole-v1"', 'id = "RlcliTest/Corridor-v0"')
@@ -28,18 +26,6 @@ def with_env_packages() -> dict[str, str]:
 def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([rlcli_executable(), *map(str, args)], cwd=ROOT, env=with_env_packages(),
                           capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.mark.parametrize(("spec", "seeds"), [("0,1,2", [0, 1, 2]), ("0-4", [0, 1, 2, 3, 4]),
-                                              ("3-5,0", [3, 4, 5, 0]), (" 7 ", [7]), ("1,1-2", [1, 2])])
-def test_seed_specs(spec, seeds):
-    assert parse_seeds(spec) == seeds
-
-
-@pytest.mark.parametrize("spec", ["", " ", "4-1", "a", "1,,2", "-1", "1-", "0-2000"])
-def test_bad_seed_specs(spec):
-    with pytest.raises(InputError):
-        parse_seeds(spec)
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
@@ -156,18 +142,3 @@ def test_env_package_errors(tmp_path, package, fragments, command):
     args = ("train", "ppo_cartpole", "--out", out) if command == "train" else (command, "presets/ppo_cartpole.toml")
     output = assert_bad_input(run_cli(*args, "--env-package", package), *fragments)
     assert "second line never shown" not in output and not out.exists()
-
-
-def test_a_huge_range_is_refused_at_once():
-    start = time.perf_counter()
-    with pytest.raises(InputError, match="more than 1000 seeds"):
-        parse_seeds("0-2000000000")
-    assert time.perf_counter() - start < 1.0
-    with pytest.raises(InputError, match="too large"):
-        parse_seeds(f"{2**31}")
-
-
-def test_a_seed_killed_by_a_signal_says_so():
-    from rlcli.seeds import _killed_by
-
-    assert _killed_by(-9) == "killed by SIGKILL" and _killed_by(1) is None

@@ -17,7 +17,7 @@ from rlcli.config.errors import InputError
 from rlcli.config.load import Override, find_preset, load_config, run_config_file
 from rlcli.console import console, err_console
 from rlcli.envs import check_run_packages, import_env_packages
-from rlcli.seeds import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
+from rlcli.seed_runs import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
 
 EXIT_TRAINING_FAILED = 1
 # 128 + SIGTERM, what a shell reports for a process that SIGTERM ended.
@@ -53,37 +53,58 @@ def train(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="Print only the final summary.")] = False,
 ) -> None:
     """Train an agent; Ctrl-C or SIGTERM saves a checkpoint and stops; --resume continues."""
+    overrides = _overrides(set_, device=device, seed=seed, out=out)
+    packages = list(env_package or [])
+    with user_errors(preset):
+        preset, seed_list = _check_flags(preset, resume, seed=seed, seeds=seeds, jobs=jobs, nproc=nproc,
+                                         packages=packages)
+    if seed_list is not None:
+        # train_seeds imports the packages and checks the config itself, before any seed starts.
+        _train_seeds(preset, seed_list, overrides, jobs, packages)
+    elif nproc is not None:
+        _launch(nproc, preset, resume, overrides, packages, quiet)
+    else:
+        _train_one(preset, resume, overrides, packages, quiet)
+
+
+def _overrides(set_: list[str] | None, *, device: str | None, seed: int | None,
+               out: Path | None) -> list[str | Override]:
+    """``--set`` items, then the shorthand flags, which win over the file and over --set;
+    errors name the flag."""
     overrides: list[str | Override] = list(set_ or [])
-    # The flags are shorthands that win over the file and over --set; errors name the flag.
     if device is not None:
         overrides.append(Override(f"run.device={json.dumps(device, ensure_ascii=False)}", f"--device {device}"))
     if seed is not None:
         overrides.append(Override(f"run.seed={seed}", f"--seed {seed}"))
     if out is not None:
         overrides.append(Override(f"run.output_dir={json.dumps(str(out), ensure_ascii=False)}", f"--out {out}"))
-    packages = list(env_package or [])
-    with user_errors(preset):
-        if (preset is None) == (resume is None):
-            raise InputError("rlcli train", "give a PRESET to start a run, or --resume RUN_DIR to continue one"
-                             if preset is None else "give a PRESET or --resume RUN_DIR, not both")
-        if resume is not None:
-            preset = _resume_source(resume, seeds, packages)
-        if nproc is not None and seeds is not None:
-            raise InputError(f"--seeds {seeds}", "cannot be combined with --nproc; train each seed with --nproc "
-                                                 "in turn, or the seeds side by side in one process each")
-        if seeds is not None or jobs is not None:
-            if seeds is None:
-                raise InputError(f"--jobs {jobs}", "needs --seeds SPEC")
-            if seed is not None:
-                raise InputError(f"--seeds {seeds}", "cannot be combined with --seed; give the seeds in --seeds")
-            seed_list = parse_seeds(seeds)
-    if seeds is not None:
-        # train_seeds imports the packages and checks the config itself, before any seed starts.
-        _train_seeds(preset, seed_list, overrides, jobs, packages)
-        return
-    if nproc is not None:
-        _launch(nproc, preset, resume, overrides, packages, quiet)
-        return
+    return overrides
+
+
+def _check_flags(preset: str | None, resume: Path | None, *, seed: int | None, seeds: str | None,
+                 jobs: int | None, nproc: int | None, packages: list[str]) -> tuple[str, list[int] | None]:
+    """The config file to train (the run folder's with --resume) and the seeds of --seeds, once
+    the flags agree with each other."""
+    if (preset is None) == (resume is None):
+        raise InputError("rlcli train", "give a PRESET to start a run, or --resume RUN_DIR to continue one"
+                         if preset is None else "give a PRESET or --resume RUN_DIR, not both")
+    if resume is not None:
+        preset = _resume_source(resume, seeds, packages)
+    if nproc is not None and seeds is not None:
+        raise InputError(f"--seeds {seeds}", "cannot be combined with --nproc; train each seed with --nproc "
+                                             "in turn, or the seeds side by side in one process each")
+    if seeds is None and jobs is None:
+        return preset, None
+    if seeds is None:
+        raise InputError(f"--jobs {jobs}", "needs --seeds SPEC")
+    if seed is not None:
+        raise InputError(f"--seeds {seeds}", "cannot be combined with --seed; give the seeds in --seeds")
+    return preset, parse_seeds(seeds)
+
+
+def _train_one(preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str],
+               quiet: bool) -> None:
+    """Train in this process (or as one rank of a torchrun launch); its status becomes the exit status."""
     with user_errors(preset):
         import_env_packages(packages)
         config_file = find_preset(preset)
@@ -119,41 +140,12 @@ def train(
 
 def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str],
             quiet: bool) -> None:
-    """Check the config for ``nproc`` ranks here, then start them; their exit becomes this one's."""
-    from rlcli.config.errors import ConfigError, ConfigIssue
-    from rlcli.config.schema import rank_problems
-    from rlcli.devices import resolve_device
-    from rlcli.distributed import launched
-    from rlcli.loggers import check_backends
-
-    with user_errors(preset):
-        if nproc < 1:
-            raise InputError(f"--nproc {nproc}", "must be at least 1")
-        if launched():
-            raise InputError(f"--nproc {nproc}", "this process is already a rank started by torchrun")
-        import_env_packages(packages)
-        cfg = load_config(find_preset(preset), overrides)
-        problems = rank_problems(cfg, nproc)
-        if problems:
-            raise ConfigError(preset, [ConfigIssue(f"{message} (--nproc {nproc})", path=path)
-                                       for path, message in problems])
-        # What every rank would find out for itself, said once, before any rank starts.
-        resolve_device(cfg.run.device, source=preset)
-        check_backends(cfg.logger, source=preset)
-        _check_cuda_ranks(cfg.run.device, nproc)
-        if resume is not None:
-            _check_resume_ranks(resume, nproc)
-    args = ["train", *(["--resume", str(resume)] if resume is not None else [preset])]
-    for item in overrides:
-        args += ["--set", item.text if isinstance(item, Override) else item]
-    for name in packages:
-        args += ["--env-package", name]
-    if quiet:
-        args.append("--quiet")
-    from rlcli.distributed import LaunchInterrupted, RankFailure, launch
+    """Train on ``nproc`` ranks; their exit becomes this one's."""
+    from rlcli.launch import LaunchInterrupted, RankFailure, train_ranks
 
     try:
-        launch(nproc, args)
+        with user_errors(preset):
+            train_ranks(nproc, preset, resume=resume, overrides=overrides, env_packages=packages, quiet=quiet)
     except LaunchInterrupted as exc:
         # Rank 0 has said where its checkpoint is and how to continue.
         raise typer.Exit(EXIT_TERMINATED if exc.signum == signal.SIGTERM else EXIT_INTERRUPTED) from None
@@ -163,32 +155,6 @@ def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | 
             raise typer.Exit(exc.exitcode) from None
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
-
-
-def _check_resume_ranks(run_dir: Path, nproc: int) -> None:
-    """Raise an InputError when the run was trained by another number of ranks than ``nproc``."""
-    try:
-        saved = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("world_size", 1)
-    except (OSError, ValueError, AttributeError):
-        # Without run.json the ranks find out from the checkpoint itself.
-        return
-    if saved != nproc:
-        raise InputError(f"--nproc {nproc}", f"{run_dir} was trained by {saved} rank(s); each rank continues "
-                                             f"its own envs and replay buffer, so resume it with --nproc {saved}")
-
-
-def _check_cuda_ranks(device: str, nproc: int) -> None:
-    """Raise an InputError when a CUDA run asks for more ranks than this machine has devices."""
-    if not device.startswith("cuda") and device != "auto":
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        return
-    count = torch.cuda.device_count()
-    if nproc > count:
-        raise InputError(f"--nproc {nproc}", f"a CUDA run takes one device per rank and this machine has "
-                                             f"{count}; use --nproc {count} or less, or --device cpu")
 
 
 def _resume_source(run_dir: Path, seeds: str | None, packages: list[str]) -> str:

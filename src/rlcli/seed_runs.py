@@ -173,70 +173,89 @@ def train_seeds(
     jobs = min(jobs or default_jobs(len(seeds)), len(seeds))
     group = _group_folder(Path(cfg.run.output_dir), cfg.run.name)
     result = SeedsResult(str(preset), group, cfg.run.stop_at_return, jobs, [SeedRun(s) for s in seeds])
+    pool = _SeedProcesses(_train_command(path, overrides, env_packages), group, cfg.run.name, on_event)
+    try:
+        pool.run(result.runs, jobs)
+    finally:
+        if pool.signals:
+            result.interrupted = True
+            result.stop_signal = signal.Signals(pool.signals[0]).name
+        (group / "seeds.json").write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def _train_command(path: Path, overrides: Sequence[str | Override], env_packages: Sequence[str]) -> list[str]:
+    """The ``rlcli train`` command line that every seed shares."""
     texts = [item.text if isinstance(item, Override) else item for item in overrides]
     # `python -m rlcli` would put the working folder first on sys.path; this does not.
-    base = [sys.executable, "-c", _CHILD, "train", str(path.resolve()), "--quiet"]
+    command = [sys.executable, "-c", _CHILD, "train", str(path.resolve()), "--quiet"]
     for package in env_packages:
-        base += ["--env-package", package]
+        command += ["--env-package", package]
     for text in texts:
-        base += ["--set", text]
-    pending = list(result.runs)
-    running: dict[int, tuple[subprocess.Popen, SeedRun, float, Any]] = {}
-    signals: list[int] = []
-    signalled: dict[int, int] = {}
+        command += ["--set", text]
+    return command
 
-    def notify(event: str, run: SeedRun) -> None:
-        if on_event is not None:
-            on_event(event, run)
 
-    def start(run: SeedRun) -> None:
-        log = group / f"seed-{run.seed}.log"
+class _SeedProcesses:
+    """The seeds' ``rlcli train`` processes, ``jobs`` at a time, and the stop signals received
+    meanwhile, each passed on once to every running seed."""
+
+    def __init__(self, command: list[str], group: Path, name: str,
+                 on_event: Callable[[str, SeedRun], None] | None):
+        self.command, self.group, self.name, self.on_event = command, group, name, on_event
+        self.running: dict[int, tuple[subprocess.Popen, SeedRun, float, Any]] = {}
+        self.signals: list[int] = []
+        self.signalled: dict[int, int] = {}
+
+    def run(self, runs: list[SeedRun], jobs: int) -> None:
+        """Start ``runs`` in order, ``jobs`` at a time, until all have ended or a signal came and
+        the running ones have ended; the ones not started then are left out."""
+        pending = list(runs)
+        # A signal is only noted here; the loop passes it on, so that one landing in the
+        # middle of starting or reaping a seed cannot leave a seed unsignalled or half-recorded.
+        with on_stop_signals(self.signals.append):
+            while self.running or (pending and not self.signals):
+                while pending and not self.signals and len(self.running) < jobs:
+                    self.start(pending.pop(0))
+                self.forward()
+                self.reap()
+                time.sleep(0.05)
+
+    def notify(self, event: str, run: SeedRun) -> None:
+        if self.on_event is not None:
+            self.on_event(event, run)
+
+    def start(self, run: SeedRun) -> None:
+        log = self.group / f"seed-{run.seed}.log"
         handle = log.open("w", encoding="utf-8")
-        command = [*base, "--seed", str(run.seed), "--out", str(group),
-                   "--set", f"run.name={json.dumps(f'{cfg.run.name}-seed{run.seed}')}"]
+        command = [*self.command, "--seed", str(run.seed), "--out", str(self.group),
+                   "--set", f"run.name={json.dumps(f'{self.name}-seed{run.seed}')}"]
         # Its own session: a Ctrl-C at the terminal reaches only this process, which passes
         # each signal on exactly once, so that each seed stops at the end of an iteration.
         proc = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "COLUMNS": "200"})
         run.status, run.log = "running", str(log)
-        running[run.seed] = (proc, run, time.perf_counter(), handle)
-        notify("start", run)
+        self.running[run.seed] = (proc, run, time.perf_counter(), handle)
+        self.notify("start", run)
 
-    def forward() -> None:
+    def forward(self) -> None:
         """Pass every signal received so far on to each running seed that has not had it;
         a third one kills them."""
-        for seed, (proc, *_rest) in running.items():
-            while signalled.get(seed, 0) < len(signals) and proc.poll() is None:
-                count = signalled.get(seed, 0)
-                proc.send_signal(signal.SIGKILL if count >= 2 else signals[count])
-                signalled[seed] = count + 1
+        for seed, (proc, *_rest) in self.running.items():
+            while self.signalled.get(seed, 0) < len(self.signals) and proc.poll() is None:
+                count = self.signalled.get(seed, 0)
+                proc.send_signal(signal.SIGKILL if count >= 2 else self.signals[count])
+                self.signalled[seed] = count + 1
 
-    def reap() -> None:
-        for seed, (proc, run, started, handle) in list(running.items()):
+    def reap(self) -> None:
+        for seed, (proc, run, started, handle) in list(self.running.items()):
             code = proc.poll()
             if code is None:
                 continue
             handle.close()
-            del running[seed]
-            _read_outcome(run, group, cfg.run.name, code, time.perf_counter() - started)
-            notify("end", run)
-
-    try:
-        # A signal is only noted here; the loop passes it on, so that one landing in the
-        # middle of starting or reaping a seed cannot leave a seed unsignalled or half-recorded.
-        with on_stop_signals(signals.append):
-            while running or (pending and not signals):
-                while pending and not signals and len(running) < jobs:
-                    start(pending.pop(0))
-                forward()
-                reap()
-                time.sleep(0.05)
-    finally:
-        if signals:
-            result.interrupted = True
-            result.stop_signal = signal.Signals(signals[0]).name
-        (group / "seeds.json").write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
-    return result
+            del self.running[seed]
+            _read_outcome(run, self.group, self.name, code, time.perf_counter() - started)
+            self.notify("end", run)
 
 
 # Runs the CLI without the working folder on sys.path, as the `rlcli` script would.

@@ -1,11 +1,9 @@
-"""The per-rank shares of a config and the one-process stand-in of the rank group."""
+"""The per-rank shares of a config (config/ranks.py): what each of N ranks trains on, and the sizes
+that do not split."""
 
-import pytest
-import torch
-
-from rlcli.config.load import find_preset, load_config
-from rlcli.config.schema import rank_config, rank_problems
-from rlcli.distributed import RankFailure, Single
+from rlcli.config.load import load_config
+from rlcli.config.presets import find_preset
+from rlcli.config.ranks import rank_config, rank_problems
 
 
 def test_split_shares_out_envs_batches_and_algorithm_sizes():
@@ -42,18 +40,3 @@ def test_replicate_keeps_the_config_and_counts_every_ranks_frames():
     # 10,000 frames over 2 ranks of 512 per iteration: 10 iterations (10,240 frames in all).
     assert local.collector.iterations == 10
     assert rank_config(cfg, 1) is cfg
-
-
-def test_the_single_group_is_the_identity():
-    group = Single()
-    values = torch.tensor([1.0, float("nan")])
-    assert group.mean(values) is values and group.sum(values) is values
-    assert group.any(True) and not group.any(False)
-    assert torch.equal(group.gather_rows(values[:1]), torch.tensor([[1.0]]))
-    assert group.gather_to_main(3) == [3] and group.broadcast_object(5) == 5
-    assert group.is_main and group.world_size == 1
-
-
-@pytest.mark.parametrize(("code", "text"), [(-9, "rank 1 was killed by SIGKILL"), (3, "rank 1 exited with status 3")])
-def test_rank_failures_say_which_rank_and_how(code, text):
-    assert text in str(RankFailure(1, code))

@@ -1,5 +1,6 @@
-"""``rlcli train --nproc N`` through the real command: ranks started by torchrun's launcher, rank 0
-writing the one run folder, bad input refused before any rank starts, a dead rank named."""
+"""``rlcli train --nproc N`` (:mod:`rlcli.launch`), through the real command: ranks started by
+torchrun's launcher, rank 0 writing the one run folder, bad input refused before any rank starts, a
+dead rank named."""
 
 from __future__ import annotations
 
@@ -13,8 +14,22 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, assert_bad_input, rlcli_executable
+from rlcli.config.errors import InputError
+from rlcli.distributed import COLLECTIVE_TIMEOUT
+from rlcli.launch import RankFailure, check_ranks
 
 SMALL = ("--set", "collector.total_frames=4096", "--set", "checkpoint.every_frames=1024")
+
+
+@pytest.mark.parametrize(("code", "text"), [(-9, "rank 1 was killed by SIGKILL"), (3, "rank 1 exited with status 3")])
+def test_rank_failures_say_which_rank_and_how(code, text):
+    assert text in str(RankFailure(1, code))
+
+
+def test_a_rank_cannot_launch_ranks_of_its_own(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(InputError, match="already a rank started by torchrun"):
+        check_ranks(2, "ppo_cartpole")
 
 
 def test_two_ranks_train_into_one_run_folder(tmp_path, rlcli):
@@ -72,12 +87,13 @@ def test_each_rank_keeps_its_own_memmap_buffer_in_a_configured_folder(tmp_path, 
     chosen.mkdir()
     # Rank 1's folder cannot be made: rank 1 alone fails, with its folder named, and the run ends at once.
     (chosen / "rank-1").write_text("in the way", encoding="utf-8")
-    started = time.monotonic()
+    # Well within the collective timeout: a rank 0 left waiting for rank 1 would run past it.
     result = rlcli("train", "dqn_cartpole", "--out", tmp_path / "runs", "--nproc", "2",
                    "--set", 'algo.replay.storage="memmap"', "--set", f"algo.replay.directory={json.dumps(str(chosen))}",
-                   timeout=300)
-    assert_bad_input(result, "algo.replay.directory", str(chosen / "rank-1"))
-    assert time.monotonic() - started < 120, "rank 0 waited for the collective timeout"
+                   timeout=COLLECTIVE_TIMEOUT.total_seconds() / 2)
+    output = assert_bad_input(result, "algo.replay.directory", str(chosen / "rank-1"))
+    # Rank 1's own error ended the run, not rank 0 giving up on a collective.
+    assert "a collective with the other ranks failed" not in output
 
 
 def _rank_pids(parent: int) -> dict[int, int]:
@@ -98,16 +114,25 @@ def _rank_pids(parent: int) -> dict[int, int]:
     return found
 
 
+def _wait_for_rows(proc: subprocess.Popen, out: Path, rows: int = 2) -> None:
+    """Wait until rank 0 has written ``rows`` metrics rows, so that the ranks are past start-up and
+    inside the loop, or fail when the launcher exits first or nothing comes within two minutes."""
+    deadline = time.monotonic() + 120
+    while True:
+        found = list(out.glob("*/metrics.csv"))
+        if found and len(found[0].read_text(encoding="utf-8").splitlines()) > rows:
+            return
+        assert proc.poll() is None, "the launcher exited before the ranks trained"
+        assert time.monotonic() < deadline, "the ranks did not start training"
+        time.sleep(0.1)
+
+
 def test_a_dead_rank_ends_the_run_with_its_name_and_a_consistent_folder(tmp_path):
     proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--nproc", "2", "--out", str(tmp_path),
                              "-q", "--set", "collector.total_frames=100000000"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not list(tmp_path.glob("*/metrics.csv")) or len(_rank_pids(proc.pid)) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline, "the ranks did not start"
-            time.sleep(0.1)
-        time.sleep(1.0)
+        _wait_for_rows(proc, tmp_path)
         os.kill(_rank_pids(proc.pid)[1], signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
@@ -128,11 +153,7 @@ def test_ctrl_c_stops_every_rank_with_a_checkpoint_and_exit_130(tmp_path):
                              "-q", "--set", "collector.total_frames=100000000"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=sigint_default)
     try:
-        deadline = time.monotonic() + 120
-        while not list(tmp_path.glob("*/metrics.csv")):
-            assert proc.poll() is None and time.monotonic() < deadline, "the ranks did not start"
-            time.sleep(0.1)
-        time.sleep(1.0)
+        _wait_for_rows(proc, tmp_path)
         # What a terminal's Ctrl-C does: SIGINT to the launcher and its ranks alike.
         os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=300)
