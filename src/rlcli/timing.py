@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
@@ -38,10 +38,14 @@ class Timer:
     Phases nest by name only (``update.backward`` is part of ``update``). On
     CUDA, each phase edge synchronizes the device so that queued kernels are
     charged to the phase that launched them.
+
+    ``clock`` returns seconds; ``time.perf_counter`` unless a test gives a fake one.
     """
 
-    def __init__(self, device: torch.device, *, compiled: bool = False):
+    def __init__(self, device: torch.device, *, compiled: bool = False,
+                 clock: Callable[[], float] = time.perf_counter):
         self.device = device
+        self.clock = clock
         self.sync = device.type == "cuda"
         self.current: dict[str, float] = {}
         self.totals: dict[str, float] = {}
@@ -55,14 +59,14 @@ class Timer:
     def phase(self, name: str) -> Iterator[None]:
         if self.sync:
             torch.cuda.synchronize(self.device)
-        start = time.perf_counter()
+        start = self.clock()
         compiling = compile_clock() if self.compiled else 0.0
         try:
             yield
         finally:
             if self.sync:
                 torch.cuda.synchronize(self.device)
-            elapsed = time.perf_counter() - start
+            elapsed = self.clock() - start
             if self.compiled:
                 elapsed -= compile_clock() - compiling
             self.current[name] = self.current.get(name, 0.0) + max(elapsed, 0.0)

@@ -235,11 +235,13 @@ def test_compiled_networks_train_and_keep_their_compile_time_apart(tmp_path):
 
     eager = train(build_run(config(tmp_path / "eager")))
     compiled = train(build_run(config(tmp_path / "compiled", run={"compile": "default"})))
-    assert compiled.status == "completed" and compiled.timer.compile_seconds > 0.5
+    assert compiled.status == "completed"
+    # The loop's timer keeps compile time apart (how, on fake clocks: tests/test_timing.py).
+    assert compiled.timer.compiled and compiled.timer.compile_seconds > 0
+    assert not eager.timer.compiled and eager.timer.compile_seconds == 0.0
     info = json.loads((compiled.run_dir / "run.json").read_text())
     assert info["compile_s"] == round(compiled.timer.compile_seconds, 3)
-    # Compile time is not charged to the iterations: each phase stays well under it.
-    assert compiled.timer.totals["iteration"] < compiled.timer.compile_seconds
+    assert json.loads((eager.run_dir / "run.json").read_text())["compile_s"] is None
     # Compiled in place: the checkpoints of both runs hold the same tensors, by name and shape.
     a = torch.load(eager.run_dir / "final.pt", weights_only=True)["agent"]
     b = torch.load(compiled.run_dir / "final.pt", weights_only=True)["agent"]
