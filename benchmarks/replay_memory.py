@@ -14,7 +14,8 @@ import resource
 import torch
 
 from rlcli.bench.suites import BUFFER_SPEC, random_transitions
-from rlcli.buffers import ReplayBuffer, ReplayConfig, storage_bytes
+from rlcli.config.algos import ReplayConfig
+from rlcli.replay.storage import ReplayBuffer, storage_bytes
 
 
 def rss_mib() -> float:

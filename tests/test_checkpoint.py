@@ -90,7 +90,8 @@ def test_rng_state_round_trips_through_a_weights_only_file(tmp_path):
 
 
 def test_resume_config_problems_allow_only_budget_logging_and_timing():
-    from rlcli.config.load import find_preset, load_config
+    from rlcli.config.load import load_config
+    from rlcli.config.presets import find_preset
 
     saved = load_config(find_preset("ppo_cartpole"))
     allowed = load_config(find_preset("ppo_cartpole"), ["collector.total_frames=999999", "logger.interval=5",

@@ -11,7 +11,8 @@ import torch
 from conftest import ROOT
 from rlcli.config.errors import InputError
 from rlcli.config.load import validate_data
-from rlcli.evaluation import EvalResult, Evaluator, find_checkpoint
+from rlcli.checkpoint import find_checkpoint
+from rlcli.evaluation import EvalResult, Evaluator
 from rlcli.run import build_run
 
 ENV_PACKAGES = ROOT / "tests" / "envpkg"
@@ -36,20 +37,20 @@ def cartpole():
 
 
 class Recorder:
-    """An algorithm stand-in that passes ``policy`` calls on and remembers their arguments."""
+    """An agent stand-in that passes ``actions`` calls on and remembers their arguments."""
 
-    def __init__(self, algo):
-        self.algo = algo
+    def __init__(self, agent):
+        self.agent = agent
         self.calls: list[tuple[int, bool, torch.Generator]] = []
 
-    def policy(self, observation, *, deterministic, generator):
+    def actions(self, observation, *, deterministic, generator):
         self.calls.append((observation.shape[0], deterministic, generator))
-        return self.algo.policy(observation, deterministic=deterministic, generator=generator)
+        return self.agent.actions(observation, deterministic=deterministic, generator=generator)
 
 
 @pytest.mark.parametrize("episodes", [1, 3, 4, 7])
 def test_plays_exactly_the_episodes_asked_and_counts_cartpoles_steps(cartpole, episodes):
-    evaluator = Evaluator(cartpole.algo, cartpole.cfg.env, episodes=episodes, deterministic=True, seed=5,
+    evaluator = Evaluator(cartpole.algo.agent, cartpole.cfg.env, episodes=episodes, deterministic=True, seed=5,
                           device="cpu")
     try:
         result = evaluator()
@@ -63,7 +64,7 @@ def test_plays_exactly_the_episodes_asked_and_counts_cartpoles_steps(cartpole, e
 
 def test_max_episode_steps_of_the_config_truncates_evaluation_episodes_too():
     run = built({"id": "CartPole-v1", "max_episode_steps": 6}, {"name": "ppo", "minibatch_size": 32})
-    evaluator = Evaluator(run.algo, run.cfg.env, episodes=6, deterministic=False, seed=0, device="cpu")
+    evaluator = Evaluator(run.algo.agent, run.cfg.env, episodes=6, deterministic=False, seed=0, device="cpu")
     try:
         result = evaluator()
     finally:
@@ -79,7 +80,7 @@ def test_a_round_is_reproducible_and_leaves_every_training_rng_alone(cartpole):
     agent = {k: v.clone() for k, v in algo.agent.state_dict().items()}
     global_rng = torch.get_rng_state()
     numpy_rng = np.random.get_state()[1].copy()
-    evaluator = Evaluator(algo, cartpole.cfg.env, episodes=6, deterministic=False, seed=11, device="cpu")
+    evaluator = Evaluator(algo.agent, cartpole.cfg.env, episodes=6, deterministic=False, seed=11, device="cpu")
     try:
         first, again, other = evaluator(0), evaluator(0), evaluator(1)
     finally:
@@ -97,7 +98,7 @@ def test_a_round_is_reproducible_and_leaves_every_training_rng_alone(cartpole):
 def test_the_same_seed_makes_the_same_round_in_a_new_evaluator(cartpole):
     rounds = []
     for _ in range(2):
-        evaluator = Evaluator(cartpole.algo, cartpole.cfg.env, episodes=3, deterministic=False, seed=4, device="cpu")
+        evaluator = Evaluator(cartpole.algo.agent, cartpole.cfg.env, episodes=3, deterministic=False, seed=4, device="cpu")
         try:
             rounds.append(evaluator(2))
         finally:
@@ -108,7 +109,7 @@ def test_the_same_seed_makes_the_same_round_in_a_new_evaluator(cartpole):
 def test_deterministic_and_stochastic_reach_the_policy_with_the_evaluators_own_generator(cartpole):
     results = {}
     for deterministic in (True, False):
-        recorder = Recorder(cartpole.algo)
+        recorder = Recorder(cartpole.algo.agent)
         evaluator = Evaluator(recorder, cartpole.cfg.env, episodes=5, deterministic=deterministic, seed=3,
                               device="cpu")
         try:
@@ -130,7 +131,7 @@ def test_sac_on_pendulum_returns_raw_negative_rewards_over_full_episodes():
     try:
         rounds = {}
         for deterministic in (True, False):
-            evaluator = Evaluator(run.algo, run.cfg.env, episodes=2, deterministic=deterministic, seed=9,
+            evaluator = Evaluator(run.algo.agent, run.cfg.env, episodes=2, deterministic=deterministic, seed=9,
                                   device="cpu")
             try:
                 rounds[deterministic] = (evaluator(), evaluator())
@@ -155,7 +156,7 @@ def test_envs(monkeypatch):
 def test_recording_sends_every_frame_of_the_first_episode_only(test_envs):
     run = built({"id": "RlcliTest/PaintedCorridor-v0"}, {"name": "ppo", "minibatch_size": 32})
     frames: list[np.ndarray] = []
-    evaluator = Evaluator(run.algo, run.cfg.env, episodes=3, deterministic=True, seed=0, device="cpu", render=True)
+    evaluator = Evaluator(run.algo.agent, run.cfg.env, episodes=3, deterministic=True, seed=0, device="cpu", render=True)
     try:
         assert len(evaluator.envs) == 1
         result = evaluator(frames_sink=frames.append)
@@ -172,7 +173,7 @@ def test_rendering_an_env_without_rgb_array_is_an_input_error_naming_its_modes(t
     run = built({"id": "RlcliTest/Corridor-v0"}, {"name": "ppo", "minibatch_size": 32})
     try:
         with pytest.raises(InputError) as info:
-            Evaluator(run.algo, run.cfg.env, episodes=1, deterministic=True, seed=0, device="cpu", render=True)
+            Evaluator(run.algo.agent, run.cfg.env, episodes=1, deterministic=True, seed=0, device="cpu", render=True)
     finally:
         run.close()
     assert "RlcliTest/Corridor-v0 cannot render rgb_array frames; its render modes: none" in info.value.render()

@@ -1,4 +1,5 @@
-"""Advantage estimation over time-major ``[T, N]`` rollouts, as pure tensor functions."""
+"""Advantages and TD targets over time-major ``[T, N]`` rollouts and replay samples, and the masked
+means of losses over fixed-size batches: pure tensor functions."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ if TYPE_CHECKING:
     # Only a type here.
     from tensordict import TensorDict
 
-    from rlcli.models.actor_critic import ActorCritic
-    from rlcli.normalization import RewardScaler
 
 _CHUNK = 32
 
@@ -33,31 +32,6 @@ def add_gae(batch: TensorDict, *, gamma: float, lam: float, reward: torch.Tensor
     batch[keys.ADVANTAGE] = advantage
     batch[keys.VALUE_TARGET] = target
     return batch
-
-
-@torch.no_grad()
-def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: TensorDict, *,
-                    gamma: float, lam: float) -> TensorDict:
-    """Make a raw on-policy ``[T, N]`` batch ready for the update.
-
-    Writes ``input`` (the observations normalized with the statistics the
-    rollout was collected under, so the update sees exactly what produced
-    ``log_prob`` and ``value``), ``next_value`` (the critic on
-    ``next_observation``, the true final observation at episode ends),
-    ``advantage`` and ``value_target``. Rewards are scaled by ``reward_scaler``
-    after it has seen this rollout's returns; the batch's ``reward`` stays raw.
-    """
-    norm = agent.obs_norm
-    batch[keys.INPUT] = norm(batch[keys.OBSERVATION])
-    batch[keys.NEXT_VALUE] = agent.value(norm(batch[keys.NEXT_OBSERVATION]))
-    reward = batch[keys.REWARD]
-    reward_scaler.observe(reward, batch[keys.TERMINATED] | batch[keys.TRUNCATED], batch[keys.VALID])
-    return add_gae(batch, gamma=gamma, lam=lam, reward=reward_scaler(reward))
-
-
-def valid_rows(batch: TensorDict, *names: str) -> TensorDict:
-    """The rows of a ``[T, N]`` batch whose ``valid`` is True, flattened to [B], with only ``names``."""
-    return batch.select(*names)[batch[keys.VALID]]
 
 
 def masked_mean(valid: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -210,18 +184,3 @@ def bootstrapped_target(batch: TensorDict, next_value: torch.Tensor, *, gamma: f
     discount = batch.get(keys.DISCOUNT, None)
     discount = gamma if discount is None else discount
     return batch[keys.REWARD] + discount * (~batch[keys.TERMINATED]) * next_value
-
-
-def critic_regression(q: torch.Tensor, target: torch.Tensor, batch: TensorDict) -> dict[str, torch.Tensor]:
-    """``0.5 * sum_e mean_b w_b (Q_e - y)^2`` for a critic ensemble ``q`` [E, B] and targets [B].
-
-    Reads ``weight`` [B] (importance weights) when present. Returns ``loss/critic``,
-    ``stats/q_mean``, ``stats/td_abs`` and ``td_error`` ([B], detached, the mean |TD| over
-    critics, for priorities).
-    """
-    td = q - target
-    weight = batch.get(keys.WEIGHT, None)
-    per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
-    distance = td.detach().abs()
-    return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
-            "stats/td_abs": distance.mean(), "td_error": distance.mean(0)}

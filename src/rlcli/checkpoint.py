@@ -282,3 +282,38 @@ def resume_config_problems(saved: Any, new: Any) -> list[str]:
 
     walk("", saved.model_dump(mode="json"), new.model_dump(mode="json"))
     return problems
+
+
+def find_checkpoint(path: Path) -> tuple[Path, Path]:
+    """(run folder, weights file) for a run folder or a checkpoint file in one.
+
+    A folder gives the newer of its ``final.pt`` and its ``checkpoints/ckpt-<frames>.pt`` of most
+    frames (``final.pt`` when they are at the same frames): a run resumed and then killed has a
+    newer checkpoint than the ``final.pt`` of its first part.
+    A file's run folder is the nearest of its folder and the two above holding ``config.toml``
+    (``final.pt`` sits in the run folder, ``checkpoints/ckpt-*.pt`` one level down).
+
+    Raises:
+        InputError: the path does not exist, or no run folder or weights are found.
+    """
+    if not path.exists():
+        raise InputError(str(path), "no such file or folder; give a run folder or a checkpoint file in one")
+    if path.is_dir():
+        if not (path / "config.toml").is_file():
+            raise InputError(str(path), "not a run folder: there is no config.toml in it")
+        final = path / "final.pt"
+        # keep_last only matters for saving: nothing is saved here.
+        latest = Checkpoints(path, keep_last=1).latest()
+        if latest is None and not final.is_file():
+            raise InputError(str(path), "the run folder holds no weights yet: no final.pt and no "
+                                        "checkpoints/ckpt-*.pt")
+        if latest is None:
+            return path, final
+        if final.is_file() and read(final)["frames"] >= int(latest.stem.removeprefix("ckpt-")):
+            return path, final
+        return path, latest
+    for folder in (path.parent, path.parent.parent):
+        if (folder / "config.toml").is_file():
+            return folder, path
+    raise InputError(f"checkpoint {path}", "no config.toml beside it or in the two folders above: give a run "
+                                           "folder, or a final.pt or checkpoints/ckpt-*.pt inside one")

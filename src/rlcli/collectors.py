@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 
 
 class Collector:
-    """Steps ``envs`` with ``actor.act`` for ``steps`` steps per call and returns one raw batch.
+    """Steps ``envs`` with ``algo.act`` for ``steps`` steps per call and returns one raw batch.
 
     The batch (``[steps, num_envs]``, on ``device``) holds ``observation``,
     ``next_observation``, ``action``, ``reward``, ``terminated``, ``truncated``,
-    ``valid`` and every key the actor returns beside ``action``. Env data is
+    ``valid`` and every key the algorithm's ``act`` returns beside ``action``. Env data is
     stored raw: normalization and scaling belong to whoever learns from it.
     The batch is reused by the next call: consume it before collecting again.
 
@@ -34,12 +34,12 @@ class Collector:
     device once per rollout; on the CPU the host tensors are the batch itself.
     """
 
-    def __init__(self, envs: VectorEnv, actor: Algorithm, *, steps: int, device: torch.device, seed: int,
+    def __init__(self, envs: VectorEnv, algo: Algorithm, *, steps: int, device: torch.device, seed: int,
                  world_size: int = 1):
         from tensordict import TensorDict
 
         self.envs = envs
-        self.actor = actor
+        self.algo = algo
         self.seed = seed
         # Frames count the whole run's: every rank of a data-parallel run steps as many as this one.
         self.world_size = world_size
@@ -66,7 +66,7 @@ class Collector:
             self.host = self.host.pin_memory()
         # numpy views of the host tensors: the env's arrays are copied straight in.
         self.arrays = {key: value.numpy() for key, value in self.host.items()}
-        # The actor's keys are allocated at the first step, from what it returns.
+        # The keys of the algorithm's act are allocated at the first step, from what it returns.
         self.batch = self.host if not pin else self.host.to(device)
         self.to_device = HostToDevice((n, *obs_shape), torch.float32, device)
         self.steps = steps
@@ -82,10 +82,10 @@ class Collector:
         # that step carries no transition.
         self.resetting = np.zeros(n, dtype=bool)
         self.frames = 0
-        self.actor_buffers: dict[str, torch.Tensor] | None = None
+        self.act_buffers: dict[str, torch.Tensor] | None = None
 
     def _allocate(self, out: TensorDict) -> dict[str, torch.Tensor]:
-        """Batch buffers for the keys the actor returns, shaped by its first output."""
+        """Batch buffers for the keys the algorithm's act returns, shaped by its first output."""
         for key, value in out.items():
             self.batch.set(key, torch.zeros(self.steps, *value.shape, dtype=value.dtype, device=self.device))
         return {key: self.batch.get(key) for key in out.keys()}
@@ -99,10 +99,10 @@ class Collector:
         same_step = self.mode is AutoresetMode.SAME_STEP
         for t in range(self.steps):
             with timer.phase("collect.policy"):
-                out = self.actor.act(self.to_device(self.obs), self.generator)
-                if self.actor_buffers is None:
-                    self.actor_buffers = self._allocate(out)
-                for key, buffer in self.actor_buffers.items():
+                out = self.algo.act(self.to_device(self.obs), self.generator)
+                if self.act_buffers is None:
+                    self.act_buffers = self._allocate(out)
+                for key, buffer in self.act_buffers.items():
                     buffer[t] = out.get(key)
                 env_action = out.get(keys.ACTION).cpu().numpy()
                 if self.bounds is not None:

@@ -1,4 +1,5 @@
-"""Vector environments from ``[env]``, with episode statistics recorded by gymnasium."""
+"""Environments from ``[env]``: the vector env of training, with episode statistics recorded by
+gymnasium, and single envs as evaluation plays them."""
 
 from __future__ import annotations
 
@@ -65,9 +66,7 @@ def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> Ve
     Raises:
         ConfigError: when gymnasium cannot make the env (missing extra, bad kwargs).
     """
-    kwargs = dict(cfg.kwargs)
-    if cfg.max_episode_steps is not None:
-        kwargs["max_episode_steps"] = cfg.max_episode_steps
+    kwargs = env_kwargs(cfg)
     vector_kwargs = {}
     if cfg.vectorization in ("sync", "async"):
         vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
@@ -82,11 +81,64 @@ def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> Ve
     # gymnasium and env constructors raise anything from ImportError (a missing
     # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
     except Exception as exc:  # noqa: BLE001
-        hint = ""
-        if isinstance(exc, gym.error.DependencyNotInstalled) and "mujoco" in str(exc).lower():
-            hint = "; install the mujoco extra: pip install 'rlcli[mujoco]' (pip install -e '.[mujoco]' in a clone)"
-        raise single(source, f"cannot make {cfg.id!r}: {type(exc).__name__}: {exc}{hint}", path="env") from None
+        raise _cannot_make(cfg, exc, source) from None
     return RecordEpisodeStatistics(envs, buffer_length=return_window)
+
+
+def env_kwargs(cfg) -> dict:
+    """The keyword arguments of ``gym.make`` for ``cfg`` (an EnvConfig): its ``kwargs`` and
+    ``max_episode_steps``."""
+    kwargs = dict(cfg.kwargs)
+    if cfg.max_episode_steps is not None:
+        kwargs["max_episode_steps"] = cfg.max_episode_steps
+    return kwargs
+
+
+def _cannot_make(cfg, exc: Exception, source: str | None) -> Exception:
+    """The ConfigError of an env that gymnasium cannot make, with the extra to install when known."""
+    hint = ""
+    if isinstance(exc, gym.error.DependencyNotInstalled) and "mujoco" in str(exc).lower():
+        hint = "; install the mujoco extra: pip install 'rlcli[mujoco]' (pip install -e '.[mujoco]' in a clone)"
+    return single(source, f"cannot make {cfg.id!r}: {type(exc).__name__}: {exc}{hint}", path="env")
+
+
+def make_env(cfg, *, render: bool = False, source: str | None = None) -> gym.Env:
+    """One env for ``cfg`` (an EnvConfig): the same id, kwargs and ``max_episode_steps`` as training,
+    and ``render_mode="rgb_array"`` when ``render``.
+
+    Raises:
+        ConfigError: gymnasium cannot make the env.
+        InputError: ``render`` for an env that cannot render ``rgb_array`` frames; names the
+            modes it has.
+    """
+    env = _make(cfg, None, source)
+    if not render:
+        return env
+    modes = list(env.metadata.get("render_modes") or [])
+    env.close()
+    if "rgb_array" not in modes:
+        raise InputError("--video", f"{cfg.id} cannot render rgb_array frames; its render modes: "
+                                    f"{', '.join(map(str, modes)) or 'none'}")
+    try:
+        return _make(cfg, "rgb_array", source)
+    except Exception as exc:  # noqa: BLE001 - whatever the env raises is about rendering here
+        raise InputError("--video", f"{cfg.id} cannot be made with render_mode='rgb_array': "
+                                    f"{type(exc).__name__}: {exc}") from None
+
+
+def _make(cfg, render_mode: str | None, source: str | None) -> gym.Env:
+    """``gym.make`` as training configures it; a failure without ``render_mode`` is a ConfigError,
+    one with it propagates as raised (the caller blames the rendering)."""
+    kwargs = env_kwargs(cfg)
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    try:
+        return gym.make(cfg.id, **kwargs)
+    # As in make_envs: anything an env constructor raises is bad input here.
+    except Exception as exc:  # noqa: BLE001
+        if render_mode is not None:
+            raise
+        raise _cannot_make(cfg, exc, source) from None
 
 
 def autoreset_mode(envs: VectorEnv) -> AutoresetMode:

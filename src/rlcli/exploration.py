@@ -46,3 +46,23 @@ def uniform_actions(low: torch.Tensor, high: torch.Tensor, count: int, generator
     """``count`` actions [count, A] drawn uniformly in the Box ``[low, high]`` (an off-policy warm-up)."""
     unit = torch.rand((count, *low.shape), generator=generator, device=low.device)
     return low + unit * (high - low)
+
+
+class ActionBounds:
+    """A Box action space's bounds as float32 tensors on the training device.
+
+    What the off-policy actors share: uniform warm-up actions, and clipping of noisy actions
+    back into the bounds, so that what is stored is what the env executed.
+    """
+
+    def __init__(self, space, device: torch.device):
+        self.low = torch.as_tensor(space.low, dtype=torch.float32, device=device)
+        self.high = torch.as_tensor(space.high, dtype=torch.float32, device=device)
+
+    def uniform(self, count: int, generator: torch.Generator) -> torch.Tensor:
+        """``count`` actions [count, A] drawn uniformly in the bounds."""
+        return uniform_actions(self.low, self.high, count, generator)
+
+    def clip(self, action: torch.Tensor) -> torch.Tensor:
+        """``action`` [N, A] clipped into the bounds, dimension by dimension."""
+        return torch.minimum(torch.maximum(action, self.low), self.high)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
-from rlcli.algos import ALGORITHMS, Algorithm
+from rlcli.algos import ALGORITHMS, Algorithm, check_spaces
+from rlcli.algos.context import BuildContext
 from rlcli.collectors import Collector
 from rlcli.config.errors import ConfigError, ConfigIssue, folder_error, single
 from rlcli.config.ranks import rank_config, rank_problems
@@ -23,7 +23,7 @@ from rlcli.distributed import Group, Single, from_environment, launched, local_r
 from rlcli.envs import describe_space, make_envs
 from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
-from rlcli.models.mlp import compile_networks
+from rlcli.models.compile import compile_networks
 
 
 class RunFolder:
@@ -171,14 +171,13 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
     try:
         module = ALGORITHMS[cfg.algo.name]
         obs_space, act_space = envs.single_observation_space, envs.single_action_space
-        check_spaces(cfg.algo.name, module.SUPPORTS, cfg.env.id, obs_space, act_space, source)
+        check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source)
+        ctx = BuildContext(obs_space, act_space, network=cfg.network, env=local.env, collector=local.collector,
+                           optim=cfg.optim, device=device, seed=seed, run_folder=rank_folder, source=source,
+                           group=group)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.run.seed)
-            algo = module.build(
-                local.algo, spaces=(obs_space, act_space), network=cfg.network, env=local.env,
-                collector=local.collector, optim=cfg.optim, device=device, seed=seed,
-                run_folder=rank_folder, source=source, group=group,
-            )
+            algo = module.build(local.algo, ctx)
         # Every rank starts from rank 0's weights (the same seed gives the same ones; this makes sure).
         group.broadcast(list(algo.agent.state_dict().values()))
         if cfg.run.compile != "off":
@@ -186,7 +185,7 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
         collector = Collector(envs, algo, steps=local.collector.frames_per_batch // local.env.num_envs,
                               device=device, seed=seed, world_size=group.world_size)
         # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.
-        evaluator = (Evaluator(algo, cfg.env, episodes=cfg.eval.episodes, deterministic=cfg.eval.deterministic,
+        evaluator = (Evaluator(algo.agent, cfg.env, episodes=cfg.eval.episodes, deterministic=cfg.eval.deterministic,
                                seed=cfg.run.seed + SEED_OFFSET, device=device, source=source)
                      if cfg.eval.every_frames and group.is_main else None)
     except BaseException:
@@ -201,24 +200,6 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
               "iteration")
     return Run(cfg, device, envs, algo, collector, local.collector.iterations, folder,
                tuple(dict.fromkeys(phases)), tuple(module.METRICS), origin, evaluator, group)
-
-
-def check_spaces(
-    algo: str,
-    supports: dict[str, tuple[type[spaces.Space], ...]],
-    env_id: str,
-    observation: spaces.Space,
-    action: spaces.Space,
-    source: str | None,
-) -> None:
-    """Raise a ConfigError naming the env, the space and what is supported, unless ``algo`` serves both."""
-    for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
-        allowed = supports[role]
-        flat_ok = not isinstance(space, spaces.Box) or len(space.shape) == 1
-        if not isinstance(space, allowed) or not flat_ok:
-            names = ", ".join(f"1-D {c.__name__}" if c is spaces.Box else c.__name__ for c in allowed)
-            raise single(source, f"{env_id} has {role} space {space}, which {algo} does not support; "
-                                 f"supported {role} spaces: {names}", path=path)
 
 
 def check_build(cfg: RunConfig, *, source: str | None = None) -> str:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from rlcli.config.errors import InputError
-from rlcli.config.load import Override, find_preset, load_config
+from rlcli.config.load import Override, load_config
+from rlcli.config.presets import find_preset
 from rlcli.envs import import_env_packages
 from rlcli.interrupts import on_stop_signals
 

@@ -19,7 +19,7 @@ from rlcli.timing import Timer
 def tiny_agent() -> QAgent:
     """Q(s) = [s, 2s] online and [3s, -s] target, for one-dimensional s."""
     q = nn.Linear(1, 2, bias=False)
-    agent = QAgent(ObservationNormalizer((1,), enabled=False, clip=10.0), q)
+    agent = QAgent(ObservationNormalizer((1,), enabled=False, clip=10.0), q, num_actions=2, epsilon_end=0.0)
     with torch.no_grad():
         q.weight.copy_(torch.tensor([[1.0], [2.0]]))
         agent.target.weight.copy_(torch.tensor([[3.0], [-1.0]]))

@@ -178,9 +178,9 @@ def test_policy_is_a_pure_function_of_weights_observation_and_generator(name, en
         algo_state = run.algo.state_dict()
         global_rng = torch.get_rng_state()
 
-        first = run.algo.policy(observation, deterministic=True, generator=torch.Generator().manual_seed(0))
-        second = run.algo.policy(observation, deterministic=True, generator=torch.Generator().manual_seed(1))
-        sampled = [run.algo.policy(observation, deterministic=False, generator=torch.Generator().manual_seed(5))
+        first = run.algo.agent.actions(observation, deterministic=True, generator=torch.Generator().manual_seed(0))
+        second = run.algo.agent.actions(observation, deterministic=True, generator=torch.Generator().manual_seed(1))
+        sampled = [run.algo.agent.actions(observation, deterministic=False, generator=torch.Generator().manual_seed(5))
                    for _ in range(2)]
 
         assert torch.equal(first, second)

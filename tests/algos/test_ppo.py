@@ -2,9 +2,9 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.advantages import prepare_rollout
 from rlcli.algos.ppo import ppo_loss
 from rlcli.config.load import validate_data
+from rlcli.rollout import prepare_rollout
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
@@ -139,7 +139,7 @@ def test_first_minibatch_ratio_is_one_with_observation_normalization():
         # The statistics have moved away from their start, so stale inputs would show.
         assert agent.obs_norm.stats.count > 200
         batch = run.collector.collect(timer)
-        prepare_rollout(agent, run.algo.reward_scaler, batch, gamma=0.99, lam=0.95)
+        prepare_rollout(agent, run.algo.rollout.reward_scaler, batch, gamma=0.99, lam=0.95)
         with torch.no_grad():
             log_prob, _, value = agent.evaluate(batch[keys.INPUT].flatten(0, 1), batch[keys.ACTION].flatten(0, 1))
         stored = batch[keys.LOG_PROB].flatten(0, 1)

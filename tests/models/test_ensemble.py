@@ -3,7 +3,8 @@
 import torch
 from torch import nn
 
-from rlcli.models.ensemble import EnsembleMLP, QEnsemble
+from rlcli.models.critics import QEnsemble
+from rlcli.models.ensemble import EnsembleMLP
 
 
 def member_mlp(ensemble: EnsembleMLP, member: int) -> nn.Sequential:

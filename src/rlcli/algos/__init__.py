@@ -1,20 +1,26 @@
-"""The algorithm table and the protocol every algorithm satisfies.
+"""The algorithm table, the protocols every algorithm satisfies, and the check of an env's spaces
+against what an algorithm supports.
 
-Each entry maps a config ``name`` to its module. A module exposes ``CONFIG``
-(its pydantic model), ``SUPPORTS`` (the space types it accepts), ``PHASES``
-(the timed sub-phases of its ``learn``), ``METRICS`` (the row keys its
-``learn`` reports) and ``build``. The config models themselves live in
-``rlcli.config.algos`` (its ``ALGO_CONFIGS`` table names the same algorithms in the
-same order), so that reading and checking a config never imports torch. Adding an
-algorithm means its module, its config model there, one entry in each table and a
-preset; ``validate --build``, the bench suites and the generic tests read this table.
+An algorithm is one module ``rlcli/algos/<name>.py`` exposing ``CONFIG`` (its pydantic
+model), ``SUPPORTS`` (the space types it accepts), ``PHASES`` (the timed sub-phases of its
+``learn``), ``METRICS`` (the row keys its ``learn`` reports), ``build(cfg, ctx)`` and
+``build_agent(cfg, ctx)`` (see :mod:`rlcli.algos.context`). Its config model lives in
+:mod:`rlcli.config.algos`, so that reading and checking a config never imports torch; that
+module's ``ALGO_CONFIGS`` is the one list of algorithms, and :data:`ALGORITHMS` is derived from
+it here: adding an algorithm is its module, its config model with one line in that table, and a
+preset. ``validate --build``, the bench suites and the generic tests read :data:`ALGORITHMS`.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
-from rlcli.algos import a2c, ddpg, dqn, ppo, sac, td3
+from gymnasium import spaces
+
+from rlcli.config.algos import ALGO_CONFIGS
+from rlcli.config.errors import single
 
 if TYPE_CHECKING:
     import torch
@@ -22,6 +28,25 @@ if TYPE_CHECKING:
     from torch import nn
 
     from rlcli.timing import Timer
+
+
+class Agent(Protocol):
+    """An algorithm's networks as one module, and the actions evaluation takes with them."""
+
+    def state_dict(self) -> dict: ...
+
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
+                ) -> torch.Tensor:
+        """Evaluation actions for raw observations ([N, *obs] float32), for the env as the algorithm's
+        ``act`` gives them ([N] int64 for Discrete, [N, A] float32 in env units for Box; a Gaussian
+        may leave the bounds, and the caller clips as the collector does).
+
+        ``deterministic`` takes the policy's mode (argmax, the Gaussian's mean, the actor's output);
+        otherwise actions are drawn with ``generator`` from the policy as trained, without any
+        collection schedule: no warm-up, no decaying epsilon, no OU state. Changes no statistics;
+        runs under ``torch.no_grad``.
+        """
+        ...
 
 
 class Algorithm(Protocol):
@@ -34,23 +59,12 @@ class Algorithm(Protocol):
     """
 
     agent: nn.Module
-    """Every network, targets and normalization statistics included: one state_dict covers them."""
+    """Every network, targets and normalization statistics included: one state_dict covers them.
+    An :class:`Agent`: evaluation plays its ``actions``."""
 
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """Actions for raw observations ([N, *obs] float32), with whatever ``learn`` needs stored
         beside them (PPO: ``log_prob``, ``value``, ``input``). Batch size [N]; no statistics change."""
-        ...
-
-    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
-        """Evaluation actions for raw observations ([N, *obs] float32), for the env as ``act`` gives them
-        ([N] int64 for Discrete, [N, A] float32 in env units for Box; a Gaussian may leave the bounds,
-        and the caller clips as the collector does).
-
-        ``deterministic`` takes the policy's mode (argmax, the Gaussian's mean, the actor's output);
-        otherwise actions are drawn with ``generator`` from the policy as trained, without any
-        collection schedule: no warm-up, no decaying epsilon, no OU state. Changes no statistics,
-        counters or generators of the algorithm; runs under ``torch.no_grad``.
-        """
         ...
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
@@ -72,17 +86,28 @@ class Benchable(Protocol):
         """Named loss terms of one minibatch, ``loss/total`` the scalar to minimise."""
         ...
 
-    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
-        """A minibatch of ``size`` as ``learn`` would draw it after receiving ``batch``."""
+    def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """Take in a fresh ``[T, N]`` ``batch`` as ``learn`` would (an off-policy algorithm stores it in
+        its replay, an on-policy one writes its advantages into it), then return a minibatch of
+        ``size`` as ``learn`` would draw it."""
         ...
 
 
-ALGORITHMS = {
-    "ppo": ppo,
-    "a2c": a2c,
-    "dqn": dqn,
-    "sac": sac,
-    "td3": td3,
-    "ddpg": ddpg,
-}
+ALGORITHMS: dict[str, ModuleType] = {name: import_module(f"{__name__}.{name}") for name in ALGO_CONFIGS}
+"""Each algorithm's module, by its config ``name``: ``rlcli.algos.<name>``, derived from the one
+table ``ALGO_CONFIGS``. The names are this package's own, never read from a config file (a config
+can only pick one of them)."""
 
+
+def check_spaces(name: str, env_id: str, observation: spaces.Space, action: spaces.Space,
+                 source: str | None) -> None:
+    """Raise a ConfigError naming the env, the space and what is supported, unless algorithm ``name``'s
+    ``SUPPORTS`` serves both spaces."""
+    supports = ALGORITHMS[name].SUPPORTS
+    for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
+        allowed = supports[role]
+        flat_ok = not isinstance(space, spaces.Box) or len(space.shape) == 1
+        if not isinstance(space, allowed) or not flat_ok:
+            names = ", ".join(f"1-D {c.__name__}" if c is spaces.Box else c.__name__ for c in allowed)
+            raise single(source, f"{env_id} has {role} space {space}, which {name} does not support; "
+                                 f"supported {role} spaces: {names}", path=path)

@@ -3,14 +3,11 @@ critic, an actor update after every critic update and no target smoothing."""
 
 from __future__ import annotations
 
-
 from gymnasium import spaces as gspaces
 
-from rlcli.algos.td3 import METRICS, PHASES, build_deterministic
+from rlcli.algos.td3 import METRICS, PHASES, build, build_agent
 from rlcli.config.algos import DDPGConfig
-
 
 CONFIG = DDPGConfig
 SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
-build = build_deterministic
-__all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "DDPGConfig"]
+__all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "build_agent"]

@@ -4,45 +4,59 @@ n-step returns and optional prioritized replay, on the shared replay buffer."""
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from gymnasium import spaces as gspaces
+from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import DQNConfig
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.optim import GradientStep
-from rlcli.replay import Replay, build_replay, transition_spec
-from rlcli.targets import TargetSchedule
+from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, transition_spec
+from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
-
-if TYPE_CHECKING:
-    # Only a type here.
-    from tensordict import TensorDict
-
-
-CONFIG = DQNConfig
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Discrete,)}
-PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer",
-          "update.priority", "update.target")
-METRICS = ("loss/q", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps", "stats/epsilon",
-           "stats/buffer_size", "optim/lr")
 
 
 class QAgent(nn.Module):
-    """Online and target Q-networks over one observation normalizer."""
+    """Online and target Q-networks over one observation normalizer.
 
-    def __init__(self, obs_norm: ObservationNormalizer, q: nn.Module):
+    ``num_actions`` and ``epsilon_end`` (the exploration rate of stochastic evaluation) are
+    plain attributes, not part of the state_dict.
+    """
+
+    def __init__(self, obs_norm: ObservationNormalizer, q: nn.Module, *, num_actions: int, epsilon_end: float):
         super().__init__()
         self.obs_norm = obs_norm
         self.q = q
         self.target = copy.deepcopy(q).requires_grad_(False)
+        self.num_actions, self.epsilon_end = num_actions, epsilon_end
+
+    @torch.no_grad()
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
+                ) -> torch.Tensor:
+        """Evaluation actions ([N] int64) for raw ``observation`` ([N, *obs]): greedy, or epsilon-greedy
+        at ``epsilon_end`` (the rate training settles at), whatever the collection schedule says."""
+        greedy = self.q(self.obs_norm(observation)).argmax(1)
+        if deterministic:
+            return greedy
+        return epsilon_greedy(greedy, self.epsilon_end, self.num_actions, generator)
+
+
+def epsilon_greedy(greedy: torch.Tensor, epsilon: float, num_actions: int, generator: torch.Generator
+                   ) -> torch.Tensor:
+    """``greedy`` ([N] int64) with each action replaced, with probability ``epsilon``, by a uniform one.
+
+    Draws the uniform actions first, then the coin flips, from ``generator``.
+    """
+    n = greedy.shape[0]
+    uniform = torch.randint(num_actions, (n,), generator=generator, device=greedy.device)
+    explore = torch.rand(n, generator=generator, device=greedy.device) < epsilon
+    return torch.where(explore, uniform, greedy)
 
 
 def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, huber: bool
@@ -81,19 +95,15 @@ class DQN:
     """Epsilon-greedy collection; each batch extends the buffer, then ``utd_ratio`` gradient
     steps per frame once ``learning_starts`` frames are in, and target updates on schedule."""
 
-    def __init__(self, cfg: DQNConfig, *, agent: QAgent, replay: Replay, optim, iterations: int,
-                 total_frames: int, num_actions: int, device: torch.device, seed: int, group=None):
+    def __init__(self, cfg: DQNConfig, ctx: BuildContext, *, agent: QAgent, replay: Replay):
         self.cfg = cfg
         self.agent = agent
+        self.step = ctx.gradient_step(agent.q.parameters())
+        self.learner = ReplayLearner(replay, {"step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed)
         self.replay = replay
-        self.step = GradientStep(optim, agent.q.parameters(), iterations, group)
+        self.ingest_and_sample = replay.ingest_and_sample
         self.target = TargetSchedule(agent.target, agent.q, tau=cfg.tau, interval=cfg.target_update_interval)
-        self.num_actions = num_actions
-        self.device = device
-        self.decay_frames = cfg.exploration_fraction * total_frames
-        # Replay samples are drawn where the storage lives.
-        self.generator = torch.Generator(device=replay.buffer.storage_device)
-        self.generator.manual_seed(seed)
+        self.decay_frames = cfg.exploration_fraction * ctx.collector.frames
         self.updates = 0
         self.epsilon = self._epsilon()
 
@@ -108,29 +118,13 @@ class DQN:
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs])."""
-        from tensordict import TensorDict
-
         n = observation.shape[0]
-        uniform = torch.randint(self.num_actions, (n,), generator=generator, device=observation.device)
         if self.epsilon >= 1.0:
-            action = uniform
+            action = torch.randint(self.agent.num_actions, (n,), generator=generator, device=observation.device)
         else:
             greedy = self.agent.q(self.agent.obs_norm(observation)).argmax(1)
-            explore = torch.rand(n, generator=generator, device=observation.device) < self.epsilon
-            action = torch.where(explore, uniform, greedy)
+            action = epsilon_greedy(greedy, self.epsilon, self.agent.num_actions, generator)
         return TensorDict({keys.ACTION: action}, batch_size=[n])
-
-    @torch.no_grad()
-    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
-        """Evaluation actions ([N] int64) for raw ``observation`` ([N, *obs]): greedy, or epsilon-greedy
-        at ``epsilon_end`` (the rate training settles at), whatever the current schedule says."""
-        greedy = self.agent.q(self.agent.obs_norm(observation)).argmax(1)
-        if deterministic:
-            return greedy
-        n = observation.shape[0]
-        uniform = torch.randint(self.num_actions, (n,), generator=generator, device=observation.device)
-        explore = torch.rand(n, generator=generator, device=observation.device) < self.cfg.epsilon_end
-        return torch.where(explore, uniform, greedy)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
@@ -141,10 +135,7 @@ class DQN:
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
-        cfg = self.cfg
-        stats = {"optim/lr": self.step.lr, "stats/epsilon": self.epsilon}
-        stats |= self.replay.learn(batch, cfg.batch_size, self.generator, self.update, timer)
-        self.step.end_iteration()
+        stats = {"stats/epsilon": self.epsilon} | self.learner.learn(batch, timer, self.update)
         self.epsilon = self._epsilon()
         return stats
 
@@ -155,53 +146,46 @@ class DQN:
             terms = self.loss(sample)
         td_error = terms.pop("td_error")
         self.step(terms["loss/total"], timer)
-        if self.cfg.replay.prioritized:
-            with timer.phase("update.priority"):
-                self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
+        self.replay.prioritize(sample, td_error, timer)
         with timer.phase("update.target"):
             self.target.step()
         self.updates += 1
         return {name: value.detach() for name, value in terms.items()}
 
-    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
-        """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""
-        self.replay.observe(batch)
-        return self.replay.sample(size, generator)
-
     def state_dict(self, *, replay: bool = True) -> dict:
-        return {"step": self.step.state_dict(), "target": self.target.state_dict(),
-                "generator": self.generator.get_state(), "updates": self.updates, "epsilon": self.epsilon,
-                "replay": self.replay.state_dict(storage=replay)}
+        return self.learner.state_dict(replay=replay) | {"target": self.target.state_dict(), "updates": self.updates}
 
     def load_state_dict(self, state: dict) -> None:
-        self.step.load_state_dict(state["step"])
+        self.learner.load_state_dict(state)
         self.target.load_state_dict(state["target"])
-        self.generator.set_state(state["generator"])
-        self.updates, self.epsilon = state["updates"], state["epsilon"]
-        self.replay.load_state_dict(state["replay"])
+        self.updates = state["updates"]
+        # A function of the replay's frame count, restored just above.
+        self.epsilon = self._epsilon()
 
 
-def build(cfg: DQNConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
-          device: torch.device, seed: int, run_folder=None, source: str | None = None,
-          group=None) -> DQN:
-    """DQN with a Q-network sized from ``spaces`` = (observation space, Discrete action space).
+CONFIG = DQNConfig
+SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Discrete,)}
+PHASES = REPLAY_PHASES
+METRICS = ("loss/q", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps", "stats/epsilon",
+           "stats/buffer_size", "optim/lr")
 
-    ``network``, ``env``, ``collector`` and ``optim`` are the run's sections; the Q-network
-    uses ``network.value_sizes``. ``run_folder`` gives the run folder for memmap storage.
+
+def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:
+    """The Q-network (``network.value_sizes``) for ``ctx``'s Discrete actions, its target and the
+    observation statistics, on the device: what evaluation plays."""
+    num_actions = int(ctx.action_space.n)
+    q = mlp(ctx.obs_dim, ctx.network.value_sizes, num_actions, activation=ctx.network.activation,
+            orthogonal=ctx.network.init == "orthogonal", out_gain=1.0)
+    return QAgent(ctx.observation_normalizer(), q, num_actions=num_actions,
+                  epsilon_end=cfg.epsilon_end).to(ctx.device)
+
+
+def build(cfg: DQNConfig, ctx: BuildContext) -> DQN:
+    """DQN for ``ctx``'s spaces: the agent of :func:`build_agent`, its optimizer and replay.
 
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
-    observation_space, action_space = spaces
-    spec = transition_spec(observation_space.shape, ((), torch.int64), n_step=cfg.n_step)
-    obs_dim = int(np.prod(observation_space.shape))
-    num_actions = int(action_space.n)
-    q = mlp(obs_dim, network.value_sizes, num_actions, activation=network.activation,
-            orthogonal=network.init == "orthogonal", out_gain=1.0)
-    obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
-                                     clip=env.clip_observation, group=group)
-    agent = QAgent(obs_norm, q).to(device)
-    replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
-                          device=device, run_folder=run_folder, source=source, group=group)
-    return DQN(cfg, agent=agent, replay=replay, optim=optim, iterations=collector.iterations,
-               total_frames=collector.frames, num_actions=num_actions, device=device, seed=seed, group=group)
+    agent = build_agent(cfg, ctx)
+    spec = transition_spec(ctx.observation_space.shape, ((), torch.int64), n_step=cfg.n_step)
+    return DQN(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm))

@@ -5,37 +5,24 @@ and a high ``utd_ratio`` it is REDQ (Chen et al., 2021)."""
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
+from tensordict import TensorDict
 from gymnasium import spaces as gspaces
+from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target, critic_regression
+from rlcli.advantages import bootstrapped_target
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import SACConfig
-from rlcli.exploration import uniform_actions
 from rlcli.models.actors import SquashedGaussianActor
-from rlcli.models.ensemble import QEnsemble
+from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.optim import GradientStep
-from rlcli.replay import Replay, build_replay, transition_spec
-from rlcli.targets import TargetSchedule
+from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, transition_spec
+from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
-
-if TYPE_CHECKING:
-    # Only a type here.
-    from tensordict import TensorDict
-
-
-CONFIG = SACConfig
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
-PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer",
-          "update.priority", "update.target")
-METRICS = ("loss/critic", "loss/actor", "loss/alpha", "loss/total", "stats/q_mean", "stats/entropy",
-           "stats/alpha", "stats/td_abs", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
 
 
 class SACAgent(nn.Module):
@@ -49,6 +36,14 @@ class SACAgent(nn.Module):
         self.critic = critic
         self.critic_target = copy.deepcopy(critic).requires_grad_(False)
         self.log_alpha = nn.Parameter(torch.tensor(float(np.log(alpha))))
+
+    @torch.no_grad()
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
+                ) -> torch.Tensor:
+        """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the squashed
+        mean, or a squashed sample (never the warm-up's uniform actions)."""
+        action, _ = self.actor(self.obs_norm(observation), generator, deterministic=deterministic)
+        return action
 
 
 def critic_targets(q_next: torch.Tensor, subset: torch.Tensor | None) -> torch.Tensor:
@@ -98,53 +93,38 @@ class SAC:
     then ``utd_ratio`` critic steps per frame, an actor and temperature step every
     ``policy_delay`` of them, and Polyak updates of the target critics."""
 
-    def __init__(self, cfg: SACConfig, *, agent: SACAgent, replay: Replay, optim, iterations: int,
-                 action_space: gspaces.Box, device: torch.device, seed: int, group=None):
+    def __init__(self, cfg: SACConfig, ctx: BuildContext, *, agent: SACAgent, replay: Replay):
         self.cfg = cfg
         self.agent = agent
         self.replay = replay
-        self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations, group)
+        self.ingest_and_sample = replay.ingest_and_sample
+        self.critic_step = ctx.gradient_step(agent.critic.parameters())
         # The actor and temperature losses touch disjoint parameters (alpha is detached in the
         # actor's loss), so one backward of their sum and one optimizer serve both.
         tuned = [agent.log_alpha] if cfg.autotune_alpha else []
-        self.actor_step = GradientStep(optim, [*agent.actor.parameters(), *tuned], iterations, group)
+        self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned])
+        self.learner = ReplayLearner(replay, {"critic_step": self.critic_step, "actor_step": self.actor_step},
+                                     batch_size=cfg.batch_size, seed=ctx.seed)
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau,
                                      interval=cfg.target_update_interval)
         self.target_entropy = (float(cfg.target_entropy) if cfg.target_entropy is not None
-                               else -float(np.prod(action_space.shape)))
-        self.low = torch.as_tensor(action_space.low, dtype=torch.float32, device=device)
-        self.high = torch.as_tensor(action_space.high, dtype=torch.float32, device=device)
-        self.device = device
-        self.generator = torch.Generator(device=replay.buffer.storage_device)
-        self.generator.manual_seed(seed)
+                               else -float(ctx.act_dim))
+        self.bounds = ctx.action_bounds()
+        self.device = ctx.device
         # Actions and target noise are drawn on the training device.
-        self.noise_generator = torch.Generator(device=device)
-        self.noise_generator.manual_seed(seed + 1)
+        self.noise_generator = torch.Generator(device=ctx.device)
+        self.noise_generator.manual_seed(ctx.seed + 1)
         self.updates = 0
 
     @property
     def alpha(self) -> torch.Tensor:
         return self.agent.log_alpha.detach().exp()
 
-    @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action`` [N, A] in the Box bounds for raw ``observation`` [N, obs]: uniform in the bounds
         during the warm-up, then sampled from the squashed Gaussian."""
-        from tensordict import TensorDict
-
-        n = observation.shape[0]
-        if not self.replay.learning:
-            action = uniform_actions(self.low, self.high, n, generator)
-        else:
-            action, _ = self.agent.actor(self.agent.obs_norm(observation), generator)
-        return TensorDict({keys.ACTION: action}, batch_size=[n])
-
-    @torch.no_grad()
-    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
-        """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the squashed
-        mean, or a squashed sample (never the warm-up's uniform actions)."""
-        action, _ = self.agent.actor(self.agent.obs_norm(observation), generator, deterministic=deterministic)
-        return action
+        return self.learner.act(observation, generator, self.bounds,
+                                lambda obs: self.agent.actor(self.agent.obs_norm(obs), generator)[0])
 
     def _subset(self) -> torch.Tensor | None:
         cfg = self.cfg
@@ -179,11 +159,7 @@ class SAC:
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
-        cfg = self.cfg
-        stats = {"optim/lr": self.critic_step.lr}
-        stats |= self.replay.learn(batch, cfg.batch_size, self.generator, self.update, timer)
-        self.critic_step.end_iteration()
-        self.actor_step.end_iteration()
+        stats = self.learner.learn(batch, timer, self.update)
         if "loss/critic" in stats:
             stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0) + stats.get("loss/alpha", 0.0)
         stats["stats/alpha"] = float(self.alpha)
@@ -201,9 +177,7 @@ class SAC:
                                     subset=self._subset())
         td_error = terms.pop("td_error")
         self.critic_step(terms["loss/critic"], timer)
-        if cfg.replay.prioritized:
-            with timer.phase("update.priority"):
-                self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
+        self.replay.prioritize(sample, td_error, timer)
         self.updates += 1
         if actor_due:
             # The actor's sample was drawn before the critic step; the actor has not moved since,
@@ -217,53 +191,45 @@ class SAC:
             self.target.step()
         return {name: value.detach() for name, value in terms.items()}
 
-    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
-        """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""
-        self.replay.observe(batch)
-        return self.replay.sample(size, generator)
-
     def state_dict(self, *, replay: bool = True) -> dict:
-        return {
-            "critic_step": self.critic_step.state_dict(), "actor_step": self.actor_step.state_dict(),
-            "target": self.target.state_dict(),
-            "generator": self.generator.get_state(), "noise_generator": self.noise_generator.get_state(),
-            "updates": self.updates, "replay": self.replay.state_dict(storage=replay),
-        }
+        return self.learner.state_dict(replay=replay) | {
+            "target": self.target.state_dict(), "noise_generator": self.noise_generator.get_state(),
+            "updates": self.updates}
 
     def load_state_dict(self, state: dict) -> None:
-        self.critic_step.load_state_dict(state["critic_step"])
-        self.actor_step.load_state_dict(state["actor_step"])
+        self.learner.load_state_dict(state)
         self.target.load_state_dict(state["target"])
-        self.generator.set_state(state["generator"])
         self.noise_generator.set_state(state["noise_generator"])
         self.updates = state["updates"]
-        self.replay.load_state_dict(state["replay"])
 
 
-def build(cfg: SACConfig, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
-          device: torch.device, seed: int, run_folder=None, source: str | None = None,
-          group=None) -> SAC:
-    """SAC sized from ``spaces`` = (observation space, Box action space).
+CONFIG = SACConfig
+SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
+PHASES = REPLAY_PHASES
+METRICS = ("loss/critic", "loss/actor", "loss/alpha", "loss/total", "stats/q_mean", "stats/entropy",
+           "stats/alpha", "stats/td_abs", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
 
-    The actor takes ``network.policy_hidden_sizes``, each critic ``network.value_hidden_sizes``
-    (both default to ``hidden_sizes``); ``run_folder`` gives the run folder for memmap storage.
+
+def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:
+    """The squashed-Gaussian actor (``network.policy_sizes``), the critic ensemble (``value_sizes``
+    each), its target, the temperature and the observation statistics, on the device."""
+    network = ctx.network
+    actor = SquashedGaussianActor(
+        mlp(ctx.obs_dim, network.policy_sizes, 2 * ctx.act_dim, activation=network.activation,
+            orthogonal=network.init == "orthogonal", out_gain=0.01),
+        ctx.action_space)
+    critic = QEnsemble(cfg.num_critics, ctx.obs_dim, ctx.act_dim, network.value_sizes, activation=network.activation)
+    return SACAgent(ctx.observation_normalizer(), actor, critic, cfg.alpha).to(ctx.device)
+
+
+def build(cfg: SACConfig, ctx: BuildContext) -> SAC:
+    """SAC for ``ctx``'s spaces (a Box action space): the agent of :func:`build_agent`, its
+    optimizers and replay.
 
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
-    observation_space, action_space = spaces
-    act_dim = int(np.prod(action_space.shape))
-    obs_dim = int(np.prod(observation_space.shape))
-    spec = transition_spec(observation_space.shape, (tuple(action_space.shape), torch.float32), n_step=cfg.n_step)
-    actor = SquashedGaussianActor(
-        mlp(obs_dim, network.policy_sizes, 2 * act_dim, activation=network.activation,
-            orthogonal=network.init == "orthogonal", out_gain=0.01),
-        action_space)
-    critic = QEnsemble(cfg.num_critics, obs_dim, act_dim, network.value_sizes, activation=network.activation)
-    obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
-                                     clip=env.clip_observation, group=group)
-    agent = SACAgent(obs_norm, actor, critic, cfg.alpha).to(device)
-    replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
-                          device=device, run_folder=run_folder, source=source, group=group)
-    return SAC(cfg, agent=agent, replay=replay, optim=optim, iterations=collector.iterations,
-               action_space=action_space, device=device, seed=seed, group=group)
+    agent = build_agent(cfg, ctx)
+    spec = transition_spec(ctx.observation_space.shape, (tuple(ctx.action_space.shape), torch.float32),
+                           n_step=cfg.n_step)
+    return SAC(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm))

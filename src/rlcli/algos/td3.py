@@ -4,49 +4,58 @@ on a batched ensemble, target policy smoothing, and delayed actor and target upd
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 from gymnasium import spaces as gspaces
+from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target, critic_regression
+from rlcli.advantages import bootstrapped_target
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import TD3Config
-from rlcli.exploration import ActionNoise, uniform_actions
+from rlcli.exploration import ActionBounds, ActionNoise
 from rlcli.models.actors import DeterministicActor
-from rlcli.models.ensemble import QEnsemble
+from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.optim import GradientStep
-from rlcli.replay import Replay, build_replay, transition_spec
-from rlcli.targets import TargetSchedule
+from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, transition_spec
+from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
-
-if TYPE_CHECKING:
-    # Only a type here.
-    from tensordict import TensorDict
-
-
-CONFIG = TD3Config
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
-PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer",
-          "update.priority", "update.target")
-METRICS = ("loss/critic", "loss/actor", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps",
-           "stats/buffer_size", "optim/lr")
 
 
 class DeterministicAgent(nn.Module):
-    """Actor, critics and their targets over one observation normalizer."""
+    """Actor, critics and their targets over one observation normalizer.
 
-    def __init__(self, obs_norm: ObservationNormalizer, actor: DeterministicActor, critic: QEnsemble):
+    ``bounds`` (on the device) and ``noise_scale`` (the Gaussian noise of stochastic evaluation,
+    in half-ranges) are plain attributes, not part of the state_dict.
+    """
+
+    def __init__(self, obs_norm: ObservationNormalizer, actor: DeterministicActor, critic: QEnsemble, *,
+                 bounds: ActionBounds, noise_scale: float):
         super().__init__()
         self.obs_norm = obs_norm
         self.actor = actor
         self.critic = critic
         self.actor_target = copy.deepcopy(actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(critic).requires_grad_(False)
+        self.bounds, self.noise_scale = bounds, noise_scale
+
+    @torch.no_grad()
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
+                ) -> torch.Tensor:
+        """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the actor's, plus
+        Gaussian noise of ``noise_scale`` when stochastic.
+
+        Gaussian even for OU-noise configs: the OU state belongs to the collection envs, and
+        evaluation must neither read nor advance it.
+        """
+        action = self.actor(self.obs_norm(observation))
+        if deterministic:
+            return action
+        low, high = self.bounds.low, self.bounds.high
+        draw = torch.randn(action.shape, generator=generator, device=action.device, dtype=action.dtype)
+        return self.bounds.clip(action + self.noise_scale * draw * (high - low) / 2)
 
 
 def td3_critic_loss(agent: DeterministicAgent, batch: TensorDict, *, gamma: float, target_noise: float,
@@ -85,59 +94,34 @@ class TD3:
     actor step and Polyak updates of both targets. DDPG is this with one critic, no delay and
     no target smoothing."""
 
-    def __init__(self, cfg, *, agent: DeterministicAgent, replay: Replay, noise: ActionNoise, optim,
-                 iterations: int, action_space: gspaces.Box, device: torch.device, seed: int, group=None):
+    def __init__(self, cfg, ctx: BuildContext, *, agent: DeterministicAgent, replay: Replay, noise: ActionNoise):
         self.cfg = cfg
         self.agent = agent
         self.replay = replay
+        self.ingest_and_sample = replay.ingest_and_sample
         self.noise = noise
-        self.critic_step = GradientStep(optim, agent.critic.parameters(), iterations, group)
-        self.actor_step = GradientStep(optim, agent.actor.parameters(), iterations, group)
+        self.critic_step = ctx.gradient_step(agent.critic.parameters())
+        self.actor_step = ctx.gradient_step(agent.actor.parameters())
+        self.learner = ReplayLearner(replay, {"critic_step": self.critic_step, "actor_step": self.actor_step},
+                                     batch_size=cfg.batch_size, seed=ctx.seed)
         # Both targets move together, right after each (delayed) actor step.
         self.critic_target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
         self.actor_target = TargetSchedule(agent.actor_target, agent.actor, tau=cfg.tau, interval=1)
-        self.low = torch.as_tensor(action_space.low, dtype=torch.float32, device=device)
-        self.high = torch.as_tensor(action_space.high, dtype=torch.float32, device=device)
-        self.device = device
-        self.generator = torch.Generator(device=replay.buffer.storage_device)
-        self.generator.manual_seed(seed)
-        self.noise_generator = torch.Generator(device=device)
-        self.noise_generator.manual_seed(seed + 1)
+        self.bounds = agent.bounds
+        self.noise_generator = torch.Generator(device=ctx.device)
+        self.noise_generator.manual_seed(ctx.seed + 1)
         self.updates = 0
 
-    @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
-        """``action`` [N, A] in the Box bounds: uniform during the warm-up, then the actor's plus noise."""
-        from tensordict import TensorDict
-
-        n = observation.shape[0]
-        if not self.replay.learning:
-            action = uniform_actions(self.low, self.high, n, generator)
-        else:
-            action = self.noise(self.agent.actor(self.agent.obs_norm(observation)), generator)
-            # Stored as executed: the critic learns the value of the clipped action.
-            action = torch.minimum(torch.maximum(action, self.low), self.high)
-        return TensorDict({keys.ACTION: action}, batch_size=[n])
-
-    @torch.no_grad()
-    def policy(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
-        """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the actor's, plus
-        Gaussian noise of ``noise_scale`` when stochastic.
-
-        Gaussian even for OU-noise configs: the OU state belongs to the collection envs, and
-        evaluation must neither read nor advance it.
-        """
-        action = self.agent.actor(self.agent.obs_norm(observation))
-        if deterministic:
-            return action
-        draw = torch.randn(action.shape, generator=generator, device=action.device, dtype=action.dtype)
-        action = action + self.cfg.noise_scale * draw * (self.high - self.low) / 2
-        return torch.minimum(torch.maximum(action, self.low), self.high)
+        """``action`` [N, A] in the Box bounds: uniform during the warm-up, then the actor's plus noise,
+        clipped (stored as executed: the critic learns the value of the clipped action)."""
+        return self.learner.act(observation, generator, self.bounds, lambda obs: self.bounds.clip(
+            self.noise(self.agent.actor(self.agent.obs_norm(obs)), generator)))
 
     def _critic_terms(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         cfg = self.cfg
         return td3_critic_loss(self.agent, batch, gamma=cfg.gamma, target_noise=cfg.target_noise,
-                               noise_clip=cfg.target_noise_clip, low=self.low, high=self.high,
+                               noise_clip=cfg.target_noise_clip, low=self.bounds.low, high=self.bounds.high,
                                generator=self.noise_generator)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
@@ -148,11 +132,7 @@ class TD3:
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
-        cfg = self.cfg
-        stats = {"optim/lr": self.critic_step.lr}
-        stats |= self.replay.learn(batch, cfg.batch_size, self.generator, self.update, timer)
-        self.critic_step.end_iteration()
-        self.actor_step.end_iteration()
+        stats = self.learner.learn(batch, timer, self.update)
         if "loss/critic" in stats:
             stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0)
         return stats
@@ -165,9 +145,7 @@ class TD3:
             terms = self._critic_terms(sample)
         td_error = terms.pop("td_error")
         self.critic_step(terms["loss/critic"], timer)
-        if cfg.replay.prioritized:
-            with timer.phase("update.priority"):
-                self.replay.buffer.update_priorities(sample[keys.INDEX], td_error)
+        self.replay.prioritize(sample, td_error, timer)
         self.updates += 1
         if self.updates % cfg.policy_delay == 0:
             with timer.phase("update.forward"):
@@ -178,59 +156,51 @@ class TD3:
                 self.actor_target.step()
         return {name: value.detach() for name, value in terms.items()}
 
-    def minibatch(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
-        """Store ``batch`` and sample ``size`` transitions from the buffer, normalized."""
-        self.replay.observe(batch)
-        return self.replay.sample(size, generator)
-
     def state_dict(self, *, replay: bool = True) -> dict:
-        return {
-            "critic_step": self.critic_step.state_dict(), "actor_step": self.actor_step.state_dict(),
-            "generator": self.generator.get_state(), "noise_generator": self.noise_generator.get_state(),
-            "updates": self.updates, "replay": self.replay.state_dict(storage=replay), "noise": self.noise.state_dict(),
-        }
+        return self.learner.state_dict(replay=replay) | {
+            "noise_generator": self.noise_generator.get_state(), "updates": self.updates,
+            "noise": self.noise.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.critic_step.load_state_dict(state["critic_step"])
-        self.actor_step.load_state_dict(state["actor_step"])
-        self.generator.set_state(state["generator"])
+        self.learner.load_state_dict(state)
         self.noise_generator.set_state(state["noise_generator"])
         self.updates = state["updates"]
-        self.replay.load_state_dict(state["replay"])
         self.noise.load_state_dict(state["noise"])
 
 
-def build_deterministic(cfg, *, spaces: tuple[gspaces.Space, gspaces.Space], network, env, collector, optim,
-                        device: torch.device, seed: int, run_folder=None, source: str | None = None,
-                        group=None) -> TD3:
-    """TD3 (or DDPG, for a config that says so) sized from ``spaces`` = (observation, Box action).
+CONFIG = TD3Config
+SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
+PHASES = REPLAY_PHASES
+METRICS = ("loss/critic", "loss/actor", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps",
+           "stats/buffer_size", "optim/lr")
+
+
+def build_agent(cfg, ctx: BuildContext) -> DeterministicAgent:
+    """TD3's (or DDPG's) deterministic actor (``network.policy_sizes``), ``num_critics`` critics
+    (``value_sizes`` each), their targets and the observation statistics, on the device."""
+    network = ctx.network
+    actor = DeterministicActor(
+        mlp(ctx.obs_dim, network.policy_sizes, ctx.act_dim, activation=network.activation,
+            orthogonal=network.init == "orthogonal", out_gain=0.01),
+        ctx.action_space)
+    critic = QEnsemble(cfg.num_critics, ctx.obs_dim, ctx.act_dim, network.value_sizes, activation=network.activation)
+    return DeterministicAgent(ctx.observation_normalizer(), actor, critic, bounds=ctx.action_bounds(),
+                              noise_scale=cfg.noise_scale).to(ctx.device)
+
+
+def build(cfg, ctx: BuildContext) -> TD3:
+    """TD3 (or DDPG, for a config that says so) for ``ctx``'s spaces (a Box action space): the agent
+    of :func:`build_agent`, its optimizers, exploration noise and replay.
 
     Reads ``num_critics``, ``policy_delay``, ``target_noise``, ``target_noise_clip``, ``noise``,
-    ``noise_scale`` and ``ou_theta`` from ``cfg``, besides the replay settings. The actor takes
-    ``network.policy_hidden_sizes``, each critic ``network.value_hidden_sizes``.
+    ``noise_scale`` and ``ou_theta`` from ``cfg``, besides the replay settings.
 
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
-    observation_space, action_space = spaces
-    act_dim = int(np.prod(action_space.shape))
-    obs_dim = int(np.prod(observation_space.shape))
-    spec = transition_spec(observation_space.shape, (tuple(action_space.shape), torch.float32), n_step=cfg.n_step)
-    actor = DeterministicActor(
-        mlp(obs_dim, network.policy_sizes, act_dim, activation=network.activation,
-            orthogonal=network.init == "orthogonal", out_gain=0.01),
-        action_space)
-    critic = QEnsemble(cfg.num_critics, obs_dim, act_dim, network.value_sizes, activation=network.activation)
-    obs_norm = ObservationNormalizer(observation_space.shape, enabled=env.normalize_observation,
-                                     clip=env.clip_observation, group=group)
-    agent = DeterministicAgent(obs_norm, actor, critic).to(device)
-    noise = ActionNoise(cfg.noise, scale=cfg.noise_scale, num_envs=env.num_envs, theta=cfg.ou_theta,
-                        half_range=torch.as_tensor((action_space.high - action_space.low) / 2,
-                                                   dtype=torch.float32)).to(device)
-    replay = build_replay(cfg, spec, agent.obs_norm, num_envs=env.num_envs, normalize_reward=env.normalize_reward,
-                          device=device, run_folder=run_folder, source=source, group=group)
-    return TD3(cfg, agent=agent, replay=replay, noise=noise, optim=optim, iterations=collector.iterations,
-               action_space=action_space, device=device, seed=seed, group=group)
-
-
-build = build_deterministic
+    agent = build_agent(cfg, ctx)
+    space = ctx.action_space
+    noise = ActionNoise(cfg.noise, scale=cfg.noise_scale, num_envs=ctx.env.num_envs, theta=cfg.ou_theta,
+                        half_range=torch.as_tensor((space.high - space.low) / 2, dtype=torch.float32)).to(ctx.device)
+    spec = transition_spec(ctx.observation_space.shape, (tuple(space.shape), torch.float32), n_step=cfg.n_step)
+    return TD3(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm), noise=noise)

@@ -164,7 +164,7 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
         algo, batch = _first_batch(cfg)
         generator = torch.Generator(device=batch.device).manual_seed(0)
         for size in (256, 4096):
-            minibatch = algo.minibatch(batch.clone(), size, generator)
+            minibatch = algo.ingest_and_sample(batch.clone(), size, generator)
             _loss_cases(cases, ratios, opts, algo_name, cfg, algo, minibatch)
     return cases, ratios
 
@@ -234,7 +234,8 @@ def random_transitions(shape: tuple[int, ...], generator: torch.Generator) -> Te
 def buffer_suite(opts: BenchOptions) -> SuiteOutput:
     """Replay extend, uniform and prioritized sampling and priority updates at capacity 1M,
     beside a bare-torch floor (``torch.randint`` + ``index_select`` per key) on the same storage."""
-    from rlcli.buffers import ReplayBuffer, ReplayConfig
+    from rlcli.config.algos import ReplayConfig
+    from rlcli.replay.storage import ReplayBuffer
 
     capacity, size = 1_000_000, 256
     generator = torch.Generator().manual_seed(0)
@@ -277,7 +278,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     """SAC's whole gradient step (batch 256, 256x256 networks, twin critics, actor, temperature,
     target update) beside a bare-torch floor, and critic ensembles of E = 2 and 10 (and a Python
     loop over 10 separate critics), forward and backward at batch 256."""
-    from rlcli.models.ensemble import QEnsemble
+    from rlcli.models.critics import QEnsemble
 
     cfg = load_config("sac_pendulum", [f'run.device="{opts.device}"', "timing.enabled=false",
                                        "network.hidden_sizes=[256,256]", "algo.learning_starts=0"])

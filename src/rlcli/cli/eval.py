@@ -14,7 +14,7 @@ from rlcli.cli.render import ENV_PACKAGE_HELP, user_errors
 from rlcli.console import console
 
 if TYPE_CHECKING:
-    from rlcli.evaluation import EvalReport
+    from rlcli.playback import EvalReport
 
 
 def eval_(
@@ -38,7 +38,7 @@ def eval_(
     """Evaluate a trained policy with its saved normalization; the run folder is left unchanged."""
     with user_errors():
         # Imported only now: --help and a bad flag stay free of torch.
-        from rlcli.evaluation import evaluate_run
+        from rlcli.playback import evaluate_run
 
         report = evaluate_run(path, episodes=episodes, deterministic=deterministic, seed=seed, video=video,
                               device=device, env_packages=env_package or [])

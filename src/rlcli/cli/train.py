@@ -14,7 +14,8 @@ from rich.table import Table
 from rlcli.cli import EXIT_INTERRUPTED
 from rlcli.cli.render import ENV_PACKAGE_HELP, EXIT_BAD_INPUT, SET_HELP, user_errors
 from rlcli.config.errors import InputError
-from rlcli.config.load import Override, find_preset, load_config, run_config_file
+from rlcli.config.load import Override, load_config
+from rlcli.config.presets import find_preset, run_config_file
 from rlcli.console import console, err_console
 from rlcli.envs import check_run_packages, import_env_packages
 from rlcli.seed_runs import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds

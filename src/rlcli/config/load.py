@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 from rlcli.config.errors import ConfigError, single
 from rlcli.config.messages import issue_at, issues_of, key_lines
-# run_config_file is not used here: cli/train.py and trainer/resume.py import it from here.
-from rlcli.config.presets import display_path, find_preset, run_config_file  # noqa: F401
+from rlcli.config.presets import display_path, find_preset
 
 if sys.version_info >= (3, 11):
     import tomllib

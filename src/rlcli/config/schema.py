@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from rlcli.config.algos import AlgoConfig
 from rlcli.config.model import SECTION, cross_field_error
 # Re-exported: cli/train.py and tests/test_distributed.py import them from here.
-from rlcli.config.ranks import rank_config, rank_problems  # noqa: F401
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:[0-9]+)?)$")

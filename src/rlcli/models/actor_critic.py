@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
@@ -17,6 +16,8 @@ from rlcli.normalization import ObservationNormalizer
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
+
+    from rlcli.algos.context import BuildContext
 
 
 class ActorCritic(nn.Module):
@@ -57,29 +58,19 @@ class ActorCritic(nn.Module):
         return self.policy.log_prob(dist, action), self.policy.entropy(dist), self.value(obs)
 
 
-def build_actor_critic(network, env, observation_space: spaces.Box, action_space: spaces.Space, *,
-                       group=None) -> ActorCritic:
-    """Networks sized from the env's spaces and shaped by ``network`` (a NetworkConfig).
-
-    Args:
-        network: the ``[network]`` section.
-        env: the ``[env]`` section (for the normalization flags).
-        group: the ranks whose observations the normalization statistics take in.
-    """
-    obs_dim = int(np.prod(observation_space.shape))
+def build_actor_critic(ctx: BuildContext) -> ActorCritic:
+    """Networks sized from ``ctx``'s spaces and shaped by its ``network`` section; observations
+    normalized as its ``env`` section asks, with statistics pooled over its ranks."""
+    network, action_space, obs_dim = ctx.network, ctx.action_space, ctx.obs_dim
     orthogonal = network.init == "orthogonal"
     if isinstance(action_space, spaces.Discrete):
         net = mlp(obs_dim, network.policy_sizes, int(action_space.n),
                   activation=network.activation, orthogonal=orthogonal, out_gain=0.01)
         policy: nn.Module = CategoricalHead(net)
     else:
-        act_dim = int(np.prod(action_space.shape))
-        net = mlp(obs_dim, network.policy_sizes, act_dim,
+        net = mlp(obs_dim, network.policy_sizes, ctx.act_dim,
                   activation=network.activation, orthogonal=orthogonal, out_gain=0.01)
         policy = GaussianHead(net, action_space, network.log_std_init)
     value = ValueCritic(mlp(obs_dim, network.value_sizes, 1,
                             activation=network.activation, orthogonal=orthogonal, out_gain=1.0))
-    obs_norm = ObservationNormalizer(
-        observation_space.shape, enabled=env.normalize_observation, clip=env.clip_observation, group=group
-    )
-    return ActorCritic(obs_norm, policy, value)
+    return ActorCritic(ctx.observation_normalizer(), policy, value)

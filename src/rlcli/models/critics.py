@@ -1,9 +1,20 @@
-"""State-value critics."""
+"""Critics: state values V(s), ensembles of action values Q(s, a), and the regression of an
+ensemble onto TD targets."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
+
+from rlcli import keys
+from rlcli.models.ensemble import EnsembleMLP
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
 
 
 class ValueCritic(nn.Module):
@@ -15,3 +26,50 @@ class ValueCritic(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(obs).squeeze(-1)
+
+
+class QEnsemble(nn.Module):
+    """E critics Q(s, a), each an MLP over the concatenated observation and action."""
+
+    def __init__(self, members: int, obs_dim: int, act_dim: int, hidden_sizes: Sequence[int], *, activation: str):
+        super().__init__()
+        self.net = EnsembleMLP(members, obs_dim + act_dim, hidden_sizes, 1, activation=activation)
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Evaluate without gradients into the critics' own weights (an actor's loss), while
+        gradients still flow through the inputs."""
+        # Walked once: a module walk per step costs more than the step's small kernels.
+        if not hasattr(self, "_params"):
+            self._params = list(self.parameters())
+        params = [p for p in self._params if p.requires_grad]
+        for param in params:
+            param.requires_grad_(False)
+        try:
+            yield
+        finally:
+            for param in params:
+                param.requires_grad_(True)
+
+    @property
+    def members(self) -> int:
+        return self.net.members
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """Q-values [E, B] of ``obs`` [B, obs_dim] and ``action`` [B, act_dim] under every member."""
+        return self.net(torch.cat([obs, action], -1)).squeeze(-1)
+
+
+def critic_regression(q: torch.Tensor, target: torch.Tensor, batch: TensorDict) -> dict[str, torch.Tensor]:
+    """``0.5 * sum_e mean_b w_b (Q_e - y)^2`` for a critic ensemble ``q`` [E, B] and targets [B].
+
+    Reads ``weight`` [B] (importance weights) when present. Returns ``loss/critic``,
+    ``stats/q_mean``, ``stats/td_abs`` and ``td_error`` ([B], detached, the mean |TD| over
+    critics, for priorities).
+    """
+    td = q - target
+    weight = batch.get(keys.WEIGHT, None)
+    per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
+    distance = td.detach().abs()
+    return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
+            "stats/td_abs": distance.mean(), "td_error": distance.mean(0)}

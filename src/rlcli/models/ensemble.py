@@ -8,8 +8,7 @@ over E separate MLPs would pay E kernel launches and E autograd nodes per layer.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -60,35 +59,3 @@ class EnsembleMLP(nn.Module):
         if x.dim() == 2:
             x = x.unsqueeze(0).expand(self.members, *x.shape)
         return self.layers(x)
-
-
-class QEnsemble(nn.Module):
-    """E critics Q(s, a), each an MLP over the concatenated observation and action."""
-
-    def __init__(self, members: int, obs_dim: int, act_dim: int, hidden_sizes: Sequence[int], *, activation: str):
-        super().__init__()
-        self.net = EnsembleMLP(members, obs_dim + act_dim, hidden_sizes, 1, activation=activation)
-
-    @contextmanager
-    def frozen(self) -> Iterator[None]:
-        """Evaluate without gradients into the critics' own weights (an actor's loss), while
-        gradients still flow through the inputs."""
-        # Walked once: a module walk per step costs more than the step's small kernels.
-        if not hasattr(self, "_params"):
-            self._params = list(self.parameters())
-        params = [p for p in self._params if p.requires_grad]
-        for param in params:
-            param.requires_grad_(False)
-        try:
-            yield
-        finally:
-            for param in params:
-                param.requires_grad_(True)
-
-    @property
-    def members(self) -> int:
-        return self.net.members
-
-    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Q-values [E, B] of ``obs`` [B, obs_dim] and ``action`` [B, act_dim] under every member."""
-        return self.net(torch.cat([obs, action], -1)).squeeze(-1)

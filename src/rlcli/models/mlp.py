@@ -47,22 +47,3 @@ def _linear(fan_in: int, fan_out: int, orthogonal: bool, gain: float) -> nn.Line
         nn.init.orthogonal_(layer.weight, gain)
         nn.init.zeros_(layer.bias)
     return layer
-
-
-def compile_networks(agent: nn.Module, mode: str) -> int:
-    """Compile every network of ``agent`` in place with ``torch.compile(mode=mode)``; returns how many.
-
-    The networks are the MLPs (and ensembles of them) that acting, the losses and the targets
-    call: each ``nn.Sequential`` and ensemble MLP, not the modules around them, whose
-    distributions and statistics would break the graph. Compiling in place keeps every
-    ``state_dict`` key, so checkpoints of compiled and eager runs are the same files.
-    """
-    from rlcli.models.ensemble import EnsembleMLP
-
-    count = 0
-    for module in agent.modules():
-        if isinstance(module, (nn.Sequential, EnsembleMLP)):
-            # The forward, overridden on the instance: acting, losses and their backward all call it.
-            module.forward = torch.compile(module.forward, mode=None if mode == "default" else mode, dynamic=False)
-            count += 1
-    return count

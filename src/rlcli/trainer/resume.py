@@ -33,7 +33,8 @@ def restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
     ``run`` (weights, optimizers, replay, envs, generators); returns the folder's lock and the
     checkpoint. Writes nothing.
     """
-    from rlcli.config.load import load_config, run_config_file
+    from rlcli.config.load import load_config
+    from rlcli.config.presets import run_config_file
 
     what = f"run folder {run_dir}"
     saved = load_config(run_config_file(run_dir))

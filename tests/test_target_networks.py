@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from rlcli.targets import TargetSchedule, hard_update, soft_update
+from rlcli.target_networks import TargetSchedule, hard_update, soft_update
 
 
 def linear(weight: list[list[float]], bias: list[float]) -> nn.Linear:

@@ -1,4 +1,4 @@
-"""What every replay-based algorithm shares: folding collected batches into statistics and the
+"""The replay every off-policy algorithm feeds: folding collected batches into statistics and the
 buffer (as n-step windows), sampling normalized minibatches, and the update-to-data schedule."""
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import torch
 
 from rlcli import keys
 from rlcli.advantages import n_step_returns
-from rlcli.buffers import ReplayBuffer, Spec, check_storage
 from rlcli.normalization import ObservationNormalizer, RewardScaler
+from rlcli.replay.storage import ReplayBuffer, Spec, check_storage
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
+
+    from rlcli.algos.context import BuildContext
 
     from rlcli.timing import Timer
 
@@ -36,29 +38,29 @@ def transition_spec(obs_shape: tuple[int, ...], action: tuple[tuple[int, ...], t
     return spec
 
 
-def build_replay(cfg, spec: Spec, obs_norm: ObservationNormalizer, *, num_envs: int, normalize_reward: bool,
-                 device: torch.device, run_folder: Callable[[], Path] | None = None,
-                 source: str | None = None, group=None) -> Replay:
+def build_replay(cfg, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormalizer) -> Replay:
     """The :class:`Replay` of an off-policy algorithm config ``cfg``, whose storage is checked first.
 
-    Reads ``cfg.replay``, ``gamma``, ``n_step``, ``learning_starts`` and ``utd_ratio``. Memmap
-    files go to ``replay.directory`` (``rank-R/`` inside it for rank R > 0 of a data-parallel run),
-    else to ``replay/`` in the run folder.
+    Reads ``cfg.replay``, ``gamma``, ``n_step``, ``learning_starts`` and ``utd_ratio``, and of
+    ``ctx`` the env count, reward normalization, device, run folder and ranks. Memmap files go to
+    ``replay.directory`` (``rank-R/`` inside it for rank R > 0 of a data-parallel run), else to
+    ``replay/`` in the run folder.
 
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
-    replay = cfg.replay
+    replay, group, device, run_folder = cfg.replay, ctx.group, ctx.device, ctx.run_folder
     directory = Path(replay.directory).expanduser() if replay.directory else None
     rank = group.rank if group is not None else 0
     if directory is not None and rank > 0:
         # Every rank keeps a buffer of its own: ranks other than 0 in a folder each inside the given one.
         directory = directory / f"rank-{rank}"
         replay = replay.model_copy(update={"directory": str(directory)})
-    check_storage(replay, spec, device, directory, source=source)
+    check_storage(replay, spec, device, directory, source=ctx.source)
     default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
     buffer = ReplayBuffer(replay, spec, device=device, directory=default_folder)
-    reward_scaler = RewardScaler(num_envs, gamma=cfg.gamma, enabled=normalize_reward, group=group).to(device)
+    reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
+                                 group=group).to(device)
     return Replay(buffer, obs_norm, reward_scaler, gamma=cfg.gamma, n_step=cfg.n_step,
                   learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device)
 
@@ -148,6 +150,18 @@ class Replay:
         sample[keys.NEXT_INPUT] = self.obs_norm(sample[keys.NEXT_OBSERVATION])
         sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
         return sample
+
+    def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """Store ``batch`` as :meth:`observe` does, then :meth:`sample` ``size`` transitions."""
+        self.observe(batch)
+        return self.sample(size, generator)
+
+    def prioritize(self, sample: TensorDict, td_error: torch.Tensor, timer: Timer) -> None:
+        """New priorities from ``td_error`` ([B]) for the transitions of ``sample`` (by its ``index``),
+        timed as ``update.priority``; nothing for a uniform buffer."""
+        if self.buffer.cfg.prioritized:
+            with timer.phase("update.priority"):
+                self.buffer.update_priorities(sample[keys.INDEX], td_error)
 
     def learn(self, batch: TensorDict, batch_size: int, generator: torch.Generator,
               update: Callable[[TensorDict, Timer], dict[str, torch.Tensor]], timer: Timer) -> dict[str, float]:

@@ -1,0 +1,68 @@
+"""What every algorithm's ``build`` receives besides its own config: one frozen build context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from rlcli.exploration import ActionBounds
+from rlcli.normalization import ObservationNormalizer
+from rlcli.optim import GradientStep
+
+if TYPE_CHECKING:
+    from rlcli.config.schema import CollectorConfig, EnvConfig, NetworkConfig, OptimConfig
+    from rlcli.distributed import Group
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """The run's sections and runtime objects an algorithm is built from.
+
+    ``build_run`` makes one per rank (``env`` and ``collector`` are that rank's share);
+    evaluation makes one from a run's config to build the agent alone.
+    """
+
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    network: NetworkConfig
+    env: EnvConfig
+    collector: CollectorConfig
+    optim: OptimConfig
+    device: torch.device
+    seed: int
+    """Seeds the algorithm's own generators (replay samples, minibatch order, target noise)."""
+    run_folder: Callable[[], Path] | None = None
+    """The run folder, made when first called (memmap replay storage); None when nothing is kept."""
+    source: str | None = None
+    """Names the config in errors."""
+    group: Group | None = None
+    """The ranks of a data-parallel run; None in one process."""
+
+    @property
+    def obs_dim(self) -> int:
+        """Inputs of a network on flat observations."""
+        return int(np.prod(self.observation_space.shape))
+
+    @property
+    def act_dim(self) -> int:
+        """Outputs of an actor of a Box action space."""
+        return int(np.prod(self.action_space.shape))
+
+    def observation_normalizer(self) -> ObservationNormalizer:
+        """Running observation statistics as ``[env]`` asks, pooled over the ranks."""
+        return ObservationNormalizer(self.observation_space.shape, enabled=self.env.normalize_observation,
+                                     clip=self.env.clip_observation, group=self.group)
+
+    def action_bounds(self) -> ActionBounds:
+        """The Box action space's bounds on the device."""
+        return ActionBounds(self.action_space, self.device)
+
+    def gradient_step(self, params: Iterable[torch.nn.Parameter]) -> GradientStep:
+        """``[optim]`` over ``params``, its schedule over the run's iterations."""
+        return GradientStep(self.optim, params, self.collector.iterations, self.group)

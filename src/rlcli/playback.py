@@ -1,0 +1,147 @@
+"""Playback of a trained run: ``rlcli eval``'s :func:`evaluate_run` on a run folder or a checkpoint
+file, with an optional mp4 of the first episode."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlcli import checkpoint
+from rlcli.algos import ALGORITHMS, Agent, check_spaces
+from rlcli.algos.context import BuildContext
+from rlcli.config.errors import InputError, check_output_file
+from rlcli.config.load import load_config
+from rlcli.devices import resolve_device
+from rlcli.envs import check_run_packages, describe_space, import_env_packages, make_env
+from rlcli.evaluation import SEED_OFFSET, EvalResult, Evaluator
+
+VIDEO_EXTRA = "pip install 'rlcli[video]' (pip install -e '.[video]' in a clone)"
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """What :func:`evaluate_run` played and where from."""
+
+    result: EvalResult
+    checkpoint: Path
+    run_folder: Path
+    algo: str
+    env: str
+    seed: int
+    deterministic: bool
+    device: str
+    video: Path | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"checkpoint": str(self.checkpoint), "run_folder": str(self.run_folder), "algo": self.algo,
+                "env": self.env, "seed": self.seed, "deterministic": self.deterministic, "device": self.device,
+                "video": None if self.video is None else str(self.video), **self.result.to_json()}
+
+
+def evaluate_run(path: str | Path, *, episodes: int = 10, deterministic: bool = True, seed: int | None = None,
+                 video: str | Path | None = None, device: str | None = None,
+                 env_packages: Sequence[str] | None = None) -> EvalReport:
+    """Play a trained run's policy, with its saved normalization, for ``episodes`` episodes.
+
+    ``path`` is a run folder (its ``final.pt``, else its newest ``checkpoints/ckpt-*.pt``) or a
+    checkpoint file in one. The config is the run's ``config.toml``; ``env_packages`` (imported)
+    must name every module of ``run.json``'s ``env_packages``. ``seed`` defaults to ``run.seed`` +
+    :data:`SEED_OFFSET`; ``device`` to the config's ``run.device``. ``video`` records the first
+    episode as an mp4 there (written whole or not at all). Nothing is written in the run folder.
+    Only the agent is built (no optimizer, no replay buffer).
+
+    Raises:
+        InputError: a missing path or a folder that is not a run; a missing video extra or video
+            folder; an env without ``rgb_array`` rendering; an env package that cannot be imported.
+        CheckpointError: a damaged checkpoint, or one of another algorithm, env, spaces or networks.
+        ConfigError: the run's config does not load or build here (no CUDA, an unknown env).
+    """
+    video = Path(video) if video is not None else None
+    if video is not None:
+        _check_video(video)
+    folder, weights = checkpoint.find_checkpoint(Path(path))
+    check_run_packages(folder, list(env_packages or []))
+    import_env_packages(list(env_packages or []))
+    config_file = folder / "config.toml"
+    cfg = load_config(config_file)
+    source = str(config_file)
+    target = (resolve_device(device, source=f"--device {device}") if device is not None
+              else resolve_device(cfg.run.device, source=source))
+    agent = _restored_agent(cfg, weights, target, render=video is not None, source=source)
+    eval_seed = cfg.run.seed + SEED_OFFSET if seed is None else seed
+    evaluator = Evaluator(agent, cfg.env, episodes=episodes, deterministic=deterministic, seed=eval_seed,
+                          device=target, render=video is not None, source=source)
+    try:
+        result = evaluator() if video is None else _record(evaluator, video)
+    finally:
+        evaluator.close()
+    return EvalReport(result, weights, folder, cfg.algo.name, cfg.env.id, eval_seed, deterministic, str(target),
+                      video)
+
+
+def _restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> Agent:
+    """The agent of ``cfg`` built as ``build_run`` builds it and loaded from the checkpoint ``weights``,
+    in eval mode, after the checkpoint's algorithm, env and spaces were checked against ``cfg``.
+
+    With ``render``, an env without rgb_array frames is refused before anything is built.
+    """
+    what = f"checkpoint {weights}"
+    payload = checkpoint.read(weights)
+    probe = make_env(cfg.env, render=render, source=source)
+    obs_space, act_space = probe.observation_space, probe.action_space
+    probe.close()
+    check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source)
+    checkpoint.check_origin(payload, algo=cfg.algo.name, env=cfg.env.id, what=what,
+                            spaces={"observation": describe_space(obs_space), "action": describe_space(act_space)})
+    ctx = BuildContext(obs_space, act_space, network=cfg.network, env=cfg.env, collector=cfg.collector,
+                       optim=cfg.optim, device=device, seed=cfg.run.seed, source=source)
+    # As build_run does: initial weights from a forked RNG, so torch's global generator is untouched.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.run.seed)
+        agent = ALGORITHMS[cfg.algo.name].build_agent(cfg.algo, ctx)
+    checkpoint.restore_agent(agent, payload["agent"], what=what)
+    return agent.eval()
+
+
+def _check_video(video: Path) -> None:
+    """Raise an InputError unless an mp4 can be written at ``video``: extra installed, folder present."""
+    try:
+        import imageio  # noqa: F401
+        import imageio_ffmpeg  # noqa: F401
+    except ImportError:
+        raise InputError("--video needs the video extra", VIDEO_EXTRA) from None
+    check_output_file(video, flag="--video", suffix=".mp4")
+
+
+def _record(evaluator: Evaluator, video: Path) -> EvalResult:
+    """Run ``evaluator`` with its first episode written to ``video`` (H.264 mp4), atomically."""
+    import imageio.v2 as imageio
+
+    fps = evaluator.metadata.get("render_fps") or 30
+    with tempfile.NamedTemporaryFile(dir=video.parent, prefix=f".{video.name}.", suffix=".mp4",
+                                     delete=False) as tmp:
+        temporary = Path(tmp.name)
+    try:
+        # macro_block_size 2: libx264's yuv420p needs even sizes; the default 16 would resize
+        # most frames (CartPole's 600 x 400) with a warning.
+        writer = imageio.get_writer(temporary, format="FFMPEG", mode="I", fps=fps, codec="libx264",
+                                    macro_block_size=2)
+        try:
+            result = evaluator(frames_sink=writer.append_data)
+        finally:
+            writer.close()
+        # NamedTemporaryFile makes 0600 files; the video gets the usual permissions.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, video)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return result

@@ -1,0 +1,11 @@
+"""Replay for off-policy algorithms: storage (tensors or memmap files) and its sum-tree, the
+:class:`Replay` fed from collected batches, and the :class:`ReplayLearner` every replay-based
+algorithm runs its gradient steps through."""
+
+from rlcli.replay.feed import Replay, build_replay, transition_spec
+from rlcli.replay.learner import REPLAY_PHASES, ReplayLearner
+from rlcli.replay.storage import ReplayBuffer, Spec, check_storage, storage_bytes
+from rlcli.replay.sumtree import SumTree
+
+__all__ = ["REPLAY_PHASES", "Replay", "ReplayBuffer", "ReplayLearner", "Spec", "SumTree", "build_replay", "check_storage",
+           "storage_bytes", "transition_spec"]

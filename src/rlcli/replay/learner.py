@@ -1,0 +1,76 @@
+"""The wiring every replay-based algorithm shares around its own maths."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+
+from rlcli import keys
+from rlcli.replay.feed import Replay
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+    from rlcli.exploration import ActionBounds
+    from rlcli.optim import GradientStep
+    from rlcli.timing import Timer
+
+REPLAY_PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer",
+                 "update.priority", "update.target")
+"""The timed sub-phases of a replay-based ``learn``: storing the batch, sampling, and the steps of
+the algorithm's ``update`` (its forward, the gradient step, priorities and targets)."""
+
+Update = Callable[["TensorDict", "Timer"], dict[str, torch.Tensor]]
+"""An algorithm's gradient step on one normalized replay sample; returns its detached terms."""
+
+
+class ReplayLearner:
+    """What an off-policy ``learn`` does around the algorithm's ``update``.
+
+    Stores each fresh batch in ``replay``, runs ``update`` for the gradient steps the batch pays
+    for on samples of ``batch_size`` drawn with a generator of its own (on the storage's device,
+    seeded by ``seed``), and advances the schedules of ``steps``. Its state covers the steps,
+    that generator and the replay, under the names ``steps`` gives them.
+    """
+
+    def __init__(self, replay: Replay, steps: dict[str, GradientStep], *, batch_size: int, seed: int):
+        self.replay = replay
+        self.steps = steps
+        self.batch_size = batch_size
+        self.generator = torch.Generator(device=replay.buffer.storage_device)
+        self.generator.manual_seed(seed)
+
+    def learn(self, batch: TensorDict, timer: Timer, update: Update) -> dict[str, float]:
+        """Store ``batch``, then the gradient steps it pays for; returns the terms' means over those
+        steps, ``stats/gradient_steps``, ``stats/buffer_size`` and ``optim/lr`` (before the schedule
+        moves)."""
+        stats = {"optim/lr": next(iter(self.steps.values())).lr}
+        stats |= self.replay.learn(batch, self.batch_size, self.generator, update, timer)
+        for step in self.steps.values():
+            step.end_iteration()
+        return stats
+
+    @torch.no_grad()
+    def act(self, observation: torch.Tensor, generator: torch.Generator, bounds: ActionBounds,
+            actor: Callable[[torch.Tensor], torch.Tensor]) -> TensorDict:
+        """``action`` [N, A] for raw ``observation`` [N, obs]: uniform in ``bounds`` during the
+        warm-up, then ``actor(observation)``."""
+        from tensordict import TensorDict
+
+        n = observation.shape[0]
+        action = actor(observation) if self.replay.learning else bounds.uniform(n, generator)
+        return TensorDict({keys.ACTION: action}, batch_size=[n])
+
+    def state_dict(self, *, replay: bool = True) -> dict:
+        """Each gradient step by its name, the sample generator and the replay (its transitions
+        only with ``replay``)."""
+        state = {name: step.state_dict() for name, step in self.steps.items()}
+        return state | {"generator": self.generator.get_state(), "replay": self.replay.state_dict(storage=replay)}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, step in self.steps.items():
+            step.load_state_dict(state[name])
+        self.generator.set_state(state["generator"])
+        self.replay.load_state_dict(state["replay"])

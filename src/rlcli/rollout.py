@@ -1,0 +1,132 @@
+"""What the on-policy algorithms (PPO, A2C) share around their losses: the actor-critic and reward
+scaler built for a run, a collected rollout made ready for the update (normalized inputs, bootstrap
+values, scaled rewards, advantages), its rows for the loss, and the :class:`RolloutLearner` that
+holds them with the gradient step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+import torch
+
+from rlcli import keys
+from rlcli.advantages import add_gae, masked_mean, normalized_advantage
+from rlcli.models.actor_critic import ActorCritic, build_actor_critic
+from rlcli.normalization import RewardScaler
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+    from rlcli.algos.context import BuildContext
+    from rlcli.timing import Timer
+
+
+def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
+    """The actor-critic alone, sized from ``ctx``'s spaces, on the device: what evaluation plays."""
+    return build_actor_critic(ctx).to(ctx.device)
+
+
+def build_on_policy(cfg, ctx: BuildContext) -> tuple[ActorCritic, RewardScaler]:
+    """The actor-critic of :func:`build_agent` and the reward scaler of ``cfg.gamma``, on the device."""
+    agent = build_agent(cfg, ctx)
+    reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
+                                 group=ctx.group).to(ctx.device)
+    return agent, reward_scaler
+
+
+@torch.no_grad()
+def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: TensorDict, *,
+                    gamma: float, lam: float) -> TensorDict:
+    """Make a raw on-policy ``[T, N]`` batch ready for the update.
+
+    Writes ``input`` (the observations normalized with the statistics the
+    rollout was collected under, so the update sees exactly what produced
+    ``log_prob`` and ``value``), ``next_value`` (the critic on
+    ``next_observation``, the true final observation at episode ends),
+    ``advantage`` and ``value_target``. Rewards are scaled by ``reward_scaler``
+    after it has seen this rollout's returns; the batch's ``reward`` stays raw.
+    """
+    norm = agent.obs_norm
+    batch[keys.INPUT] = norm(batch[keys.OBSERVATION])
+    batch[keys.NEXT_VALUE] = agent.value(norm(batch[keys.NEXT_OBSERVATION]))
+    reward = batch[keys.REWARD]
+    reward_scaler.observe(reward, batch[keys.TERMINATED] | batch[keys.TRUNCATED], batch[keys.VALID])
+    return add_gae(batch, gamma=gamma, lam=lam, reward=reward_scaler(reward))
+
+
+def valid_rows(batch: TensorDict, *names: str) -> TensorDict:
+    """The rows of a ``[T, N]`` batch whose ``valid`` is True, flattened to [B], with only ``names``."""
+    return batch.select(*names)[batch[keys.VALID]]
+
+
+
+class Evaluated(NamedTuple):
+    """What a policy-gradient loss needs of a minibatch under the current weights."""
+
+    log_prob: torch.Tensor
+    """[B] float32: of the batch's actions."""
+    entropy: torch.Tensor
+    """[B] float32."""
+    value: torch.Tensor
+    """[B] float32: the critic's."""
+    advantage: torch.Tensor
+    """[B] float32: the batch's, normalized over its valid rows when asked."""
+    mean: Callable[[torch.Tensor], torch.Tensor]
+    """The mean over the valid rows (:func:`masked_mean`)."""
+
+
+def evaluate_minibatch(agent: ActorCritic, batch: TensorDict, *, normalize_advantage: bool) -> Evaluated:
+    """Log-probabilities, entropies and values of a minibatch, its advantages and its masked mean.
+
+    Reads ``input``, ``action`` and ``advantage`` ([B, ...]), and ``valid`` ([B] bool) when
+    present: the mean and the advantage normalization are then over the valid rows only.
+    """
+    log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
+    valid = batch.get(keys.VALID, None)
+    advantage = batch[keys.ADVANTAGE]
+    if normalize_advantage:
+        advantage = normalized_advantage(advantage, valid)
+    return Evaluated(log_prob, entropy, value, advantage, masked_mean(valid))
+
+
+class RolloutLearner:
+    """What an on-policy ``learn`` does around the algorithm's loss, and the state it keeps.
+
+    Builds the actor-critic and reward scaler of ``cfg`` for ``ctx`` and one gradient step over
+    every weight; :meth:`rows` makes a fresh rollout ready for the loss, :meth:`finish` ends the
+    iteration. ``names`` are the keys the algorithm's loss reads.
+    """
+
+    def __init__(self, cfg, ctx: BuildContext, *, names: tuple[str, ...]):
+        self.agent, self.reward_scaler = build_on_policy(cfg, ctx)
+        self.step = ctx.gradient_step(self.agent.parameters())
+        self.gamma, self.lam, self.names = cfg.gamma, cfg.gae_lambda, names
+
+    def rows(self, batch: TensorDict, timer: Timer) -> TensorDict:
+        """Every row of the ``[T, N]`` ``batch`` flattened to [T * N] with ``names`` and ``valid``,
+        after its advantages are written into it (timed as ``update.advantage``)."""
+        with timer.phase("update.advantage"):
+            prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam)
+        # Every row, invalid ones masked in the loss: the same rows on every rank (NEXT_STEP envs have
+        # a varying number of reset steps), and a batch of only reset steps is a loss of 0, not a NaN.
+        return batch.select(*self.names, keys.VALID).reshape(-1)
+
+    def finish(self, batch: TensorDict) -> None:
+        """Advance the schedule and fold the rollout's valid observations into the statistics."""
+        self.step.end_iteration()
+        # Only now: the update had to see the inputs the rollout was collected with.
+        self.agent.obs_norm.observe(batch[keys.OBSERVATION], batch[keys.VALID])
+
+    def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """``size`` random valid rows of ``batch`` after its advantages are written into it."""
+        prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam)
+        flat = valid_rows(batch, *self.names)
+        return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
+
+    def state_dict(self) -> dict:
+        return {"step": self.step.state_dict(), "reward_scaler": self.reward_scaler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step.load_state_dict(state["step"])
+        self.reward_scaler.load_state_dict(state["reward_scaler"])
