@@ -133,3 +133,23 @@ def require_extra(module: str) -> None:
     except ImportError:
         pytest.fail(f"{module} is missing: install the extras with the README's test command "
                     "(pip install -e '.[test,plot,video]')")
+
+
+@pytest.fixture
+def cartpole_dqn():
+    """``cartpole_dqn(**algo)``: DQN on 4 CartPole envs whose episodes end by 7 steps, batches of 32
+    frames, minibatches of 8 after 64 frames of warm-up (built, not started; the caller closes it)."""
+    from rlcli.config.load import validate_data
+    from rlcli.run import build_run
+
+    def make(**algo):
+        return build_run(validate_data({
+            "run": {"seed": 4, "device": "cpu"},
+            "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point",
+                    "max_episode_steps": 7},
+            "algo": {"name": "dqn", "batch_size": 8, "learning_starts": 64, "replay": {"capacity": 10_000},
+                     **algo},
+            "collector": {"frames_per_batch": 32, "total_frames": 3200},
+        }))
+
+    return make

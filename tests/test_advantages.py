@@ -3,7 +3,7 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.advantages import add_gae, gae
+from rlcli.advantages import add_gae, gae, n_step_returns
 
 
 def reference_gae(reward, value, next_value, terminated, truncated, gamma, lam):
@@ -78,3 +78,35 @@ def test_add_gae_writes_advantage_and_target_keys():
     expected = reference_gae(reward, value, next_value, terminated, truncated, 0.9, 0.7)
     torch.testing.assert_close(batch[keys.ADVANTAGE].double(), expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(batch[keys.VALUE_TARGET], batch[keys.ADVANTAGE] + value)
+
+
+def n_step_loop(reward, terminated, truncated, gamma, n, starts):
+    """The n-step sums written as the definition reads, one window at a time."""
+    steps, envs = reward.shape
+    returns = torch.zeros(starts, envs)
+    last = torch.zeros(starts, envs, dtype=torch.int64)
+    for s in range(starts):
+        for e in range(envs):
+            total, k = 0.0, 0
+            while True:
+                total += gamma**k * float(reward[s + k, e])
+                if terminated[s + k, e] or truncated[s + k, e] or k == n - 1:
+                    break
+                k += 1
+            returns[s, e], last[s, e] = total, s + k
+    return returns, last, gamma ** (last - torch.arange(starts)[:, None] + 1).float()
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_n_step_returns_match_a_plain_loop(n):
+    g = torch.Generator().manual_seed(n)
+    steps, envs = 24, 5
+    reward = torch.randn(steps, envs, generator=g)
+    terminated = torch.rand(steps, envs, generator=g) < 0.1
+    truncated = torch.rand(steps, envs, generator=g) < 0.1
+    starts = steps - (n - 1)
+    fast = n_step_returns(reward, terminated, truncated, gamma=0.9, n=n, starts=starts)
+    slow = n_step_loop(reward, terminated, truncated, 0.9, n, starts)
+    torch.testing.assert_close(fast[0], slow[0])
+    assert torch.equal(fast[1], slow[1])
+    torch.testing.assert_close(fast[2], slow[2])

@@ -1,4 +1,5 @@
-"""Vector envs from [env]: the autoreset mode of each vectorization, the episode-statistics
+"""Envs from [env]: the single env evaluation plays (same kwargs and limit, rgb_array rendering);
+vector envs: the autoreset mode of each vectorization, the episode-statistics
 window against a plain loop, truncation and kwargs, space names, and the --env-package checks
 (imports and the packages a run folder records)."""
 
@@ -12,7 +13,14 @@ from gymnasium.vector import AutoresetMode
 from rlcli.checkpoint import write_json
 from rlcli.config.errors import ConfigError, InputError
 from rlcli.config.schema import EnvConfig
-from rlcli.envs import autoreset_mode, check_run_packages, describe_space, import_env_packages, make_envs
+from rlcli.envs import (
+    autoreset_mode,
+    check_run_packages,
+    describe_space,
+    import_env_packages,
+    make_env,
+    make_envs,
+)
 from rlcli.provenance import provenance
 
 
@@ -129,6 +137,44 @@ def test_an_env_that_cannot_be_made_is_a_config_error_at_env():
     assert issue.message.startswith("cannot make 'Pendulum-v1': TypeError: ")
     assert "gravity" in issue.message
     assert "pendulum.toml" in info.value.render()
+
+
+def test_a_single_env_is_made_as_training_makes_it_with_its_limit_and_kwargs():
+    env = make_env(EnvConfig(id="Pendulum-v1", num_envs=4, max_episode_steps=5, kwargs={"g": 2.5}))
+    try:
+        env.reset(seed=0)
+        ends = [env.step(np.zeros(1, np.float32))[3] for _ in range(5)]
+        assert env.unwrapped.g == 2.5 and ends == [False] * 4 + [True]
+    finally:
+        env.close()
+
+
+def test_a_single_env_for_video_is_refused_when_it_has_no_rgb_array_frames():
+    gym.register("RlcliNoFrames-v0", entry_point=NoFrames)
+    try:
+        with pytest.raises(InputError) as info:
+            make_env(EnvConfig(id="RlcliNoFrames-v0", num_envs=1), render=True)
+    finally:
+        gym.registry.pop("RlcliNoFrames-v0")
+    assert "RlcliNoFrames-v0 cannot render rgb_array frames; its render modes: ansi" in str(info.value)
+
+
+class NoFrames(gym.Env):
+    """An env that renders text only."""
+
+    metadata = {"render_modes": ["ansi"]}
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, render_mode=None):
+        self.render_mode = render_mode
+
+
+def test_a_single_env_that_cannot_be_made_is_the_same_config_error_as_a_vector_one():
+    with pytest.raises(ConfigError) as info:
+        make_env(EnvConfig(id="Pendulum-v1", num_envs=1, kwargs={"gravity": 3}), source="pendulum.toml")
+    (issue,) = info.value.issues
+    assert issue.path == "env" and issue.message.startswith("cannot make 'Pendulum-v1': TypeError: ")
 
 
 @pytest.mark.parametrize(("space", "name"), [

@@ -9,8 +9,9 @@ import pickle
 import re
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 from torch import nn
@@ -38,9 +39,14 @@ def to_cpu(value: Any) -> Any:
 
 def save(path: Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` with torch.save so that ``path`` is either the old or the new file, never half."""
+    _write_atomic(path, lambda file: torch.save(payload, file))
+
+
+def _write_atomic(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
+    """Replace ``path`` by what ``write`` puts in a temporary file beside it, once that is on disk."""
     with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
         try:
-            torch.save(payload, tmp)
+            write(tmp)
             tmp.flush()
             os.fsync(tmp.fileno())
         except BaseException:
@@ -161,16 +167,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 def write_text(path: Path, text: str) -> None:
     """Atomically replace ``path`` with ``text`` (UTF-8)."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False,
-                                     encoding="utf-8") as tmp:
-        try:
-            tmp.write(text)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    _publish(tmp.name, path)
+    data = text.encode("utf-8")
+    _write_atomic(path, lambda file: file.write(data))
 
 
 def rng_state() -> dict[str, Any]:

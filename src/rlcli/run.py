@@ -50,7 +50,7 @@ class RunFolder:
         """The folder, made now if it does not exist yet (suffixed when the second is taken).
 
         Raises:
-            ConfigError: the folder cannot be created (path ``run.output_dir``).
+            InputError: the folder cannot be created; the message names ``--out`` and ``run.output_dir``.
         """
         if self._path is None:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

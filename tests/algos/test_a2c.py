@@ -3,24 +3,11 @@ from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.algos.a2c import a2c_loss
-from rlcli.config.load import validate_data
-from rlcli.run import build_run
 from rlcli.trainer import train
 
 
-def make_run(tmp_path, *, num_envs=4, frames_per_batch=20, total_frames=200):
-    return build_run(validate_data({
-        "run": {"seed": 3, "device": "cpu", "output_dir": str(tmp_path)},
-        "env": {"id": "CartPole-v1", "num_envs": num_envs, "vectorization": "vector_entry_point"},
-        "algo": {"name": "a2c"},
-        "collector": {"frames_per_batch": frames_per_batch, "total_frames": total_frames},
-        "checkpoint": {"every_frames": 0},
-        "timing": {"enabled": False},
-    }))
-
-
-def test_masked_rows_count_for_nothing_in_any_term(tmp_path):
-    run = make_run(tmp_path)
+def test_masked_rows_count_for_nothing_in_any_term(tmp_path, cartpole_run):
+    run = cartpole_run("a2c", seed=3, frames_per_batch=20, total_frames=200, output_dir=tmp_path)
     run.close()
     agent = run.algo.agent
     g = torch.Generator().manual_seed(0)
@@ -42,10 +29,10 @@ def test_masked_rows_count_for_nothing_in_any_term(tmp_path):
     assert all(float(value.detach()) == 0.0 for value in empty.values()), empty
 
 
-def test_one_step_batches_train_through_episode_ends(tmp_path):
+def test_one_step_batches_train_through_episode_ends(tmp_path, cartpole_run):
     # One env, one step a batch: the step after each episode's end is a reset step, a batch
     # with no valid row (it used to stop the run with "loss/policy is nan").
-    state = train(make_run(tmp_path, num_envs=1, frames_per_batch=1, total_frames=300))
+    state = train(cartpole_run("a2c", seed=3, num_envs=1, frames_per_batch=1, total_frames=300, output_dir=tmp_path))
     assert state.status == "completed", state.error
     assert state.episodes >= 2
     assert all(torch.isfinite(p).all() for p in state.run.algo.agent.parameters())

@@ -8,11 +8,8 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import n_step_returns
 from rlcli.algos.dqn import QAgent, dqn_loss
-from rlcli.config.load import validate_data
 from rlcli.normalization import ObservationNormalizer
-from rlcli.run import build_run
 from rlcli.timing import Timer
 
 
@@ -85,78 +82,8 @@ def test_gradient_flows_only_into_the_online_network():
     assert agent.target.weight.grad is None
 
 
-def n_step_loop(reward, terminated, truncated, gamma, n, starts):
-    """The n-step sums written as the definition reads, one window at a time."""
-    steps, envs = reward.shape
-    returns = torch.zeros(starts, envs)
-    last = torch.zeros(starts, envs, dtype=torch.int64)
-    for s in range(starts):
-        for e in range(envs):
-            total, k = 0.0, 0
-            while True:
-                total += gamma**k * float(reward[s + k, e])
-                if terminated[s + k, e] or truncated[s + k, e] or k == n - 1:
-                    break
-                k += 1
-            returns[s, e], last[s, e] = total, s + k
-    return returns, last, gamma ** (last - torch.arange(starts)[:, None] + 1).float()
-
-
-@pytest.mark.parametrize("n", [1, 3, 5])
-def test_n_step_returns_match_a_plain_loop(n):
-    g = torch.Generator().manual_seed(n)
-    steps, envs = 24, 5
-    reward = torch.randn(steps, envs, generator=g)
-    terminated = torch.rand(steps, envs, generator=g) < 0.1
-    truncated = torch.rand(steps, envs, generator=g) < 0.1
-    starts = steps - (n - 1)
-    fast = n_step_returns(reward, terminated, truncated, gamma=0.9, n=n, starts=starts)
-    slow = n_step_loop(reward, terminated, truncated, 0.9, n, starts)
-    torch.testing.assert_close(fast[0], slow[0])
-    assert torch.equal(fast[1], slow[1])
-    torch.testing.assert_close(fast[2], slow[2])
-
-
-def dqn_run(**algo):
-    return build_run(validate_data({
-        "run": {"seed": 4, "device": "cpu"},
-        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point",
-                "max_episode_steps": 7},
-        "algo": {"name": "dqn", "batch_size": 8, "learning_starts": 64, "replay": {"capacity": 10_000}, **algo},
-        "collector": {"frames_per_batch": 32, "total_frames": 3200},
-    }))
-
-
-def test_n_step_transitions_across_batches_match_the_whole_stream():
-    run = dqn_run(n_step=3, gamma=0.9)
-    try:
-        timer = Timer(run.device)
-        batches = [run.collector.collect(timer).clone() for _ in range(3)]
-        emitted = [run.algo.replay.transitions(b) for b in batches]
-    finally:
-        run.close()
-    stream = torch.cat(batches, 0)
-    # The first two batches are complete in the stream; each emitted window starts
-    # two steps before its batch's rows (the carried steps).
-    reward, term, trunc = stream[keys.REWARD], stream[keys.TERMINATED], stream[keys.TRUNCATED]
-    returns, last, discount = n_step_loop(reward, term, trunc, 0.9, 3, stream.batch_size[0] - 2)
-    joined = torch.cat(emitted[1:], 0)
-    # emitted[1] starts at stream step 8 - 2 = 6.
-    rows = slice(6, 6 + joined.batch_size[0])
-    valid = joined[keys.VALID]
-    assert torch.equal(valid, stream[keys.VALID][rows])
-    torch.testing.assert_close(joined[keys.REWARD][valid], returns[rows][valid])
-    torch.testing.assert_close(joined[keys.DISCOUNT][valid], discount[rows][valid])
-    expected_next = stream[keys.NEXT_OBSERVATION].gather(
-        0, last[rows].unsqueeze(-1).expand(-1, -1, 4))
-    torch.testing.assert_close(joined[keys.NEXT_OBSERVATION][valid], expected_next[valid])
-    assert torch.equal(joined[keys.TERMINATED][valid], term.gather(0, last[rows])[valid])
-    # The placeholder steps before the first batch are never emitted.
-    assert not emitted[0][keys.VALID][:2].any()
-
-
-def test_epsilon_is_one_in_warm_up_then_decays_linearly_to_its_end():
-    run = dqn_run(learning_starts=64, exploration_fraction=0.1, epsilon_start=1.0, epsilon_end=0.1)
+def test_epsilon_is_one_in_warm_up_then_decays_linearly_to_its_end(cartpole_dqn):
+    run = cartpole_dqn(learning_starts=64, exploration_fraction=0.1, epsilon_start=1.0, epsilon_end=0.1)
     try:
         timer = Timer(run.device)
         seen = []
@@ -175,20 +102,8 @@ def test_epsilon_is_one_in_warm_up_then_decays_linearly_to_its_end():
     assert final == pytest.approx(0.1)
 
 
-def test_gradient_steps_follow_the_update_to_data_ratio():
-    run = dqn_run(utd_ratio=0.3, learning_starts=0)
-    try:
-        timer = Timer(run.device)
-        steps = [run.algo.learn(run.collector.collect(timer), timer)["stats/gradient_steps"] for _ in range(10)]
-    finally:
-        run.close()
-    # 32 frames * 0.3 = 9.6 steps per batch: the fractions carry, never lost.
-    assert set(steps) == {9.0, 10.0}
-    assert sum(steps) == 96
-
-
-def test_target_network_is_copied_every_interval_gradient_steps():
-    run = dqn_run(utd_ratio=0.25, learning_starts=0, target_update_interval=16)
+def test_target_network_is_copied_every_interval_gradient_steps(cartpole_dqn):
+    run = cartpole_dqn(utd_ratio=0.25, learning_starts=0, target_update_interval=16)
     try:
         timer = Timer(run.device)
         agent = run.algo.agent
@@ -203,8 +118,8 @@ def test_target_network_is_copied_every_interval_gradient_steps():
         run.close()
 
 
-def test_prioritized_replay_updates_priorities_from_td_errors():
-    run = dqn_run(learning_starts=0, replay={"capacity": 10_000, "prioritized": True})
+def test_prioritized_replay_updates_priorities_from_td_errors(cartpole_dqn):
+    run = cartpole_dqn(learning_starts=0, replay={"capacity": 10_000, "prioritized": True})
     try:
         timer = Timer(run.device)
         for _ in range(3):
@@ -217,8 +132,8 @@ def test_prioritized_replay_updates_priorities_from_td_errors():
     assert (leaves != 1.0).any() and (leaves > 0).all()
 
 
-def test_warm_up_acts_uniformly_and_learns_nothing():
-    run = dqn_run(learning_starts=3200)
+def test_warm_up_acts_uniformly_and_learns_nothing(cartpole_dqn):
+    run = cartpole_dqn(learning_starts=3200)
     try:
         timer = Timer(run.device)
         before = [p.clone() for p in run.algo.agent.q.parameters()]

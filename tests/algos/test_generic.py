@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from rlcli.algos import ALGORITHMS
+from rlcli.algos.context import BuildContext
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
+from rlcli.replay import Replay
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
@@ -155,7 +157,7 @@ def test_every_algorithm_module_has_the_table_interface(name):
     assert set(module.SUPPORTS) == {"observation", "action"}
     assert all(phase.startswith("update.") for phase in module.PHASES)
     assert all(key.split("/")[0] in {"loss", "stats", "optim"} for key in module.METRICS)
-    assert callable(module.build)
+    assert callable(module.build) and callable(module.build_agent)
 
 
 def test_the_config_table_and_the_algorithm_table_agree():
@@ -202,3 +204,47 @@ def test_policy_is_a_pure_function_of_weights_observation_and_generator(name, en
             if name not in ("ppo", "a2c"):
                 low, high = torch.as_tensor(act_space.low), torch.as_tensor(act_space.high)
                 assert bool(((action >= low) & (action <= high)).all()), action
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_benchable_ingest_and_sample_then_loss_give_a_finite_total_with_gradients(name, env_id):
+    run = build_run(config(name, env_id))
+    try:
+        timer = Timer(run.device)
+        # Past any warm-up, as the bench takes its minibatches.
+        for _ in range(2):
+            batch = run.collector.collect(timer)
+        minibatch = run.algo.ingest_and_sample(batch.clone(), 16, torch.Generator().manual_seed(0))
+        terms = run.algo.loss(minibatch)
+    finally:
+        run.close()
+    assert minibatch.batch_size == torch.Size([16])
+    total = terms["loss/total"]
+    assert total.dim() == 0 and math.isfinite(float(total.detach())) and total.requires_grad
+    # Every term it names is one its learn reports as a column.
+    reported = {k for k in terms if k.startswith(("loss/", "stats/"))}
+    assert reported <= set(ALGORITHMS[name].METRICS), reported - set(ALGORITHMS[name].METRICS)
+    total.backward()
+    assert any(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in run.algo.agent.parameters())
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_build_agent_gives_the_agent_build_gives_without_optimizer_or_replay(name, env_id):
+    cfg = config(name, env_id)
+    run = build_run(cfg)
+    try:
+        ctx = BuildContext(run.envs.single_observation_space, run.envs.single_action_space, network=cfg.network,
+                           env=cfg.env, collector=cfg.collector, optim=cfg.optim, device=run.device,
+                           seed=cfg.run.seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.run.seed)
+            agent = ALGORITHMS[name].build_agent(cfg.algo, ctx)
+        full = run.algo.agent.state_dict()
+    finally:
+        run.close()
+    light = agent.state_dict()
+    assert list(light) == list(full)
+    for key, value in light.items():
+        assert torch.equal(value, full[key]), key
+    # Only modules: no optimizer state or replay storage hangs off what build_agent returns.
+    assert not any(isinstance(v, (torch.optim.Optimizer, Replay)) for v in vars(agent).values())

@@ -9,15 +9,6 @@ from rlcli.run import build_run
 from rlcli.timing import Timer
 
 
-def make_run(**algo):
-    return build_run(validate_data({
-        "run": {"seed": 2, "device": "cpu"},
-        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
-        "algo": {"name": "ppo", "minibatch_size": 32, **algo},
-        "collector": {"frames_per_batch": 128, "total_frames": 1280},
-    }))
-
-
 def minibatch(agent, size=16, seed=0):
     g = torch.Generator().manual_seed(seed)
     obs = torch.randn(size, 4, generator=g)
@@ -30,8 +21,8 @@ def minibatch(agent, size=16, seed=0):
     }, batch_size=[size])
 
 
-def test_loss_matches_hand_computation_with_shifted_old_policy():
-    run = make_run()
+def test_loss_matches_hand_computation_with_shifted_old_policy(cartpole_run):
+    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32)
     run.close()
     agent = run.algo.agent
     batch = minibatch(agent)
@@ -51,8 +42,8 @@ def test_loss_matches_hand_computation_with_shifted_old_policy():
     assert terms["stats/approx_kl"] > 0
 
 
-def test_value_clipping_limits_the_value_update():
-    run = make_run()
+def test_value_clipping_limits_the_value_update(cartpole_run):
+    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32)
     run.close()
     agent = run.algo.agent
     batch = minibatch(agent)
@@ -65,8 +56,8 @@ def test_value_clipping_limits_the_value_update():
     assert plain["loss/value"] < clipped["loss/value"]
 
 
-def test_learn_runs_epochs_of_minibatches():
-    run = make_run(epochs=4)
+def test_learn_runs_epochs_of_minibatches(cartpole_run):
+    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32, epochs=4)
     try:
         timer = Timer(run.device)
         batch = run.collector.collect(timer)
@@ -79,8 +70,8 @@ def test_learn_runs_epochs_of_minibatches():
     assert per_epoch * 4 - 4 <= stats["stats/gradient_steps"] <= per_epoch * 4
 
 
-def test_target_kl_stops_inside_the_first_epoch():
-    run = make_run(epochs=50, target_kl=1e-6)
+def test_target_kl_stops_inside_the_first_epoch(cartpole_run):
+    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32, epochs=50, target_kl=1e-6)
     try:
         timer = Timer(run.device)
         batch = run.collector.collect(timer)
@@ -94,8 +85,8 @@ def test_target_kl_stops_inside_the_first_epoch():
     assert stats["stats/gradient_steps"] == 1
 
 
-def test_clip_schedule_and_lr_schedule_decay_linearly():
-    run = make_run(clip_schedule="linear")
+def test_clip_schedule_and_lr_schedule_decay_linearly(cartpole_run):
+    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32, clip_schedule="linear")
     cfg = run.cfg.model_copy(update={"optim": run.cfg.optim.model_copy(update={"lr_schedule": "linear"})})
     run.close()
     run = build_run(cfg)
@@ -113,8 +104,8 @@ def test_clip_schedule_and_lr_schedule_decay_linearly():
     assert [round(c, 6) for c in clips] == [0.2, 0.18, 0.16]
 
 
-def test_constant_schedules_stay_constant():
-    run = make_run()
+def test_constant_schedules_stay_constant(cartpole_run):
+    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32)
     try:
         timer = Timer(run.device)
         stats = [run.algo.learn(run.collector.collect(timer), timer) for _ in range(3)]
@@ -155,9 +146,9 @@ def test_first_minibatch_ratio_is_one_with_observation_normalization():
         run.close()
 
 
-def test_masked_rows_count_for_nothing_in_any_term():
+def test_masked_rows_count_for_nothing_in_any_term(cartpole_run):
     """A minibatch with invalid rows (reset steps of NEXT_STEP envs) gives the terms of its valid rows alone."""
-    run = make_run()
+    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32)
     run.close()
     agent = run.algo.agent
     batch = minibatch(agent, size=24)

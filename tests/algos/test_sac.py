@@ -3,50 +3,14 @@ the actor delay and the critic subsets."""
 
 import pytest
 import torch
-from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.algos.sac import sac_actor_loss, sac_critic_loss
-from rlcli.config.load import validate_data
-from rlcli.run import build_run
 from rlcli.timing import Timer
 
 
-def sac_run(**algo):
-    return build_run(validate_data({
-        "run": {"seed": 6, "device": "cpu"},
-        "env": {"id": "Pendulum-v1", "num_envs": 2, "vectorization": "sync"},
-        "network": {"hidden_sizes": [16, 16], "activation": "relu", "init": "default"},
-        "algo": {"name": "sac", "batch_size": 8, "learning_starts": 16, "replay": {"capacity": 1000}, **algo},
-        "collector": {"frames_per_batch": 8, "total_frames": 800},
-        "optim": {"max_grad_norm": 0.0},
-    }))
-
-
-def minibatch(size=5, seed=0) -> TensorDict:
-    g = torch.Generator().manual_seed(seed)
-    return TensorDict({
-        keys.INPUT: torch.randn(size, 3, generator=g),
-        keys.ACTION: torch.rand(size, 1, generator=g) * 4 - 2,
-        keys.REWARD: torch.randn(size, generator=g),
-        keys.NEXT_INPUT: torch.randn(size, 3, generator=g),
-        keys.TERMINATED: torch.tensor([False, True, False, False, True]),
-    }, batch_size=[size])
-
-
-def member(critic, e, obs, action):
-    """Critic member ``e`` evaluated as a plain MLP from its slice of the stacked weights."""
-    x = torch.cat([obs, action], -1)
-    layers = [layer for layer in critic.net.layers if hasattr(layer, "weight")]
-    for index, layer in enumerate(layers):
-        x = x @ layer.weight[e] + layer.bias[e, 0]
-        if index < len(layers) - 1:
-            x = torch.relu(x)
-    return x.squeeze(-1)
-
-
-def test_critic_loss_matches_a_plain_soft_bellman_target():
-    run = sac_run()
+def test_critic_loss_matches_a_plain_soft_bellman_target(pendulum_run, minibatch, critic_member):
+    run = pendulum_run("sac", seed=6)
     run.close()
     agent, batch = run.algo.agent, minibatch()
     alpha = torch.tensor(0.3)
@@ -54,17 +18,17 @@ def test_critic_loss_matches_a_plain_soft_bellman_target():
         next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], torch.Generator().manual_seed(5))
     terms = sac_critic_loss(agent, batch, next_action, next_log_prob, gamma=0.9, alpha=alpha, subset=None)
     with torch.no_grad():
-        q_next = torch.stack([member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
+        q_next = torch.stack([critic_member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
                               for e in range(2)]).min(0).values
         target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * (q_next - 0.3 * next_log_prob)
-        q = torch.stack([member(agent.critic, e, batch[keys.INPUT], batch[keys.ACTION]) for e in range(2)])
+        q = torch.stack([critic_member(agent.critic, e, batch[keys.INPUT], batch[keys.ACTION]) for e in range(2)])
     expected = 0.5 * sum(((q[e] - target) ** 2).mean() for e in range(2))
     torch.testing.assert_close(terms["loss/critic"], expected)
     torch.testing.assert_close(terms["td_error"], (q - target).abs().mean(0))
 
 
-def test_a_critic_subset_takes_the_minimum_of_those_members_only():
-    run = sac_run(num_critics=4, critic_subset=2)
+def test_a_critic_subset_takes_the_minimum_of_those_members_only(pendulum_run, minibatch, critic_member):
+    run = pendulum_run("sac", seed=6, num_critics=4, critic_subset=2)
     run.close()
     agent, batch = run.algo.agent, minibatch()
     subset = torch.tensor([3, 1])
@@ -73,22 +37,22 @@ def test_a_critic_subset_takes_the_minimum_of_those_members_only():
     terms = sac_critic_loss(agent, batch, next_action, next_log_prob, gamma=0.9, alpha=torch.tensor(0.0),
                             subset=subset)
     with torch.no_grad():
-        q_next = torch.stack([member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
+        q_next = torch.stack([critic_member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
                               for e in (3, 1)]).min(0).values
         target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * q_next
-        q = torch.stack([member(agent.critic, e, batch[keys.INPUT], batch[keys.ACTION]) for e in range(4)])
+        q = torch.stack([critic_member(agent.critic, e, batch[keys.INPUT], batch[keys.ACTION]) for e in range(4)])
     torch.testing.assert_close(terms["loss/critic"], 0.5 * ((q - target) ** 2).mean(1).sum())
 
 
-def test_actor_loss_and_its_gradient_reach_only_the_actor():
-    run = sac_run()
+def test_actor_loss_and_its_gradient_reach_only_the_actor(pendulum_run, minibatch, critic_member):
+    run = pendulum_run("sac", seed=6)
     run.close()
     agent, batch = run.algo.agent, minibatch()
     action, log_prob = agent.actor(batch[keys.INPUT], torch.Generator().manual_seed(3))
     terms = sac_actor_loss(agent, batch, action, log_prob, alpha=torch.tensor(0.2), actor_q="min",
                            target_entropy=-1.0)
     with torch.no_grad():
-        q = torch.stack([member(agent.critic, e, batch[keys.INPUT], action) for e in range(2)]).min(0).values
+        q = torch.stack([critic_member(agent.critic, e, batch[keys.INPUT], action) for e in range(2)]).min(0).values
     torch.testing.assert_close(terms["loss/actor"], (0.2 * log_prob - q).mean())
     terms["loss/actor"].backward()
     assert all(p.grad is None for p in agent.critic.parameters())
@@ -98,8 +62,8 @@ def test_actor_loss_and_its_gradient_reach_only_the_actor():
 
 # tanh(N(0, 1)) has an entropy near 0.55 nats, above the target of -1; a std of e^-6 is far below it.
 @pytest.mark.parametrize(("log_std", "direction"), [(-6.0, 1), (0.0, -1)], ids=["too_sure", "too_random"])
-def test_temperature_moves_towards_the_target_entropy(log_std, direction):
-    run = sac_run()
+def test_temperature_moves_towards_the_target_entropy(log_std, direction, pendulum_run, minibatch):
+    run = pendulum_run("sac", seed=6)
     run.close()
     agent, algo = run.algo.agent, run.algo
     # A policy far narrower (wider) than the target entropy of -1 must raise (lower) alpha.
@@ -118,8 +82,8 @@ def test_temperature_moves_towards_the_target_entropy(log_std, direction):
     assert (float(agent.log_alpha.detach()) - before) * direction > 0
 
 
-def test_actor_and_temperature_step_every_policy_delay_critic_steps():
-    run = sac_run(policy_delay=3, utd_ratio=0.25, learning_starts=0)
+def test_actor_and_temperature_step_every_policy_delay_critic_steps(pendulum_run):
+    run = pendulum_run("sac", seed=6, policy_delay=3, utd_ratio=0.25, learning_starts=0)
     try:
         timer = Timer(run.device)
         actor = [p.clone() for p in run.algo.agent.actor.parameters()]
@@ -138,9 +102,9 @@ def test_actor_and_temperature_step_every_policy_delay_critic_steps():
     assert float(run.algo.agent.log_alpha.detach()) != log_alpha
 
 
-def test_critic_subsets_are_drawn_from_the_runs_generator():
+def test_critic_subsets_are_drawn_from_the_runs_generator(pendulum_run):
     def subsets(seed: int) -> list[list[int]]:
-        run = sac_run(num_critics=10, critic_subset=2)
+        run = pendulum_run("sac", seed=6, num_critics=10, critic_subset=2)
         run.close()
         run.algo.noise_generator.manual_seed(seed)
         return [run.algo._subset().tolist() for _ in range(20)]
@@ -155,8 +119,8 @@ def test_critic_subsets_are_drawn_from_the_runs_generator():
     assert all(len(set(s)) == 2 and all(0 <= i < 10 for i in s) for s in first)
 
 
-def test_warm_up_acts_uniformly_inside_the_bounds():
-    run = sac_run(learning_starts=800)
+def test_warm_up_acts_uniformly_inside_the_bounds(pendulum_run):
+    run = pendulum_run("sac", seed=6, learning_starts=800)
     try:
         timer = Timer(run.device)
         actions = torch.cat([run.collector.collect(timer)[keys.ACTION].clone() for _ in range(20)])

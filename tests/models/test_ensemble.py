@@ -1,25 +1,10 @@
 """The batched critic ensemble against E separate MLPs."""
 
 import torch
-from torch import nn
 
+from rlcli.bench.floors import ensemble_member
 from rlcli.models.critics import QEnsemble
 from rlcli.models.ensemble import EnsembleMLP
-
-
-def member_mlp(ensemble: EnsembleMLP, member: int) -> nn.Sequential:
-    """An ordinary MLP holding member ``member``'s weights of ``ensemble``."""
-    layers: list[nn.Module] = []
-    for layer in ensemble.layers:
-        if hasattr(layer, "weight"):
-            linear = nn.Linear(layer.weight.shape[1], layer.weight.shape[2])
-            with torch.no_grad():
-                linear.weight.copy_(layer.weight[member].T)
-                linear.bias.copy_(layer.bias[member, 0])
-            layers.append(linear)
-        else:
-            layers.append(type(layer)())
-    return nn.Sequential(*layers)
 
 
 def test_ensemble_equals_separate_mlps_with_the_same_weights():
@@ -29,12 +14,12 @@ def test_ensemble_equals_separate_mlps_with_the_same_weights():
     out = ensemble(x)
     assert out.shape == (5, 11, 3)
     for member in range(5):
-        torch.testing.assert_close(out[member], member_mlp(ensemble, member)(x))
+        torch.testing.assert_close(out[member], ensemble_member(ensemble, member)(x))
     # Per-member inputs give per-member outputs.
     xs = torch.randn(5, 11, 7)
     per_member = ensemble(xs)
     for member in range(5):
-        torch.testing.assert_close(per_member[member], member_mlp(ensemble, member)(xs[member]))
+        torch.testing.assert_close(per_member[member], ensemble_member(ensemble, member)(xs[member]))
 
 
 def test_gradients_match_separate_mlps():
@@ -43,7 +28,7 @@ def test_gradients_match_separate_mlps():
     x = torch.randn(6, 4)
     ensemble(x).square().sum().backward()
     for member in range(3):
-        single = member_mlp(ensemble, member)
+        single = ensemble_member(ensemble, member)
         single(x).square().sum().backward()
         torch.testing.assert_close(ensemble.layers[0].weight.grad[member], single[0].weight.grad.T)
 

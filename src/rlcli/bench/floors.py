@@ -60,7 +60,7 @@ class BareSAC:
         agent = algo.agent
         self.actor = copy.deepcopy(agent.actor.net)
         self.center, self.half = agent.actor.rescale.center, agent.actor.rescale.half_range
-        self.critics = [ensemble_member(agent.critic, e) for e in range(agent.critic.members)]
+        self.critics = [ensemble_member(agent.critic.net, e) for e in range(agent.critic.members)]
         self.targets = [copy.deepcopy(c).requires_grad_(False) for c in self.critics]
         self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
         critic_params = [p for c in self.critics for p in c.parameters()]
@@ -110,10 +110,10 @@ class BareSAC:
 
 
 def ensemble_member(ensemble, e: int) -> nn.Sequential:
-    """Member ``e`` of a critic ensemble (``ensemble.net.layers``, weights [E, in, out]) as a
-    plain ``nn.Sequential`` of ``nn.Linear`` layers with a copy of its weights."""
+    """Member ``e`` of an :class:`EnsembleMLP` (weights [E, in, out]) as a plain ``nn.Sequential`` of
+    ``nn.Linear`` layers with a copy of its weights (the tests check the ensemble against it)."""
     layers: list = []
-    for layer in ensemble.net.layers:
+    for layer in ensemble.layers:
         if hasattr(layer, "weight"):
             linear = nn.Linear(layer.weight.shape[1], layer.weight.shape[2])
             with torch.no_grad():

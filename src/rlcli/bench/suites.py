@@ -314,7 +314,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
             cases.append(Case("offpolicy", "critic_ensemble", {"E": members, "hidden": hidden, "batch": 256},
                               "calls/s", 1, ensemble))
             keys_by_members[members] = cases[-1].key
-        loop = [ensemble_member(QEnsemble(1, 17, 6, [hidden, hidden], activation="relu"), 0) for _ in range(10)]
+        loop = [ensemble_member(QEnsemble(1, 17, 6, [hidden, hidden], activation="relu").net, 0) for _ in range(10)]
 
         def python_loop(loop=loop):
             for net in loop:

@@ -2,7 +2,7 @@
 
 import sys
 
-EXIT_INTERRUPTED = 130
+from rlcli.cli.exits import EXIT_INTERRUPTED
 
 
 def main() -> None:

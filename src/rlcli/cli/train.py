@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.cli import EXIT_INTERRUPTED
+from rlcli.cli.exits import EXIT_INTERRUPTED
 from rlcli.cli.render import ENV_PACKAGE_HELP, EXIT_BAD_INPUT, SET_HELP, user_errors
 from rlcli.config.errors import InputError
 from rlcli.config.load import Override, load_config

@@ -1,0 +1,78 @@
+"""Exploration: action bounds (uniform warm-up draws, clipping) and Gaussian and OU action noise."""
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from rlcli.exploration import ActionBounds, ActionNoise, uniform_actions
+
+BOX = spaces.Box(low=np.array([-2.0, 0.0], dtype=np.float32), high=np.array([2.0, 1.0], dtype=np.float32))
+
+
+def test_bounds_are_float32_tensors_on_the_device_and_clip_each_dimension():
+    bounds = ActionBounds(BOX, torch.device("cpu"))
+    assert bounds.low.dtype == torch.float32 and bounds.low.tolist() == [-2.0, 0.0]
+    clipped = bounds.clip(torch.tensor([[-3.0, 0.5], [1.0, 7.0]]))
+    assert clipped.tolist() == [[-2.0, 0.5], [1.0, 1.0]]
+
+
+def test_uniform_draws_fill_the_box_and_repeat_from_the_same_seed():
+    bounds = ActionBounds(BOX, torch.device("cpu"))
+    draws = bounds.uniform(20_000, torch.Generator().manual_seed(0))
+    again = uniform_actions(bounds.low, bounds.high, 20_000, torch.Generator().manual_seed(0))
+    assert draws.shape == (20_000, 2) and torch.equal(draws, again)
+    assert bool((draws >= bounds.low).all()) and bool((draws <= bounds.high).all())
+    # Uniform on [low, high]: mean at the centre, variance (high - low)^2 / 12.
+    torch.testing.assert_close(draws.mean(0), torch.tensor([0.0, 0.5]), atol=0.03, rtol=0)
+    torch.testing.assert_close(draws.var(0), torch.tensor([16 / 12, 1 / 12]), atol=0.03, rtol=0)
+
+
+def test_gaussian_noise_is_scaled_by_the_half_range():
+    noise = ActionNoise("gaussian", scale=0.1, num_envs=4, half_range=torch.tensor([2.0, 0.5]))
+    action = torch.zeros(4, 2)
+    out = noise(action, torch.Generator().manual_seed(1))
+    draw = torch.randn((4, 2), generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(out, 0.1 * draw * torch.tensor([2.0, 0.5]))
+    # Gaussian noise keeps no state.
+    assert not noise.state.any()
+
+
+def test_ou_noise_follows_its_recursion_per_env_and_is_saved():
+    noise = ActionNoise("ou", scale=0.3, num_envs=2, half_range=torch.tensor([1.0]), theta=0.15, dt=0.01)
+    generator = torch.Generator().manual_seed(2)
+    replay = torch.Generator().manual_seed(2)
+    x = torch.zeros(2, 1)
+    for _ in range(5):
+        out = noise(torch.ones(2, 1), generator)
+        draw = torch.randn((2, 1), generator=replay)
+        x = x - 0.15 * x * 0.01 + 0.3 * 0.01**0.5 * draw
+        torch.testing.assert_close(out, 1.0 + x)
+    copy = ActionNoise("ou", scale=0.3, num_envs=2, half_range=torch.tensor([1.0]))
+    copy.load_state_dict(noise.state_dict())
+    assert torch.equal(copy.state, noise.state)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "ou"])
+def test_noise_draws_come_from_the_generator_given(kind):
+    noise = ActionNoise(kind, scale=0.2, num_envs=3, half_range=torch.tensor([1.0]))
+    global_state = torch.get_rng_state()
+    noise(torch.zeros(3, 1), torch.Generator().manual_seed(0))
+    assert torch.equal(torch.get_rng_state(), global_state)
+
+
+def test_ornstein_uhlenbeck_noise_is_correlated_in_time_and_gaussian_is_not():
+    half = torch.tensor([1.0])
+    g = torch.Generator().manual_seed(0)
+    ou = ActionNoise("ou", scale=0.3, num_envs=1, half_range=half, theta=0.15, dt=1e-2)
+    gauss = ActionNoise("gaussian", scale=0.3, num_envs=1, half_range=half)
+    zero = torch.zeros(1, 1)
+    ou_path = torch.cat([ou(zero, g) for _ in range(2000)]).squeeze(1)
+    gauss_path = torch.cat([gauss(zero, g) for _ in range(2000)]).squeeze(1)
+
+    def lag_one(x):
+        x = x - x.mean()
+        return float((x[1:] * x[:-1]).mean() / x.var())
+
+    assert lag_one(ou_path) > 0.9 and abs(lag_one(gauss_path)) < 0.1
+    assert torch.equal(ou.state_dict()["state"], ou.state)

@@ -1,0 +1,91 @@
+"""What PPO and A2C share: the rollout made ready for the loss, its rows, minibatches of its valid
+rows, the end of an iteration and the state kept."""
+
+import torch
+from tensordict import TensorDict
+
+from rlcli import keys
+from rlcli.advantages import gae
+from rlcli.config.load import validate_data
+from rlcli.rollout import evaluate_minibatch
+from rlcli.run import build_run
+from rlcli.timing import Timer
+
+
+def ppo_run(**env):
+    return build_run(validate_data({
+        "run": {"seed": 7, "device": "cpu"},
+        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point",
+                "max_episode_steps": 10, **env},
+        "algo": {"name": "ppo", "minibatch_size": 16, "gamma": 0.9, "gae_lambda": 0.8},
+        "collector": {"frames_per_batch": 64, "total_frames": 640},
+    }))
+
+
+def test_rows_write_advantages_of_the_rollout_and_flatten_every_row_with_valid():
+    run = ppo_run(normalize_reward=False)
+    try:
+        timer = Timer(run.device)
+        batch = run.collector.collect(timer)
+        rows = run.algo.rollout.rows(batch, timer)
+    finally:
+        run.close()
+    advantage, target = gae(batch[keys.REWARD], batch[keys.VALUE], batch[keys.NEXT_VALUE], batch[keys.TERMINATED],
+                            batch[keys.TRUNCATED], gamma=0.9, lam=0.8)
+    assert rows.batch_size == torch.Size([64]) and keys.VALID in rows.keys()
+    torch.testing.assert_close(rows[keys.ADVANTAGE], advantage.reshape(-1))
+    torch.testing.assert_close(rows[keys.VALUE_TARGET], target.reshape(-1))
+    assert "update.advantage" in timer.current
+
+
+def test_ingest_and_sample_draws_valid_rows_only():
+    run = ppo_run()
+    try:
+        timer = Timer(run.device)
+        batch = run.collector.collect(timer)
+        # Mark half the steps invalid, and give them an input no valid row has.
+        batch[keys.VALID][::2] = False
+        batch[keys.OBSERVATION][::2] = 1e6
+        sample = run.algo.ingest_and_sample(batch, 200, torch.Generator().manual_seed(0))
+    finally:
+        run.close()
+    assert sample.batch_size == torch.Size([200])
+    assert bool((sample[keys.INPUT].abs() < 1e5).all())
+
+
+def test_finish_folds_only_valid_observations_into_the_statistics_and_moves_the_schedule():
+    run = ppo_run(normalize_observation=True)
+    try:
+        timer = Timer(run.device)
+        rollout = run.algo.rollout
+        batch = run.collector.collect(timer)
+        batch[keys.VALID][:3] = False
+        count = float(rollout.agent.obs_norm.stats.count)
+        steps = rollout.step.scheduler.last_epoch
+        rollout.finish(batch)
+        added = float(rollout.agent.obs_norm.stats.count) - count
+    finally:
+        run.close()
+    assert added == float(batch[keys.VALID].sum())
+    assert rollout.step.scheduler.last_epoch == steps + 1
+
+
+def test_evaluate_minibatch_normalizes_the_advantage_over_valid_rows_only():
+    run = ppo_run()
+    run.close()
+    agent = run.algo.agent
+    g = torch.Generator().manual_seed(3)
+    batch = TensorDict({
+        keys.INPUT: torch.randn(8, 4, generator=g), keys.ACTION: torch.randint(0, 2, (8,), generator=g),
+        keys.ADVANTAGE: torch.tensor([1.0, 2.0, 3.0, 100.0, -50.0, 4.0, 5.0, 6.0]),
+        keys.VALID: torch.tensor([True, True, True, False, False, True, True, True]),
+    }, batch_size=[8])
+    out = evaluate_minibatch(agent, batch, normalize_advantage=True)
+    valid = out.advantage[batch[keys.VALID]]
+    # The valid rows 1..6 centred and scaled by their own unbiased spread.
+    expected = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    torch.testing.assert_close(valid, (expected - expected.mean()) / (expected.std() + 1e-8))
+    assert float(out.mean(torch.arange(8.0))) == (0 + 1 + 2 + 5 + 6 + 7) / 6
+    log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
+    torch.testing.assert_close(out.log_prob, log_prob)
+    torch.testing.assert_close(out.value, value)
