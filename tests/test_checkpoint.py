@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from rlcli import checkpoint
+from rlcli.config.errors import InputError
 
 
 def test_save_replaces_atomically_and_loads_weights_only(tmp_path):
@@ -101,3 +102,38 @@ def test_resume_config_problems_allow_only_budget_logging_and_timing():
     problems = checkpoint.resume_config_problems(saved, changed)
     assert len(problems) == 2 and problems[0].startswith("run.seed (0 in the run, 3 now)")
     assert any(p.startswith("algo.gamma") for p in problems)
+
+
+def test_a_run_folder_gives_the_newer_of_final_pt_and_its_newest_checkpoint(tmp_path):
+    (tmp_path / "config.toml").write_text("")
+    (tmp_path / "checkpoints").mkdir()
+    for frames in (512, 10240, 2048):
+        (tmp_path / "checkpoints" / f"ckpt-{frames:012d}.pt").write_bytes(b"")
+    (tmp_path / "checkpoints" / ".ckpt-000000099999.pt.tmp").write_bytes(b"")
+    newest = tmp_path / "checkpoints" / "ckpt-000000010240.pt"
+    assert checkpoint.find_checkpoint(tmp_path) == (tmp_path, newest)
+    # final.pt of a run stopped at 4096 frames, then resumed and killed at 10240: the checkpoint is newer.
+    torch.save({"format": 1, "agent": {}, "frames": 4096}, tmp_path / "final.pt")
+    assert checkpoint.find_checkpoint(tmp_path) == (tmp_path, newest)
+    torch.save({"format": 1, "agent": {}, "frames": 10240}, tmp_path / "final.pt")
+    assert checkpoint.find_checkpoint(tmp_path) == (tmp_path, tmp_path / "final.pt")
+    assert checkpoint.find_checkpoint(tmp_path / "final.pt") == (tmp_path, tmp_path / "final.pt")
+
+
+@pytest.mark.parametrize("layout", ["missing", "no config", "no weights", "stray file"])
+def test_paths_that_are_no_run_are_input_errors(tmp_path, layout):
+    if layout == "missing":
+        path, expected = tmp_path / "nothing", "no such file or folder"
+    elif layout == "no config":
+        path, expected = tmp_path, "not a run folder: there is no config.toml in it"
+    elif layout == "no weights":
+        (tmp_path / "config.toml").write_text("")
+        path, expected = tmp_path, "no final.pt and no checkpoints/ckpt-*.pt"
+    else:
+        path = tmp_path / "a" / "b" / "weights.pt"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"")
+        expected = "no config.toml beside it or in the two folders above"
+    with pytest.raises(InputError) as info:
+        checkpoint.find_checkpoint(path)
+    assert expected in info.value.render()

@@ -28,6 +28,11 @@ COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=5)
 run with an error on the others instead of a hang."""
 
 
+RANK_LOST_STATUS = 3
+"""The exit status of a rank that ends with :class:`RankLost`: it is never the cause of a failed run,
+so that the launcher reports the rank that is, even when both end within the same second."""
+
+
 class RankLost(Exception):
     """A collective failed: another rank died, stopped or went silent past the timeout."""
 

@@ -22,7 +22,7 @@ from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset
 from rlcli.config.ranks import rank_problems
 from rlcli.devices import resolve_device
-from rlcli.distributed import PIN_CORES, launched
+from rlcli.distributed import PIN_CORES, RANK_LOST_STATUS, launched
 from rlcli.envs import import_env_packages
 from rlcli.loggers import check_backends
 
@@ -165,5 +165,8 @@ def launch(nproc: int, args: list[str]) -> None:
         # The agent stops the other ranks with SIGTERM once one has failed: the cause is the first
         # failure that was not one of those.
         own = [(rank, f) for rank, f in failures if f.exitcode != -signal.SIGTERM] or failures
-        rank, failure = min(own, key=lambda item: (item[1].timestamp, item[0]))
+        # A rank that lost its peers is a consequence; failure times are whole seconds, so the order
+        # of two ranks failing together is not known from them.
+        rank, failure = min(own, key=lambda item: (item[1].exitcode == RANK_LOST_STATUS, item[1].timestamp,
+                                                   item[0]))
         raise RankFailure(rank, failure.exitcode) from None

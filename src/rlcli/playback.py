@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from rlcli import checkpoint
-from rlcli.algos import ALGORITHMS, Agent, check_spaces
-from rlcli.algos.context import BuildContext
+from rlcli.algos import ALGORITHMS, check_spaces
+from rlcli.build_context import BuildContext
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.devices import resolve_device
@@ -85,7 +86,7 @@ def evaluate_run(path: str | Path, *, episodes: int = 10, deterministic: bool = 
                       video)
 
 
-def _restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> Agent:
+def _restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> nn.Module:
     """The agent of ``cfg`` built as ``build_run`` builds it and loaded from the checkpoint ``weights``,
     in eval mode, after the checkpoint's algorithm, env and spaces were checked against ``cfg``.
 

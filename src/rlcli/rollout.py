@@ -18,7 +18,7 @@ from rlcli.normalization import RewardScaler
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
-    from rlcli.algos.context import BuildContext
+    from rlcli.build_context import BuildContext
     from rlcli.timing import Timer
 
 
@@ -58,7 +58,6 @@ def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: Tens
 def valid_rows(batch: TensorDict, *names: str) -> TensorDict:
     """The rows of a ``[T, N]`` batch whose ``valid`` is True, flattened to [B], with only ``names``."""
     return batch.select(*names)[batch[keys.VALID]]
-
 
 
 class Evaluated(NamedTuple):

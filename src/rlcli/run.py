@@ -13,7 +13,7 @@ import torch
 from gymnasium.vector import VectorEnv
 
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces
-from rlcli.algos.context import BuildContext
+from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
 from rlcli.config.errors import ConfigError, ConfigIssue, folder_error, single
 from rlcli.config.ranks import rank_config, rank_problems

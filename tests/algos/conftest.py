@@ -50,15 +50,15 @@ def cartpole_run():
 
 
 def pendulum_minibatch(size: int = 5, seed: int = 0) -> TensorDict:
-    """Normalized replay rows of Pendulum's shapes (3-d inputs, 1-d actions in [-2, 2]), the second
-    and fifth terminated."""
+    """Normalized replay rows of Pendulum's shapes (3-d inputs, 1-d actions in [-2, 2]), every third
+    from the second on terminated."""
     g = torch.Generator().manual_seed(seed)
     return TensorDict({
         keys.INPUT: torch.randn(size, 3, generator=g),
         keys.ACTION: torch.rand(size, 1, generator=g) * 4 - 2,
         keys.REWARD: torch.randn(size, generator=g),
         keys.NEXT_INPUT: torch.randn(size, 3, generator=g),
-        keys.TERMINATED: torch.tensor([False, True, False, False, True]),
+        keys.TERMINATED: torch.arange(size) % 3 == 1,
     }, batch_size=[size])
 
 

@@ -8,10 +8,9 @@ import pytest
 import torch
 
 from rlcli.algos import ALGORITHMS
-from rlcli.algos.context import BuildContext
+from rlcli.build_context import BuildContext
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
-from rlcli.replay import Replay
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
@@ -109,6 +108,26 @@ def test_state_dict_round_trips_into_a_fresh_build(name, env_id):
     assert_same(reloaded, algo_state)
     for key, value in agent_state.items():
         assert torch.equal(fresh.algo.agent.state_dict()[key], value), key
+    # What the next collect and row read, beside the state: DQN's epsilon, PPO's clip.
+    for attribute in ("epsilon", "clip_epsilon"):
+        assert getattr(fresh.algo, attribute, None) == getattr(run.algo, attribute, None), attribute
+
+
+def test_dqn_keeps_its_saved_epsilon_when_a_resume_raises_the_frame_budget(cartpole_dqn):
+    run = cartpole_dqn(learning_starts=32, exploration_fraction=0.5)
+    try:
+        timer = Timer(run.device)
+        for _ in range(3):
+            run.algo.learn(run.collector.collect(timer), timer)
+        state, epsilon = run.algo.state_dict(), run.algo.epsilon
+    finally:
+        run.close()
+    longer = cartpole_dqn(learning_starts=32, exploration_fraction=0.5)
+    longer.close()
+    # A resume may raise total_frames: the decay's horizon moves, the epsilon in use does not.
+    longer.algo.decay_frames *= 10
+    longer.algo.load_state_dict(state)
+    assert 0.0 < epsilon < 1.0 and longer.algo.epsilon == epsilon
 
 
 def assert_same(a, b, where: str = "state") -> None:
@@ -246,5 +265,22 @@ def test_build_agent_gives_the_agent_build_gives_without_optimizer_or_replay(nam
     assert list(light) == list(full)
     for key, value in light.items():
         assert torch.equal(value, full[key]), key
-    # Only modules: no optimizer state or replay storage hangs off what build_agent returns.
-    assert not any(isinstance(v, (torch.optim.Optimizer, Replay)) for v in vars(agent).values())
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_build_agent_makes_no_optimizer_and_no_replay_buffer(name, env_id, monkeypatch):
+    cfg = config(name, env_id)
+    env = gym.make(env_id)
+    ctx = BuildContext(env.observation_space, env.action_space, network=cfg.network, env=cfg.env,
+                       collector=cfg.collector, optim=cfg.optim, device=torch.device("cpu"), seed=0)
+    env.close()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("build_agent made an optimizer or a replay buffer")
+
+    for target in ("rlcli.optim.GradientStep.__init__", "rlcli.optim.make_optimizer",
+                   "rlcli.replay.storage.ReplayBuffer.__init__", "rlcli.replay.feed.check_storage",
+                   "rlcli.normalization.RewardScaler.__init__"):
+        monkeypatch.setattr(target, refuse)
+    agent = ALGORITHMS[name].build_agent(cfg.algo, ctx)
+    assert callable(agent.actions)

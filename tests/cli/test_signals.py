@@ -31,13 +31,32 @@ def start_and_wait_for_rows(out: Path, rows: int = 2) -> subprocess.Popen:
     pytest.fail("no metrics rows within 120 s")
 
 
+def wait_until_delivered(pid: int, signum: int, timeout: float = 60.0) -> None:
+    """Return once ``signum`` is no longer pending for ``pid`` (Linux's /proc status masks), or when
+    the process has gone."""
+    bit = 1 << (signum - 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        pending = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+        if not any(mask & bit for mask in pending):
+            return
+        time.sleep(0.01)
+    pytest.fail(f"signal {signum} still pending for {pid} after {timeout} s")
+
+
 @pytest.mark.parametrize("signals", [1, 2], ids=["once", "twice"])
 def test_sigterm_saves_the_run_and_exits_143(tmp_path, signals):
     out = tmp_path / "runs"
     proc = start_and_wait_for_rows(out)
     for _ in range(signals):
         proc.send_signal(signal.SIGTERM)
-        time.sleep(0.05)
+        # Two signals sent back to back may merge into one pending signal: send the second only once
+        # the first has been delivered to the process.
+        wait_until_delivered(proc.pid, signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143, stdout + stderr
     assert "Traceback" not in stdout + stderr

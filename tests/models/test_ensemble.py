@@ -1,9 +1,8 @@
-"""The batched critic ensemble against E separate MLPs."""
+"""The batched MLP ensemble against E separate MLPs."""
 
 import torch
 
 from rlcli.bench.floors import ensemble_member
-from rlcli.models.critics import QEnsemble
 from rlcli.models.ensemble import EnsembleMLP
 
 
@@ -40,10 +39,3 @@ def test_members_start_different_and_like_nn_linear():
     assert not torch.allclose(first[0], first[1])
     # nn.Linear's default: uniform in +-1/sqrt(fan_in).
     assert first.abs().max() <= 1 / 8 and first.std() > 0.8 * (1 / 8) / 3**0.5
-
-
-def test_q_ensemble_scores_observation_action_pairs():
-    torch.manual_seed(3)
-    critic = QEnsemble(2, 3, 1, [8], activation="relu")
-    q = critic(torch.randn(5, 3), torch.randn(5, 1))
-    assert q.shape == (2, 5) and critic.members == 2

@@ -9,10 +9,11 @@ import torch
 
 from rlcli import keys
 from rlcli.config.errors import ConfigError
-from rlcli.config.load import validate_data
 from rlcli.run import build_run
 from rlcli.timing import Timer
 from rlcli.trainer import train
+
+from .conftest import small_config
 
 
 class OneStep(gym.Env):
@@ -33,24 +34,9 @@ if "rlcli-test/OneStep-v0" not in gym.registry:
     gym.register("rlcli-test/OneStep-v0", entry_point=OneStep)
 
 
-def config(tmp_path, **sections):
-    data = {
-        "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
-        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
-        "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 1},
-        "collector": {"frames_per_batch": 64, "total_frames": 320},
-        "timing": {"enabled": False},
-    }
-    for name, values in sections.items():
-        # Another algorithm replaces the section; other values update it.
-        replace = name == "algo" and values.get("name", "ppo") != "ppo"
-        data[name] = values if replace else {**data.get(name, {}), **values}
-    return validate_data(data)
-
-
 def test_stop_at_return_waits_for_a_full_window_of_100_episodes(tmp_path):
     # 4 one-step episodes per env step, 8 per iteration: 100 episodes end in iteration 13.
-    cfg = config(tmp_path, env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
+    cfg = small_config(tmp_path, env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
                  collector={"frames_per_batch": 8, "total_frames": 800}, run={"stop_at_return": 0.5},
                  algo={"minibatch_size": 8})
     state = train(build_run(cfg))
@@ -59,7 +45,7 @@ def test_stop_at_return_waits_for_a_full_window_of_100_episodes(tmp_path):
 
 
 def test_last_row_is_written_whatever_the_interval(tmp_path):
-    state = train(build_run(config(tmp_path, logger={"interval": 3})))
+    state = train(build_run(small_config(tmp_path, logger={"interval": 3})))
     with (state.run_dir / "metrics.csv").open() as file:
         iterations = [int(row["iteration"]) for row in csv.DictReader(file)]
     assert state.iteration == 5
@@ -69,7 +55,7 @@ def test_last_row_is_written_whatever_the_interval(tmp_path):
 def test_an_unwritable_output_dir_is_a_config_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    run = build_run(config(tmp_path, run={"output_dir": str(blocker)}))
+    run = build_run(small_config(tmp_path, run={"output_dir": str(blocker)}))
     with pytest.raises(ConfigError) as info:
         train(run)
     assert "run.output_dir" in info.value.render()
@@ -77,8 +63,8 @@ def test_an_unwritable_output_dir_is_a_config_error(tmp_path):
 
 def test_runs_draw_from_their_own_generators(tmp_path):
     def actions(interleave: bool) -> torch.Tensor:
-        first = build_run(config(tmp_path))
-        other = build_run(config(tmp_path, run={"seed": 9})) if interleave else None
+        first = build_run(small_config(tmp_path))
+        other = build_run(small_config(tmp_path, run={"seed": 9})) if interleave else None
         timer = Timer(first.device)
         try:
             if other is not None:
@@ -96,7 +82,7 @@ def test_runs_draw_from_their_own_generators(tmp_path):
 @pytest.mark.parametrize("algo", [{"name": "ppo", "minibatch_size": 32, "epochs": 1},
                                   {"name": "dqn", "learning_starts": 0, "batch_size": 16}], ids=["ppo", "dqn"])
 def test_observation_statistics_take_in_valid_steps_when_learning(tmp_path, algo):
-    cfg = config(tmp_path, env={"max_episode_steps": 5, "normalize_observation": True}, algo=algo)
+    cfg = small_config(tmp_path, env={"max_episode_steps": 5, "normalize_observation": True}, algo=algo)
     run = build_run(cfg)
     try:
         timer = Timer(run.device)
@@ -114,7 +100,7 @@ def test_observation_statistics_take_in_valid_steps_when_learning(tmp_path, algo
 
 def test_return_window_sets_the_stop_condition_and_the_rolling_return(tmp_path):
     # 4 one-step episodes per env step, 8 per iteration: a window of 10 fills in iteration 2.
-    cfg = config(tmp_path, env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
+    cfg = small_config(tmp_path, env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
                  collector={"frames_per_batch": 8, "total_frames": 800},
                  run={"stop_at_return": 0.5, "return_window": 10}, algo={"minibatch_size": 8})
     run = build_run(cfg)
@@ -132,8 +118,8 @@ def rows(state) -> list[dict[str, str]]:
 @pytest.mark.parametrize("algo", [{"name": "ppo", "minibatch_size": 32, "epochs": 1},
                                   {"name": "dqn", "learning_starts": 64, "batch_size": 16}], ids=["ppo", "dqn"])
 def test_in_training_evaluation_fills_eval_columns_and_leaves_training_alone(tmp_path, algo):
-    plain = train(build_run(config(tmp_path / "plain", algo=algo)))
-    evaluated = train(build_run(config(tmp_path / "eval", algo=algo, eval={"every_frames": 128, "episodes": 3})))
+    plain = train(build_run(small_config(tmp_path / "plain", algo=algo)))
+    evaluated = train(build_run(small_config(tmp_path / "eval", algo=algo, eval={"every_frames": 128, "episodes": 3})))
     with_eval, without = rows(evaluated), rows(plain)
     # Due after the first iteration at or past each 128 frames, and at the last one.
     assert [r["frames"] for r in with_eval if r["eval/return_mean"]] == ["128", "256", "320"]
@@ -174,12 +160,12 @@ def test_a_stopped_run_resumed_from_python_matches_an_unbroken_one(tmp_path, rep
 
     sections = {"algo": {**DQN, "replay": replay}, "collector": {"frames_per_batch": 64, "total_frames": 640},
                 "checkpoint": {"every_frames": 0}}
-    unbroken = train(build_run(config(tmp_path / "a", **sections)))
-    stopped = train(build_run(config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
+    unbroken = train(build_run(small_config(tmp_path / "a", **sections)))
+    stopped = train(build_run(small_config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
     assert stopped.status == "interrupted" and stopped.checkpoint_frames == 256
     if replay["storage"] == "memmap":
         assert sorted(p.name for p in (stopped.run_dir / "replay").iterdir())[0].endswith(".memmap")
-    resumed = train(build_run(config(tmp_path / "b", **sections)), resume=stopped.run_dir)
+    resumed = train(build_run(small_config(tmp_path / "b", **sections)), resume=stopped.run_dir)
     assert resumed.status == "completed" and resumed.run_dir == stopped.run_dir
     assert comparable(resumed) == comparable(unbroken)
 
@@ -189,10 +175,10 @@ def test_resume_without_the_replay_buffer_starts_it_empty(tmp_path):
 
     sections = {"algo": DQN, "collector": {"frames_per_batch": 64, "total_frames": 640},
                 "checkpoint": {"every_frames": 0, "replay": False}}
-    stopped = train(build_run(config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
+    stopped = train(build_run(small_config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
     saved = torch.load(stopped.checkpoint_path, weights_only=True)
     assert saved["ranks"][0]["algo_state"]["replay"]["buffer"]["storage"] is None
-    resumed = train(build_run(config(tmp_path, **sections)), resume=stopped.run_dir)
+    resumed = train(build_run(small_config(tmp_path, **sections)), resume=stopped.run_dir)
     after = rows(resumed)
     sizes = [float(r["stats/buffer_size"]) for r in after]
     # Refilled from the first batch after the resume: at most its 64 frames (reset steps hold none).
@@ -206,8 +192,8 @@ def test_resumed_async_envs_are_reseeded_and_keep_stepping(tmp_path):
 
     sections = {"env": {"id": "CartPole-v1", "num_envs": 2, "vectorization": "async"},
                 "collector": {"frames_per_batch": 64, "total_frames": 384}, "checkpoint": {"every_frames": 0}}
-    stopped = train(build_run(config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(3)]))
-    run = build_run(config(tmp_path, **sections))
+    stopped = train(build_run(small_config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(3)]))
+    run = build_run(small_config(tmp_path, **sections))
     seen = []
     resumed = train(run, resume=stopped.run_dir,
                     hooks=Hooks(on_iteration_end=[lambda s: seen.append(run.collector.batch["observation"].clone())]))
@@ -221,11 +207,11 @@ def test_a_stop_off_the_logging_interval_resumes_to_the_rows_of_an_unbroken_run(
 
     sections = {"collector": {"frames_per_batch": 64, "total_frames": 640}, "logger": {"interval": 3},
                 "checkpoint": {"every_frames": 0}}
-    unbroken = train(build_run(config(tmp_path / "a", **sections)))
-    stopped = train(build_run(config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
+    unbroken = train(build_run(small_config(tmp_path / "a", **sections)))
+    stopped = train(build_run(small_config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
     # The stop writes its own row (4), which an unbroken run does not have.
     assert [r["iteration"] for r in rows(stopped)] == ["3", "4"]
-    resumed = train(build_run(config(tmp_path / "b", **sections)), resume=stopped.run_dir)
+    resumed = train(build_run(small_config(tmp_path / "b", **sections)), resume=stopped.run_dir)
     assert [r["iteration"] for r in rows(resumed)] == ["3", "6", "9", "10"]
     assert comparable(resumed) == comparable(unbroken)
 
@@ -233,8 +219,8 @@ def test_a_stop_off_the_logging_interval_resumes_to_the_rows_of_an_unbroken_run(
 def test_compiled_networks_train_and_keep_their_compile_time_apart(tmp_path):
     import json
 
-    eager = train(build_run(config(tmp_path / "eager")))
-    compiled = train(build_run(config(tmp_path / "compiled", run={"compile": "default"})))
+    eager = train(build_run(small_config(tmp_path / "eager")))
+    compiled = train(build_run(small_config(tmp_path / "compiled", run={"compile": "default"})))
     assert compiled.status == "completed"
     # The loop's timer keeps compile time apart (how, on fake clocks: tests/test_timing.py).
     assert compiled.timer.compiled and compiled.timer.compile_seconds > 0

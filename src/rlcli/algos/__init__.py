@@ -4,7 +4,7 @@ against what an algorithm supports.
 An algorithm is one module ``rlcli/algos/<name>.py`` exposing ``CONFIG`` (its pydantic
 model), ``SUPPORTS`` (the space types it accepts), ``PHASES`` (the timed sub-phases of its
 ``learn``), ``METRICS`` (the row keys its ``learn`` reports), ``build(cfg, ctx)`` and
-``build_agent(cfg, ctx)`` (see :mod:`rlcli.algos.context`). Its config model lives in
+``build_agent(cfg, ctx)`` (see :mod:`rlcli.build_context`). Its config model lives in
 :mod:`rlcli.config.algos`, so that reading and checking a config never imports torch; that
 module's ``ALGO_CONFIGS`` is the one list of algorithms, and :data:`ALGORITHMS` is derived from
 it here: adding an algorithm is its module, its config model with one line in that table, and a
@@ -25,7 +25,6 @@ from rlcli.config.errors import single
 if TYPE_CHECKING:
     import torch
     from tensordict import TensorDict
-    from torch import nn
 
     from rlcli.timing import Timer
 
@@ -58,13 +57,13 @@ class Algorithm(Protocol):
     off-policy methods extend their replay buffer and take their gradient steps.
     """
 
-    agent: nn.Module
+    agent: Agent
     """Every network, targets and normalization statistics included: one state_dict covers them.
     An :class:`Agent`: evaluation plays its ``actions``."""
 
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """Actions for raw observations ([N, *obs] float32), with whatever ``learn`` needs stored
-        beside them (PPO: ``log_prob``, ``value``, ``input``). Batch size [N]; no statistics change."""
+        beside them (PPO: ``log_prob`` and ``value``). Batch size [N]; no statistics change."""
         ...
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
@@ -93,6 +92,9 @@ class Benchable(Protocol):
         ...
 
 
+# Derived, so that ALGO_CONFIGS stays the one list while reading a config stays torch-free. STYLE's
+# rule against importlib keeps config files from naming code: these names are this package's own,
+# fixed by each config model's Literal, and a config can only choose one of them.
 ALGORITHMS: dict[str, ModuleType] = {name: import_module(f"{__name__}.{name}") for name in ALGO_CONFIGS}
 """Each algorithm's module, by its config ``name``: ``rlcli.algos.<name>``, derived from the one
 table ``ALGO_CONFIGS``. The names are this package's own, never read from a config file (a config

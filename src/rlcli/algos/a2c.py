@@ -8,13 +8,17 @@ import torch
 from gymnasium import spaces as gspaces
 
 from rlcli import keys
-from rlcli.algos.context import BuildContext
+from rlcli.build_context import BuildContext
 from rlcli.config.algos import A2CConfig
-from rlcli.rollout import RolloutLearner, build_agent, evaluate_minibatch
+from rlcli.rollout import RolloutLearner, evaluate_minibatch
+# The actor-critic alone, for evaluation: this module's build_agent.
+from rlcli.rollout import build_agent as build_agent
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
+
+    from rlcli.models.actor_critic import ActorCritic
 
 
 # What a2c_loss reads.

@@ -13,7 +13,7 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target
-from rlcli.algos.context import BuildContext
+from rlcli.build_context import BuildContext
 from rlcli.config.algos import DQNConfig
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
@@ -153,14 +153,15 @@ class DQN:
         return {name: value.detach() for name, value in terms.items()}
 
     def state_dict(self, *, replay: bool = True) -> dict:
-        return self.learner.state_dict(replay=replay) | {"target": self.target.state_dict(), "updates": self.updates}
+        return self.learner.state_dict(replay=replay) | {"target": self.target.state_dict(), "updates": self.updates,
+                                                         "epsilon": self.epsilon}
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
         self.target.load_state_dict(state["target"])
         self.updates = state["updates"]
-        # A function of the replay's frame count, restored just above.
-        self.epsilon = self._epsilon()
+        # Saved, not recomputed: a resume may raise total_frames, and with it the decay's horizon.
+        self.epsilon = state["epsilon"]
 
 
 CONFIG = DQNConfig

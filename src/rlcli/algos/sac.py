@@ -5,16 +5,16 @@ and a high ``utd_ratio`` it is REDQ (Chen et al., 2021)."""
 from __future__ import annotations
 
 import copy
+
 import numpy as np
 import torch
-from tensordict import TensorDict
 from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target
-from rlcli.algos.context import BuildContext
+from rlcli.build_context import BuildContext
 from rlcli.config.algos import SACConfig
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.critics import QEnsemble, critic_regression

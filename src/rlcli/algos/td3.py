@@ -12,7 +12,7 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target
-from rlcli.algos.context import BuildContext
+from rlcli.build_context import BuildContext
 from rlcli.config.algos import TD3Config
 from rlcli.exploration import ActionBounds, ActionNoise
 from rlcli.models.actors import DeterministicActor

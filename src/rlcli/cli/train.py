@@ -112,7 +112,7 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
         cfg = load_config(config_file, overrides)
     # Imported only now: a bad config is reported without loading the training stack.
     from rlcli.report import ConsoleReport
-    from rlcli.distributed import RankLost
+    from rlcli.distributed import RANK_LOST_STATUS, RankLost
     from rlcli.run import build_run
     from rlcli.trainer import TrainingError
     from rlcli.trainer import train as train_run
@@ -125,9 +125,13 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
         hooks = ConsoleReport(console, quiet=quiet).hooks() if run.group.is_main else None
         with user_errors(preset):
             state = train_run(run, hooks=hooks, resume=resume)
-    except (TrainingError, RankLost) as exc:
+    except TrainingError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_TRAINING_FAILED) from None
+    except RankLost as exc:
+        # The launcher (or torchrun) names the rank that failed first; this one only lost it.
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(RANK_LOST_STATUS) from None
     if state.status == "interrupted":
         world = run.group.world_size
         # Rank 0 alone says how the run continues.

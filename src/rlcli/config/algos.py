@@ -3,8 +3,8 @@ table the off-policy ones share, and the ``AlgoConfig`` union over them.
 
 They live apart from the algorithms themselves so that reading and checking a config
 (``rlcli validate``, ``show-config``, ``schema``) never imports torch. Each algorithm module
-names its model as ``CONFIG``; ``ALGO_CONFIGS`` is the torch-free table the union and the
-error messages read, and a test checks that it and ``rlcli.algos.ALGORITHMS`` agree.
+names its model as ``CONFIG``; ``ALGO_CONFIGS`` is the one list of algorithms: the union and
+the error messages read it, and ``rlcli.algos.ALGORITHMS`` is derived from it.
 """
 
 from __future__ import annotations
@@ -313,7 +313,8 @@ ALGO_CONFIGS: dict[str, type[BaseModel]] = {
     "td3": TD3Config,
     "ddpg": DDPGConfig,
 }
-"""Config model of each algorithm, by its ``name``; the order is that of ``rlcli.algos.ALGORITHMS``."""
+"""Config model of each algorithm, by its ``name``: the one list of algorithms. ``rlcli.algos.ALGORITHMS``
+takes its modules, ``rlcli.algos.<name>``, from it in this order."""
 
 AlgoConfig = Annotated[
     Union[tuple(ALGO_CONFIGS.values())],  # noqa: UP007

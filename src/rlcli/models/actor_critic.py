@@ -17,7 +17,7 @@ from rlcli.normalization import ObservationNormalizer
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
-    from rlcli.algos.context import BuildContext
+    from rlcli.build_context import BuildContext
 
 
 class ActorCritic(nn.Module):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import torch
 from torch import nn
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {

@@ -17,7 +17,7 @@ from rlcli.replay.storage import ReplayBuffer, Spec, check_storage
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
-    from rlcli.algos.context import BuildContext
+    from rlcli.build_context import BuildContext
 
     from rlcli.timing import Timer
 

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlcli.algos.context import BuildContext
+from rlcli.build_context import BuildContext
 from rlcli.config.load import validate_data
 
 
