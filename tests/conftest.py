@@ -153,3 +153,23 @@ def cartpole_dqn():
         }))
 
     return make
+
+
+class FakeClock:
+    """Seconds that move only by ``advance``; binary fractions keep every sum exact."""
+
+    def __init__(self, start: float = 1000.0):
+        self.now = start
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()

@@ -13,26 +13,6 @@ from rlcli.timing import Timer
 CPU = torch.device("cpu")
 
 
-class FakeClock:
-    """Seconds that move only by ``advance``; binary fractions keep every sum exact."""
-
-    def __init__(self, start: float = 1000.0):
-        self.now = start
-        self.reads = 0
-
-    def __call__(self) -> float:
-        self.reads += 1
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
 def test_the_default_clock_is_perf_counter():
     assert Timer(CPU).clock is time.perf_counter
 

@@ -1,4 +1,4 @@
-"""Small runs for the trainer's tests: a config builder, a fake clock and a run stopped partway,
+"""Small runs for the trainer's tests: a config builder and a run stopped partway,
 with a checkpoint, to resume from."""
 
 from __future__ import annotations
@@ -29,24 +29,6 @@ def small_config(output_dir: Path, **sections):
         replace = name == "algo" and values.get("name", "ppo") != "ppo"
         data[name] = values if replace else {**data.get(name, {}), **values}
     return validate_data(data)
-
-
-class FakeClock:
-    """Seconds that move only by ``advance``."""
-
-    def __init__(self, start: float = 100.0):
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 STOP_AFTER = 2
