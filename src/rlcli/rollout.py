@@ -27,14 +27,6 @@ def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
     return build_actor_critic(ctx).to(ctx.device)
 
 
-def build_on_policy(cfg, ctx: BuildContext) -> tuple[ActorCritic, RewardScaler]:
-    """The actor-critic of :func:`build_agent` and the reward scaler of ``cfg.gamma``, on the device."""
-    agent = build_agent(cfg, ctx)
-    reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
-                                 group=ctx.group).to(ctx.device)
-    return agent, reward_scaler
-
-
 @torch.no_grad()
 def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: TensorDict, *,
                     gamma: float, lam: float) -> TensorDict:
@@ -98,7 +90,9 @@ class RolloutLearner:
     """
 
     def __init__(self, cfg, ctx: BuildContext, *, names: tuple[str, ...]):
-        self.agent, self.reward_scaler = build_on_policy(cfg, ctx)
+        self.agent = build_agent(cfg, ctx)
+        self.reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
+                                          group=ctx.group).to(ctx.device)
         self.step = ctx.gradient_step(self.agent.parameters())
         self.gamma, self.lam, self.names = cfg.gamma, cfg.gae_lambda, names
 

@@ -3,7 +3,6 @@ buffer (as n-step windows), sampling normalized minibatches, and the update-to-d
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +17,6 @@ if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.build_context import BuildContext
-
     from rlcli.timing import Timer
 
 
@@ -162,32 +160,6 @@ class Replay:
         if self.buffer.cfg.prioritized:
             with timer.phase("update.priority"):
                 self.buffer.update_priorities(sample[keys.INDEX], td_error)
-
-    def learn(self, batch: TensorDict, batch_size: int, generator: torch.Generator,
-              update: Callable[[TensorDict, Timer], dict[str, torch.Tensor]], timer: Timer) -> dict[str, float]:
-        """What every off-policy ``learn`` does with a fresh batch: store it, then run ``update``
-        for the gradient steps it pays for. Returns the terms' means, ``stats/gradient_steps``
-        and ``stats/buffer_size``."""
-        with timer.phase("update.extend"):
-            self.observe(batch)
-        steps = self.due(batch.batch_size.numel())
-        stats = self.train(steps, batch_size, generator, update, timer)
-        stats["stats/gradient_steps"] = float(steps)
-        stats["stats/buffer_size"] = float(len(self.buffer))
-        return stats
-
-    def train(self, steps: int, batch_size: int, generator: torch.Generator,
-              update: Callable[[TensorDict, Timer], dict[str, torch.Tensor]], timer: Timer) -> dict[str, float]:
-        """Run ``update`` on ``steps`` fresh samples of ``batch_size``; returns each term's mean over
-        the steps that reported it (an actor term on delayed steps only)."""
-        seen: dict[str, list[torch.Tensor]] = {}
-        for _ in range(steps):
-            with timer.phase("update.sample"):
-                sample = self.sample(batch_size, generator)
-            for name, value in update(sample, timer).items():
-                seen.setdefault(name, []).append(value)
-        # One stack and mean per term, once per batch rather than once per step.
-        return {name: float(torch.stack(values).mean()) for name, values in seen.items()}
 
     def state_dict(self, *, storage: bool = True) -> dict:
         """Counters, the n-step carry, the reward statistics and the buffer (its transitions

@@ -47,10 +47,27 @@ class ReplayLearner:
         steps, ``stats/gradient_steps``, ``stats/buffer_size`` and ``optim/lr`` (before the schedule
         moves)."""
         stats = {"optim/lr": next(iter(self.steps.values())).lr}
-        stats |= self.replay.learn(batch, self.batch_size, self.generator, update, timer)
+        with timer.phase("update.extend"):
+            self.replay.observe(batch)
+        steps = self.replay.due(batch.batch_size.numel())
+        stats |= self._train(steps, timer, update)
+        stats["stats/gradient_steps"] = float(steps)
+        stats["stats/buffer_size"] = float(len(self.replay.buffer))
         for step in self.steps.values():
             step.end_iteration()
         return stats
+
+    def _train(self, steps: int, timer: Timer, update: Update) -> dict[str, float]:
+        """Run ``update`` on ``steps`` fresh samples; returns each term's mean over the steps that
+        reported it (an actor term on delayed steps only)."""
+        seen: dict[str, list[torch.Tensor]] = {}
+        for _ in range(steps):
+            with timer.phase("update.sample"):
+                sample = self.replay.sample(self.batch_size, self.generator)
+            for name, value in update(sample, timer).items():
+                seen.setdefault(name, []).append(value)
+        # One stack and mean per term, once per batch rather than once per step.
+        return {name: float(torch.stack(values).mean()) for name, values in seen.items()}
 
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator, bounds: ActionBounds,
