@@ -20,7 +20,7 @@ BROKEN_CONFIGS = ROOT / "tests" / "broken_configs"
 
 # Presets whose env needs an optional extra, by the module the extra installs. `.ci/run`
 # installs every extra; without one, the tests that build such a preset are skipped.
-EXTRA_MODULES = {"sac_halfcheetah": "mujoco"}
+EXTRA_MODULES = {"sac_halfcheetah": "mujoco", "ppo_breakout": "ale_py", "ppo_pong": "ale_py", "dqn_breakout": "ale_py"}
 
 
 def has_extra(preset: Path) -> bool:

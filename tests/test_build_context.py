@@ -25,7 +25,7 @@ def context(env_id: str, **env) -> BuildContext:
 
 def test_sizes_come_from_the_spaces():
     ctx = context("Pendulum-v1")
-    assert (ctx.obs_dim, ctx.act_dim) == (3, 1)
+    assert (ctx.encoder().out_features, ctx.act_dim) == (3, 1)
 
 
 def test_the_observation_normalizer_follows_the_env_section():

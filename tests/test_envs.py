@@ -179,7 +179,7 @@ def test_a_single_env_that_cannot_be_made_is_the_same_config_error_as_a_vector_o
 
 @pytest.mark.parametrize(("space", "name"), [
     (gym.spaces.Box(-1.0, 1.0, (4,)), "Box(4,)"),
-    (gym.spaces.Box(0, 255, (84, 84, 3), np.uint8), "Box(84, 84, 3)"),
+    (gym.spaces.Box(0, 255, (84, 84, 3), np.uint8), "Box(84, 84, 3) uint8"),
     (gym.spaces.Discrete(2), "Discrete(2)"),
     (gym.spaces.MultiDiscrete([2, 3]), "MultiDiscrete([2 3])"),
 ], ids=["box", "image", "discrete", "other"])

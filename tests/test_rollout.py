@@ -89,3 +89,29 @@ def test_evaluate_minibatch_normalizes_the_advantage_over_valid_rows_only():
     log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
     torch.testing.assert_close(out.log_prob, log_prob)
     torch.testing.assert_close(out.value, value)
+
+
+def test_next_values_of_a_cnn_reuse_the_stored_values_where_the_next_step_saw_the_same_frames():
+    import numpy as np
+    from gymnasium import spaces
+
+    from rlcli.build_context import BuildContext
+    from rlcli.models.actor_critic import build_actor_critic
+    from rlcli.rollout import next_values
+
+    cfg = validate_data({"env": {"id": "CartPole-v1"}, "algo": {"name": "ppo"}, "network": {"hidden_sizes": []}})
+    frames = spaces.Box(0, 255, (2, 36, 36), np.uint8)
+    ctx = BuildContext(frames, spaces.Discrete(3), network=cfg.network, env=cfg.env, collector=cfg.collector,
+                       optim=cfg.optim, device=torch.device("cpu"), seed=0)
+    torch.manual_seed(0)
+    agent = build_actor_critic(ctx)
+    steps, envs = 5, 3
+    generator = torch.Generator().manual_seed(1)
+    observation = torch.randint(0, 256, (steps + 1, envs, 2, 36, 36), dtype=torch.uint8, generator=generator)
+    next_observation = observation[1:].clone()
+    # An env that reset in the same step: its next observation is the final one, not the next step's.
+    next_observation[2, 1] = torch.randint(0, 256, (2, 36, 36), dtype=torch.uint8, generator=generator)
+    batch = TensorDict({keys.OBSERVATION: observation[:-1], keys.NEXT_OBSERVATION: next_observation}, [steps, envs])
+    batch[keys.VALUE] = torch.stack([agent.act(observation[t], generator)[keys.VALUE] for t in range(steps)])
+    expected = agent.state_value(next_observation.flatten(0, 1)).view(steps, envs)
+    torch.testing.assert_close(next_values(agent, batch), expected, rtol=1e-5, atol=1e-5)

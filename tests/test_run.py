@@ -106,4 +106,5 @@ def test_check_build_summarises_spaces_parameters_and_device():
         params = sum(p.numel() for p in run.algo.agent.parameters())
     finally:
         run.close()
-    assert summary == f"ppo on CartPole-v1: observation Box(4,), action Discrete(2), {params:,} parameters, cpu"
+    assert summary == (f"ppo on CartPole-v1: observation Box(4,), action Discrete(2), {params:,} parameters, cpu; "
+                       "encoders: encoder flat -> 4; observation normalization off")

@@ -12,6 +12,7 @@ import torch
 from gymnasium import spaces
 
 from rlcli.exploration import ActionBounds
+from rlcli.models.encoders import build_encoder
 from rlcli.normalization import ObservationNormalizer
 from rlcli.optim import GradientStep
 
@@ -44,10 +45,10 @@ class BuildContext:
     group: Group | None = None
     """The ranks of a data-parallel run; None in one process."""
 
-    @property
-    def obs_dim(self) -> int:
-        """Inputs of a network on flat observations."""
-        return int(np.prod(self.observation_space.shape))
+    def encoder(self) -> torch.nn.Module:
+        """A new encoder of the observation space as ``[network] encoder`` asks (its ``out_features``
+        sizes the MLP after it); each call builds one with weights of its own."""
+        return build_encoder(self.observation_space, self.network)
 
     @property
     def act_dim(self) -> int:
@@ -55,8 +56,11 @@ class BuildContext:
         return int(np.prod(self.action_space.shape))
 
     def observation_normalizer(self) -> ObservationNormalizer:
-        """Running observation statistics as ``[env]`` asks, pooled over the ranks."""
-        return ObservationNormalizer(self.observation_space.shape, enabled=self.env.normalize_observation,
+        """Running observation statistics as ``[env]`` asks, pooled over the ranks (a Box's only: Discrete
+        and Dict observations are never normalized, which the config check says)."""
+        space = self.observation_space
+        box = isinstance(space, spaces.Box)
+        return ObservationNormalizer(space.shape if box else (), enabled=self.env.normalize_observation and box,
                                      clip=self.env.clip_observation, group=self.group)
 
     def action_bounds(self) -> ActionBounds:

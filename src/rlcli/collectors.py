@@ -9,9 +9,8 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlcli import envstate, keys
+from rlcli import envstate, keys, observations
 from rlcli.config.errors import single
-from rlcli.devices import HostToDevice
 from rlcli.envs import autoreset_mode
 from rlcli.timing import Timer
 
@@ -32,6 +31,8 @@ class Collector:
 
     Env outputs are written into host tensors (pinned on CUDA) and moved to the
     device once per rollout; on the CPU the host tensors are the batch itself.
+    Observations keep the space's own dtype (uint8 frames stay uint8; a Dict observation is a
+    nested TensorDict): they become float inside the algorithm's encoder, on the device.
     """
 
     def __init__(self, envs: VectorEnv, algo: Algorithm, *, steps: int, device: torch.device, seed: int,
@@ -48,15 +49,15 @@ class Collector:
             raise single(None, f"autoreset mode {self.mode} is not supported; "
                          "supported: NEXT_STEP, SAME_STEP", path="env.vectorization")
         n = envs.num_envs
-        obs_shape = envs.single_observation_space.shape
+        obs_space = envs.single_observation_space
         act_space = envs.single_action_space
         self.bounds = ((act_space.low.astype(np.float32), act_space.high.astype(np.float32))
                        if isinstance(act_space, spaces.Box) else None)
         self.device = device
         pin = device.type == "cuda"
         self.host = TensorDict({
-            keys.OBSERVATION: torch.zeros(steps, n, *obs_shape),
-            keys.NEXT_OBSERVATION: torch.zeros(steps, n, *obs_shape),
+            keys.OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
+            keys.NEXT_OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
             keys.REWARD: torch.zeros(steps, n),
             keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
             keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
@@ -65,10 +66,10 @@ class Collector:
         if pin:
             self.host = self.host.pin_memory()
         # numpy views of the host tensors: the env's arrays are copied straight in.
-        self.arrays = {key: value.numpy() for key, value in self.host.items()}
+        self.arrays = {key: observations.numpy_view(value) for key, value in self.host.items()}
         # The keys of the algorithm's act are allocated at the first step, from what it returns.
         self.batch = self.host if not pin else self.host.to(device)
-        self.to_device = HostToDevice((n, *obs_shape), torch.float32, device)
+        self.to_device = observations.ToDevice(obs_space, n, device)
         self.steps = steps
         # Actions are sampled from the collector's own generator, never torch's global one.
         self.generator = torch.Generator(device=device)
@@ -107,10 +108,10 @@ class Collector:
                 env_action = out.get(keys.ACTION).cpu().numpy()
                 if self.bounds is not None:
                     env_action = np.clip(env_action, *self.bounds)
-            obs_buf[t] = self.obs
+            observations.write(obs_buf, t, self.obs)
             with timer.phase("collect.env_step"):
                 self.obs, reward, terminated, truncated, info = self.envs.step(env_action)
-            next_buf[t] = self.obs
+            observations.write(next_buf, t, self.obs)
             reward_buf[t] = reward
             term_buf[t] = terminated
             trunc_buf[t] = truncated
@@ -119,7 +120,8 @@ class Collector:
                 # The env has already reset: the observation returned is the next
                 # episode's first, and the true final one is in info.
                 if done.any():
-                    next_buf[t][done] = np.stack(info["final_obs"][done])
+                    rows = np.flatnonzero(done)
+                    observations.write(next_buf, (t, rows), observations.stack(list(info["final_obs"][rows])))
             else:
                 # The observation of a NEXT_STEP reset step was already seen as a final one.
                 valid_buf[t] = ~self.resetting
@@ -134,7 +136,7 @@ class Collector:
         """What continuing the rollout needs: the frame count, the action generator, the
         observation the next step acts on, and the envs' own state (:mod:`rlcli.envstate`)."""
         return {"frames": self.frames, "generator": self.generator.get_state(),
-                "obs": torch.from_numpy(np.array(self.obs, copy=True)),
+                "obs": observations.to_saved(self.obs),
                 "resetting": torch.from_numpy(self.resetting.copy()), "envs": envstate.capture(self.envs)}
 
     def load_state_dict(self, state: dict) -> bool:
@@ -151,7 +153,7 @@ class Collector:
         self.generator.set_state(state["generator"])
         envstate.restore(self.envs, state["envs"])
         if state["envs"]["exact"]:
-            self.obs = state["obs"].numpy().copy()
+            self.obs = observations.from_saved(state["obs"])
             self.resetting = state["resetting"].numpy().copy()
             return True
         self.obs, _ = self.envs.reset(seed=self.seed + self.frames)

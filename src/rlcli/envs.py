@@ -3,16 +3,109 @@ gymnasium, and single envs as evaluation plays them."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlcli.config.errors import InputError, single
+
+
+@dataclass(frozen=True)
+class EnvFamily:
+    """Envs whose ids share a namespace and come from one package, which rlcli imports itself: a
+    fixed table of this module, never a name read from a config file."""
+
+    module: str
+    """The package whose import registers the ids."""
+    extra: str
+    """rlcli's optional extra that installs it."""
+    vector_kwargs: dict[str, tuple[type, ...]]
+    """The keyword arguments its vector entry point takes, with their allowed types."""
+    vector_defaults: dict[str, Any]
+    """Keyword arguments rlcli passes to the vector entry point unless ``[env] kwargs`` sets them."""
+    refused: dict[str, tuple[Any, str]]
+    """Keyword arguments refused at one value, with the reason and what to use instead."""
+
+
+# ale-py's AtariVectorEnv (ale_py/vector_env.py, 0.12): the preprocessing runs in C++ threads.
+ATARI = EnvFamily(
+    module="ale_py",
+    extra="atari",
+    vector_kwargs={
+        "frameskip": (int,), "stack_num": (int,), "img_height": (int,), "img_width": (int,),
+        "grayscale": (bool,), "maxpool": (bool,), "noop_max": (int,), "episodic_life": (bool,),
+        "life_loss_info": (bool,), "reward_clipping": (bool,), "repeat_action_probability": (float, int),
+        "num_threads": (int,), "thread_affinity_offset": (int,), "max_num_frames_per_episode": (int,),
+        "full_action_space": (bool,), "use_fire_reset": (bool,),
+    },
+    # The return column must be the game score: rewards are clipped by [env] clip_reward instead,
+    # for learning only.
+    vector_defaults={"reward_clipping": False},
+    refused={
+        "reward_clipping": (True, "the return column would be the clipped score, not the game's; set "
+                                  "[env] clip_reward = 1.0 to clip what the algorithm learns from"),
+        "episodic_life": (True, "ale-py 0.12's vector env restarts the whole game at each lost life, so "
+                                "every return would be one life's score"),
+        "life_loss_info": (True, "its terminations at lost lives are not episode ends: the game goes on"),
+    },
+)
+
+ENV_FAMILIES: dict[str, EnvFamily] = {"ALE/": ATARI}
+"""Env id prefix -> the family whose package registers it (imported when a config names such an id)."""
+
+
+def env_family(env_id: str) -> EnvFamily | None:
+    """The family of ``env_id`` by its namespace; None for ids of no listed family."""
+    return next((family for prefix, family in ENV_FAMILIES.items() if env_id.startswith(prefix)), None)
+
+
+def register_family(env_id: str) -> str | None:
+    """Import the package of ``env_id``'s family, if any, so that its ids are registered; returns why
+    it cannot be (the package is missing: install the extra), or None."""
+    family = env_family(env_id)
+    if family is None:
+        return None
+    try:
+        importlib.import_module(family.module)
+    except ImportError as exc:
+        return (f"{env_id} needs the {family.module} package ({type(exc).__name__}: {exc}); install the "
+                f"{family.extra} extra: pip install 'rlcli[{family.extra}]' (pip install -e '.[{family.extra}]' "
+                "in a clone)")
+    return None
+
+
+def vector_kwargs_problems(env_id: str, kwargs: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, message) for each of ``kwargs`` that the vector entry point of ``env_id``'s family
+    would refuse or that rlcli refuses; none for ids of no listed family."""
+    family = env_family(env_id)
+    if family is None:
+        return []
+    problems = []
+    for key, value in kwargs.items():
+        path = f"env.kwargs.{key}"
+        allowed = family.vector_kwargs.get(key)
+        if allowed is None:
+            close = difflib.get_close_matches(key, list(family.vector_kwargs), n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            problems.append((path, f"{env_id}'s vector env takes no argument {key!r}; {hint}allowed: "
+                                   + ", ".join(sorted(family.vector_kwargs))))
+        elif not isinstance(value, allowed) or (bool not in allowed and isinstance(value, bool)):
+            names = " or ".join(kind.__name__ for kind in allowed)
+            problems.append((path, f"must be {names}, got {value!r}"))
+        elif key in family.refused and value == family.refused[key][0]:
+            problems.append((path, f"{key} = {str(value).lower()} is not supported: {family.refused[key][1]}"))
+        elif bool not in allowed and isinstance(value, (int, float)) and value < 0:
+            problems.append((path, f"must be at least 0, got {value!r}"))
+    return problems
 
 
 def import_env_packages(names: Sequence[str]) -> None:
@@ -66,29 +159,67 @@ def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> Ve
     Raises:
         ConfigError: when gymnasium cannot make the env (missing extra, bad kwargs).
     """
+    return RecordEpisodeStatistics(_make_vector(cfg, cfg.num_envs, source), buffer_length=return_window)
+
+
+def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
+    """``gym.make_vec`` of ``num_envs`` envs as ``cfg`` asks; whatever it raises is a ConfigError."""
     kwargs = env_kwargs(cfg)
     vector_kwargs = {}
     if cfg.vectorization in ("sync", "async"):
         vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
     try:
-        envs = gym.make_vec(
-            cfg.id,
-            num_envs=cfg.num_envs,
-            vectorization_mode=cfg.vectorization,
-            vector_kwargs=vector_kwargs,
-            **kwargs,
-        )
+        return gym.make_vec(cfg.id, num_envs=num_envs, vectorization_mode=cfg.vectorization,
+                            vector_kwargs=vector_kwargs, **kwargs)
     # gymnasium and env constructors raise anything from ImportError (a missing
     # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
     except Exception as exc:  # noqa: BLE001
         raise _cannot_make(cfg, exc, source) from None
-    return RecordEpisodeStatistics(envs, buffer_length=return_window)
+
+
+class OneOfVector(gym.Env):
+    """A one-env vector env as a single env, for evaluation of envs that only training's vector entry
+    point preprocesses (ale-py's: frame skip, resizing and stacking run in its C++ vector env).
+
+    ``render`` gives the newest frame of the last observation as rgb ([H, W, 3] uint8): such a vector
+    env draws nothing itself, so a video shows what the agent saw.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
+
+    def __init__(self, envs: VectorEnv):
+        self.envs = envs
+        self.observation_space = envs.single_observation_space
+        self.action_space = envs.single_action_space
+        self.render_mode = "rgb_array"
+        self.last = None
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.envs.reset(seed=seed)
+        self.last = obs[0]
+        return obs[0], {}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = self.envs.step(np.asarray([action]))
+        self.last = obs[0]
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), {}
+
+    def render(self) -> np.ndarray:
+        frame = np.asarray(self.last)
+        # Stacked frames, newest last: (S, H, W) grey or (S, H, W, 3) colour.
+        frame = frame[-1] if frame.ndim == 4 or (frame.ndim == 3 and frame.shape[-1] != 3) else frame
+        return np.repeat(frame[..., None], 3, -1) if frame.ndim == 2 else frame
+
+    def close(self):
+        self.envs.close()
 
 
 def env_kwargs(cfg) -> dict:
-    """The keyword arguments of ``gym.make`` for ``cfg`` (an EnvConfig): its ``kwargs`` and
-    ``max_episode_steps``."""
-    kwargs = dict(cfg.kwargs)
+    """The keyword arguments of ``gym.make`` for ``cfg`` (an EnvConfig): its ``kwargs`` over its
+    family's defaults for a vector entry point, and ``max_episode_steps``."""
+    family = env_family(cfg.id)
+    defaults = family.vector_defaults if family is not None and cfg.vectorization == "vector_entry_point" else {}
+    kwargs = {**defaults, **cfg.kwargs}
     if cfg.max_episode_steps is not None:
         kwargs["max_episode_steps"] = cfg.max_episode_steps
     return kwargs
@@ -111,6 +242,9 @@ def make_env(cfg, *, render: bool = False, source: str | None = None) -> gym.Env
         InputError: ``render`` for an env that cannot render ``rgb_array`` frames; names the
             modes it has.
     """
+    if env_family(cfg.id) is not None and cfg.vectorization == "vector_entry_point":
+        # The same vector env as training, for one env: gym.make would give the unprocessed game.
+        return OneOfVector(_make_vector(cfg, 1, source))
     env = _make(cfg, None, source)
     if not render:
         return env
@@ -149,7 +283,8 @@ def autoreset_mode(envs: VectorEnv) -> AutoresetMode:
 def describe_space(space: gym.Space) -> str:
     """A short name for a space: ``Box(4,)``, ``Discrete(2)``, or gymnasium's own text."""
     if isinstance(space, gym.spaces.Box):
-        return f"Box{space.shape}"
+        # float32, the usual dtype, goes unsaid (the checkpoints of earlier versions name spaces so).
+        return f"Box{space.shape}" + ("" if space.dtype == np.float32 else f" {space.dtype}")
     if isinstance(space, gym.spaces.Discrete):
         return f"Discrete({space.n})"
     return str(space)

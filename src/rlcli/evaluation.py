@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from rlcli import observations
 from rlcli.config.errors import InputError
 from rlcli.envs import make_env
 
@@ -105,6 +106,7 @@ class Evaluator:
             self.close()
             raise
         self.quota = [episodes // copies + (i < episodes % copies) for i in range(copies)]
+        self.observation_space = self.envs[0].observation_space
         space = self.envs[0].action_space
         self.bounds = ((space.low.astype(np.float32), space.high.astype(np.float32))
                        if isinstance(space, spaces.Box) else None)
@@ -141,7 +143,7 @@ class Evaluator:
             frames_sink(self._frame())
         active = list(range(len(self.envs)))
         while active:
-            batch = torch.as_tensor(np.stack([obs[i] for i in active]), dtype=torch.float32, device=self.device)
+            batch = observations.batch_tensor(self.observation_space, [obs[i] for i in active], self.device)
             actions = self.agent.actions(batch, deterministic=self.deterministic, generator=self.generator)
             actions = actions.cpu().numpy()
             if self.bounds is not None:

@@ -69,7 +69,9 @@ class ObservationNormalizer(nn.Module):
         if not self.enabled:
             return obs
         std = (self.stats.var + 1e-8).sqrt()
-        return ((obs - self.stats.mean) / std).clamp_(-self.clip, self.clip).to(obs.dtype)
+        normalized = ((obs - self.stats.mean) / std).clamp_(-self.clip, self.clip)
+        # Integer observations (frames) become float32 here; float ones keep their dtype.
+        return normalized.to(obs.dtype if obs.is_floating_point() else torch.float32)
 
     @torch.no_grad()
     def observe(self, obs: torch.Tensor, valid: torch.Tensor | None = None) -> None:
@@ -80,6 +82,14 @@ class ObservationNormalizer(nn.Module):
         if valid is not None and not bool(valid.all()):
             rows = rows[valid.reshape(-1)]
         self.stats.update(rows)
+
+
+def clip_rewards(reward: torch.Tensor, bound: float | None) -> torch.Tensor:
+    """``reward`` clamped to [-bound, bound] (a new tensor), or ``reward`` itself when ``bound`` is None.
+
+    What the algorithm learns from, never what the return column counts (``[env] clip_reward``).
+    """
+    return reward if bound is None else reward.clamp(-bound, bound)
 
 
 class RewardScaler(nn.Module):

@@ -97,7 +97,8 @@ def _restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, s
     probe = make_env(cfg.env, render=render, source=source)
     obs_space, act_space = probe.observation_space, probe.action_space
     probe.close()
-    check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source)
+    check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source,
+                 encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation)
     checkpoint.check_origin(payload, algo=cfg.algo.name, env=cfg.env.id, what=what,
                             spaces={"observation": describe_space(obs_space), "action": describe_space(act_space)})
     ctx = BuildContext(obs_space, act_space, network=cfg.network, env=cfg.env, collector=cfg.collector,

@@ -13,7 +13,7 @@ import torch
 from rlcli import keys
 from rlcli.advantages import add_gae, masked_mean, normalized_advantage
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
-from rlcli.normalization import RewardScaler
+from rlcli.normalization import RewardScaler, clip_rewards
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
@@ -29,7 +29,7 @@ def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
 
 @torch.no_grad()
 def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: TensorDict, *,
-                    gamma: float, lam: float) -> TensorDict:
+                    gamma: float, lam: float, clip_reward: float | None = None) -> TensorDict:
     """Make a raw on-policy ``[T, N]`` batch ready for the update.
 
     Writes ``input`` (the observations normalized with the statistics the
@@ -37,14 +37,46 @@ def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: Tens
     ``log_prob`` and ``value``), ``next_value`` (the critic on
     ``next_observation``, the true final observation at episode ends),
     ``advantage`` and ``value_target``. Rewards are scaled by ``reward_scaler``
-    after it has seen this rollout's returns; the batch's ``reward`` stays raw.
+    after it has seen this rollout's returns, and clipped to ``clip_reward`` before that; the
+    batch's ``reward`` stays raw.
     """
     norm = agent.obs_norm
     batch[keys.INPUT] = norm(batch[keys.OBSERVATION])
-    batch[keys.NEXT_VALUE] = agent.value(norm(batch[keys.NEXT_OBSERVATION]))
-    reward = batch[keys.REWARD]
+    batch[keys.NEXT_VALUE] = next_values(agent, batch)
+    reward = clip_rewards(batch[keys.REWARD], clip_reward)
     reward_scaler.observe(reward, batch[keys.TERMINATED] | batch[keys.TRUNCATED], batch[keys.VALID])
     return add_gae(batch, gamma=gamma, lam=lam, reward=reward_scaler(reward))
+
+
+@torch.no_grad()
+def next_values(agent: ActorCritic, batch: TensorDict) -> torch.Tensor:
+    """V of each step's ``next_observation`` ([T, N]) under the weights and statistics the rollout was
+    collected with.
+
+    With an encoder that has weights (a CNN), a forward pass over the whole rollout would cost as
+    much as collecting it: where a step's next observation is the next step's observation (every
+    step but the last, and but episode ends of envs that reset in the same step), its value is
+    the ``value`` stored when acting on it, and only the others are evaluated. Parameterless
+    encoders (vectors, one-hot) evaluate every row, as cheap as it is exact.
+    """
+    norm, next_obs = agent.obs_norm, batch[keys.NEXT_OBSERVATION]
+    if not any(True for _ in agent.encoder.parameters()):
+        return agent.state_value(norm(next_obs))
+    value = batch[keys.VALUE]
+    fresh = torch.ones_like(value, dtype=torch.bool)
+    fresh[:-1] = _differs(next_obs[:-1], batch[keys.OBSERVATION][1:])
+    out = torch.empty_like(value)
+    out[:-1] = value[1:]
+    rows = fresh.nonzero(as_tuple=True)
+    out[rows] = agent.state_value(norm(next_obs[rows]))
+    return out
+
+
+def _differs(a, b) -> torch.Tensor:
+    """Per [T, N] row, whether observations ``a`` and ``b`` (tensors or TensorDicts) differ anywhere."""
+    if isinstance(a, torch.Tensor):
+        return (a != b).flatten(2).any(-1)
+    return torch.stack([_differs(a.get(key), b.get(key)) for key in a.keys()]).any(0)
 
 
 def valid_rows(batch: TensorDict, *names: str) -> TensorDict:
@@ -95,12 +127,14 @@ class RolloutLearner:
                                           group=ctx.group).to(ctx.device)
         self.step = ctx.gradient_step(self.agent.parameters())
         self.gamma, self.lam, self.names = cfg.gamma, cfg.gae_lambda, names
+        self.clip_reward = ctx.env.clip_reward
 
     def rows(self, batch: TensorDict, timer: Timer) -> TensorDict:
         """Every row of the ``[T, N]`` ``batch`` flattened to [T * N] with ``names`` and ``valid``,
         after its advantages are written into it (timed as ``update.advantage``)."""
         with timer.phase("update.advantage"):
-            prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam)
+            prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam,
+                            clip_reward=self.clip_reward)
         # Every row, invalid ones masked in the loss: the same rows on every rank (NEXT_STEP envs have
         # a varying number of reset steps), and a batch of only reset steps is a loss of 0, not a NaN.
         return batch.select(*self.names, keys.VALID).reshape(-1)
@@ -113,7 +147,8 @@ class RolloutLearner:
 
     def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """``size`` random valid rows of ``batch`` after its advantages are written into it."""
-        prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam)
+        prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam,
+                            clip_reward=self.clip_reward)
         flat = valid_rows(batch, *self.names)
         return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
 

@@ -24,6 +24,7 @@ from rlcli.envs import describe_space, make_envs
 from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
 from rlcli.models.compile import compile_networks
+from rlcli.models.encoders import describe, is_image, named_encoders
 
 
 class RunFolder:
@@ -171,7 +172,8 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
     try:
         module = ALGORITHMS[cfg.algo.name]
         obs_space, act_space = envs.single_observation_space, envs.single_action_space
-        check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source)
+        check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source,
+                     encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation)
         ctx = BuildContext(obs_space, act_space, network=cfg.network, env=local.env, collector=local.collector,
                            optim=cfg.optim, device=device, seed=seed, run_folder=rank_folder, source=source,
                            group=group)
@@ -206,10 +208,15 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
     """Build every component of ``cfg`` without training and close it; returns a one-line summary."""
     run = build_run(cfg, source=source)
     try:
-        params = sum(p.numel() for p in run.algo.agent.parameters())
-        return (f"{cfg.algo.name} on {cfg.env.id}: observation "
-                f"{describe_space(run.envs.single_observation_space)}, action "
-                f"{describe_space(run.envs.single_action_space)}, {params:,} parameters, {run.device}")
+        agent = run.algo.agent
+        params = sum(p.numel() for p in agent.parameters())
+        space = run.envs.single_observation_space
+        encoders = ", ".join(f"{name} {describe(module)}" for name, module in named_encoders(agent))
+        normalize = "on" if cfg.env.normalize_observation else ("off (image: frames are scaled by 1/255)"
+                                                                if is_image(space) else "off")
+        return (f"{cfg.algo.name} on {cfg.env.id}: observation {describe_space(space)}, action "
+                f"{describe_space(run.envs.single_action_space)}, {params:,} parameters, {run.device}; "
+                f"encoders: {encoders}; observation normalization {normalize}")
     finally:
         run.close()
 

@@ -105,8 +105,9 @@ def test_presets_build(rlcli):
     assert report["ok"] is True
     assert sorted(e["file"] for e in report["files"]) == sorted(files)
     for entry in report["files"]:
-        # The build summary names the spaces and the parameter count.
-        assert "observation Box" in entry["summary"] and "parameters" in entry["summary"], entry
+        # The build summary names the spaces, the parameter count and each encoder.
+        assert "observation " in entry["summary"] and "parameters" in entry["summary"], entry
+        assert "encoders: " in entry["summary"] and "observation normalization" in entry["summary"], entry
 
 
 def test_build_rejects_an_env_whose_observation_space_is_unsupported(rlcli, tmp_path):
@@ -114,7 +115,7 @@ def test_build_rejects_an_env_whose_observation_space_is_unsupported(rlcli, tmp_
     (tmp_path / "blackjack.toml").write_text(text, encoding="utf-8")
     result = rlcli("validate", "--build", "blackjack.toml", cwd=tmp_path)
     output = assert_bad_input(result, "blackjack.toml", "INVALID", "Blackjack-v1", "Tuple(", "supported")
-    assert "supported observation spaces: 1-D Box" in output
+    assert "supported observation spaces: Box, Discrete, Dict" in output
 
 
 def test_set_applies_to_every_file_validated(rlcli):

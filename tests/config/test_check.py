@@ -38,7 +38,7 @@ def test_build_catches_what_loading_cannot(write_toml, tmp_path, monkeypatch):
     (issue,) = built.issues
     assert issue.path == "env.id"
     assert "Blackjack-v1 has observation space Tuple(" in issue.message
-    assert "supported observation spaces: 1-D Box" in issue.message
+    assert "supported observation spaces: Box, Discrete, Dict" in issue.message
 
 
 def test_build_summary(write_toml, tmp_path, monkeypatch):
@@ -47,4 +47,5 @@ def test_build_summary(write_toml, tmp_path, monkeypatch):
     (result,) = check_files(["ok.toml"], build=True)
     assert result.ok, result.issues
     assert result.summary.startswith("ppo on CartPole-v1: observation Box(4,), action Discrete(2), ")
-    assert result.summary.endswith(" parameters, cpu")
+    assert " parameters, cpu; encoders: encoder flat -> " in result.summary
+    assert result.summary.endswith("; observation normalization off")

@@ -35,10 +35,10 @@ def test_actions_are_rescaled_into_the_box_bounds():
     space = gym.spaces.Box(low=np.array([-2.0, 0.0], np.float32), high=np.array([2.0, 10.0], np.float32))
     net = nn.Linear(3, 4)
     g = torch.Generator().manual_seed(1)
-    action, _ = SquashedGaussianActor(net, space)(torch.randn(500, 3) * 10, g)
+    action, _ = SquashedGaussianActor(nn.Identity(), net, space)(torch.randn(500, 3) * 10, g)
     assert (action[:, 0].abs() <= 2.0).all() and (action[:, 1] >= 0).all() and (action[:, 1] <= 10).all()
     assert action[:, 1].max() > 8 and action[:, 1].min() < 2
-    det = DeterministicActor(nn.Linear(3, 2), space)(torch.randn(500, 3) * 10)
+    det = DeterministicActor(nn.Identity(), nn.Linear(3, 2), space)(torch.randn(500, 3) * 10)
     assert (det[:, 0].abs() <= 2.0).all() and (det[:, 1] >= 0).all() and (det[:, 1] <= 10).all()
 
 
@@ -48,5 +48,5 @@ def test_deterministic_mode_takes_the_mean():
     with torch.no_grad():
         net.weight.zero_()
         net.bias.copy_(torch.tensor([0.5, 0.0]))
-    action, _ = SquashedGaussianActor(net, space)(torch.zeros(4, 1), deterministic=True)
+    action, _ = SquashedGaussianActor(nn.Identity(), net, space)(torch.zeros(4, 1), deterministic=True)
     torch.testing.assert_close(action, torch.full((4, 1), float(np.tanh(0.5))))

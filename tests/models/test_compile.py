@@ -5,6 +5,7 @@ from torch import nn
 
 from rlcli.models.compile import compile_networks
 from rlcli.models.critics import QEnsemble
+from rlcli.models.encoders import Flat
 from rlcli.models.mlp import mlp
 
 
@@ -12,7 +13,7 @@ class Agent(nn.Module):
     def __init__(self):
         super().__init__()
         self.actor = mlp(3, [8], 2, activation="tanh", orthogonal=True, out_gain=0.01)
-        self.critic = QEnsemble(2, 3, 2, [8], activation="relu")
+        self.critic = QEnsemble(2, Flat((3,)), 2, [8], activation="relu")
         self.head = nn.Linear(2, 2)
 
 

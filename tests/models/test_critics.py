@@ -9,6 +9,7 @@ from torch import nn
 from rlcli import keys
 from rlcli.bench.floors import ensemble_member
 from rlcli.models.critics import QEnsemble, ValueCritic, critic_regression
+from rlcli.models.encoders import Flat
 
 
 def test_value_critic_squeezes_its_one_output():
@@ -18,7 +19,7 @@ def test_value_critic_squeezes_its_one_output():
 
 def test_q_ensemble_scores_each_pair_under_every_member():
     torch.manual_seed(3)
-    critic = QEnsemble(2, 3, 1, [8], activation="relu")
+    critic = QEnsemble(2, Flat((3,)), 1, [8], activation="relu")
     obs, action = torch.randn(5, 3), torch.randn(5, 1)
     q = critic(obs, action)
     assert q.shape == (2, 5) and critic.members == 2
@@ -27,7 +28,7 @@ def test_q_ensemble_scores_each_pair_under_every_member():
 
 
 def test_frozen_keeps_gradients_out_of_the_weights_but_not_the_inputs():
-    critic = QEnsemble(2, 3, 1, [8], activation="relu")
+    critic = QEnsemble(2, Flat((3,)), 1, [8], activation="relu")
     action = torch.randn(5, 1, requires_grad=True)
     with critic.frozen():
         critic(torch.randn(5, 3), action).sum().backward()

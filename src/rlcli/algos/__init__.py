@@ -102,14 +102,32 @@ can only pick one of them)."""
 
 
 def check_spaces(name: str, env_id: str, observation: spaces.Space, action: spaces.Space,
-                 source: str | None) -> None:
+                 source: str | None, *, encoder: str = "auto", normalize: bool = False) -> None:
     """Raise a ConfigError naming the env, the space and what is supported, unless algorithm ``name``'s
-    ``SUPPORTS`` serves both spaces."""
+    ``SUPPORTS`` serves both spaces, ``encoder`` (``[network] encoder``) can read the observations,
+    and observation normalization (``normalize``) applies to them. Normalizing images is allowed,
+    with one warning: their encoder scales raw frames by 1/255 itself."""
+    from rlcli.models.encoders import is_image, space_problem
+
     supports = ALGORITHMS[name].SUPPORTS
     for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
         allowed = supports[role]
-        flat_ok = not isinstance(space, spaces.Box) or len(space.shape) == 1
+        flat_ok = role == "observation" or not isinstance(space, spaces.Box) or len(space.shape) == 1
         if not isinstance(space, allowed) or not flat_ok:
-            names = ", ".join(f"1-D {c.__name__}" if c is spaces.Box else c.__name__ for c in allowed)
+            names = ", ".join(f"1-D {c.__name__}" if c is spaces.Box and role == "action" else c.__name__
+                              for c in allowed)
             raise single(source, f"{env_id} has {role} space {space}, which {name} does not support; "
                                  f"supported {role} spaces: {names}", path=path)
+    problem = space_problem(observation, encoder)
+    if problem:
+        raise single(source, f"{env_id} has observation space {observation}: {problem}", path="network.encoder")
+    if normalize and not isinstance(observation, spaces.Box):
+        raise single(source, f"{env_id} has {type(observation).__name__} observations, which are never normalized "
+                             "(a one-hot or per-key encoder reads them); set normalize_observation = false",
+                     path="env.normalize_observation")
+    if normalize and is_image(observation):
+        from rlcli.console import err_console
+
+        err_console.print(f"warning: {env_id} has image observations and normalize_observation is on: frames are "
+                          "standardized by running statistics instead of scaled by 1/255 (off is the usual "
+                          "choice for images)", markup=False)

@@ -78,7 +78,7 @@ class A2C:
 
 
 CONFIG = A2CConfig
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Discrete, gspaces.Box)}
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
 PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
 METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
 

@@ -9,5 +9,5 @@ from rlcli.algos.td3 import METRICS, PHASES, build, build_agent
 from rlcli.config.algos import DDPGConfig
 
 CONFIG = DDPGConfig
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 __all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "build_agent"]

@@ -165,18 +165,21 @@ class DQN:
 
 
 CONFIG = DQNConfig
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Discrete,)}
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete,)}
 PHASES = REPLAY_PHASES
 METRICS = ("loss/q", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps", "stats/epsilon",
            "stats/buffer_size", "optim/lr")
 
 
 def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:
-    """The Q-network (``network.value_sizes``) for ``ctx``'s Discrete actions, its target and the
+    """The Q-network (the encoder, then ``network.value_sizes``) for ``ctx``'s Discrete actions, its target and the
     observation statistics, on the device: what evaluation plays."""
     num_actions = int(ctx.action_space.n)
-    q = mlp(ctx.obs_dim, ctx.network.value_sizes, num_actions, activation=ctx.network.activation,
-            orthogonal=ctx.network.init == "orthogonal", out_gain=1.0)
+    encoder = ctx.encoder()
+    # The encoder is part of the Q-network: the target copies it with the rest.
+    q = nn.Sequential(encoder, mlp(encoder.out_features, ctx.network.value_sizes, num_actions,
+                                   activation=ctx.network.activation, orthogonal=ctx.network.init == "orthogonal",
+                                   out_gain=1.0))
     return QAgent(ctx.observation_normalizer(), q, num_actions=num_actions,
                   epsilon_end=cfg.epsilon_end).to(ctx.device)
 
@@ -188,5 +191,5 @@ def build(cfg: DQNConfig, ctx: BuildContext) -> DQN:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = build_agent(cfg, ctx)
-    spec = transition_spec(ctx.observation_space.shape, ((), torch.int64), n_step=cfg.n_step)
+    spec = transition_spec(ctx.observation_space, ((), torch.int64), n_step=cfg.n_step)
     return DQN(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm))

@@ -148,7 +148,7 @@ class PPO:
 
 
 CONFIG = PPOConfig
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Discrete, gspaces.Box)}
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
 PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
 METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "stats/approx_kl",
            "stats/clip_fraction", "stats/gradient_steps", "stats/clip_epsilon", "optim/lr")

@@ -204,7 +204,7 @@ class SAC:
 
 
 CONFIG = SACConfig
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
 METRICS = ("loss/critic", "loss/actor", "loss/alpha", "loss/total", "stats/q_mean", "stats/entropy",
            "stats/alpha", "stats/td_abs", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
@@ -214,11 +214,12 @@ def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:
     """The squashed-Gaussian actor (``network.policy_sizes``), the critic ensemble (``value_sizes``
     each), its target, the temperature and the observation statistics, on the device."""
     network = ctx.network
+    encoder = ctx.encoder()
     actor = SquashedGaussianActor(
-        mlp(ctx.obs_dim, network.policy_sizes, 2 * ctx.act_dim, activation=network.activation,
+        encoder, mlp(encoder.out_features, network.policy_sizes, 2 * ctx.act_dim, activation=network.activation,
             orthogonal=network.init == "orthogonal", out_gain=0.01),
         ctx.action_space)
-    critic = QEnsemble(cfg.num_critics, ctx.obs_dim, ctx.act_dim, network.value_sizes, activation=network.activation)
+    critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
     return SACAgent(ctx.observation_normalizer(), actor, critic, cfg.alpha).to(ctx.device)
 
 
@@ -230,6 +231,6 @@ def build(cfg: SACConfig, ctx: BuildContext) -> SAC:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = build_agent(cfg, ctx)
-    spec = transition_spec(ctx.observation_space.shape, (tuple(ctx.action_space.shape), torch.float32),
+    spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32),
                            n_step=cfg.n_step)
     return SAC(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm))

@@ -169,7 +169,7 @@ class TD3:
 
 
 CONFIG = TD3Config
-SUPPORTS = {"observation": (gspaces.Box,), "action": (gspaces.Box,)}
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
 METRICS = ("loss/critic", "loss/actor", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps",
            "stats/buffer_size", "optim/lr")
@@ -179,11 +179,12 @@ def build_agent(cfg, ctx: BuildContext) -> DeterministicAgent:
     """TD3's (or DDPG's) deterministic actor (``network.policy_sizes``), ``num_critics`` critics
     (``value_sizes`` each), their targets and the observation statistics, on the device."""
     network = ctx.network
+    encoder = ctx.encoder()
     actor = DeterministicActor(
-        mlp(ctx.obs_dim, network.policy_sizes, ctx.act_dim, activation=network.activation,
+        encoder, mlp(encoder.out_features, network.policy_sizes, ctx.act_dim, activation=network.activation,
             orthogonal=network.init == "orthogonal", out_gain=0.01),
         ctx.action_space)
-    critic = QEnsemble(cfg.num_critics, ctx.obs_dim, ctx.act_dim, network.value_sizes, activation=network.activation)
+    critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
     return DeterministicAgent(ctx.observation_normalizer(), actor, critic, bounds=ctx.action_bounds(),
                               noise_scale=cfg.noise_scale).to(ctx.device)
 
@@ -202,5 +203,5 @@ def build(cfg, ctx: BuildContext) -> TD3:
     space = ctx.action_space
     noise = ActionNoise(cfg.noise, scale=cfg.noise_scale, num_envs=ctx.env.num_envs, theta=cfg.ou_theta,
                         half_range=torch.as_tensor((space.high - space.low) / 2, dtype=torch.float32)).to(ctx.device)
-    spec = transition_spec(ctx.observation_space.shape, (tuple(space.shape), torch.float32), n_step=cfg.n_step)
+    spec = transition_spec(ctx.observation_space, (tuple(space.shape), torch.float32), n_step=cfg.n_step)
     return TD3(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm), noise=noise)

@@ -28,6 +28,15 @@ def gae_loop(reward, value, next_value, terminated, truncated, *, gamma, lam):
     return advantage, advantage + value
 
 
+def _bare_features(agent, obs: torch.Tensor) -> torch.Tensor:
+    """The shared encoder's features as one writes them by hand: a vector as it is, frames as
+    ``relu(linear(convolutions(frames / 255)))`` (channels first, as ale-py gives them)."""
+    encoder = agent.encoder
+    if not hasattr(encoder, "body"):
+        return obs
+    return F.relu(encoder.head(encoder.body(obs.float() / 255.0)))
+
+
 def bare_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: float, entropy_coef: float):
     """PPO's maths in bare torch (categorical policy), to price the library's overhead.
 
@@ -35,14 +44,15 @@ def bare_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: flo
     """
     obs, action = batch[keys.INPUT], batch[keys.ACTION]
     old_log_prob, advantage, target = batch[keys.LOG_PROB], batch[keys.ADVANTAGE], batch[keys.VALUE_TARGET]
-    log_probs = F.log_softmax(agent.policy.net(obs), -1)
+    features = _bare_features(agent, obs)
+    log_probs = F.log_softmax(agent.policy.net(features), -1)
     log_prob = log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)
     entropy = -(log_probs.exp() * log_probs).sum(-1)
     advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
     log_ratio = log_prob - old_log_prob
     ratio = log_ratio.exp()
     policy = -torch.min(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage).mean()
-    value = agent.value.net(obs).squeeze(-1)
+    value = agent.value.net(features).squeeze(-1)
     value_loss = (value - target).square().mean()
     with torch.no_grad():
         approx_kl = ((ratio - 1) - log_ratio).mean()

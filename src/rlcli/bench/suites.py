@@ -22,10 +22,13 @@ from rlcli.advantages import gae
 from rlcli.algos import ALGORITHMS
 from rlcli.bench.floors import BareSAC, bare_ppo_loss, ensemble_member, gae_loop
 from rlcli.bench.measure import Case, Ratio
+# Re-exported: benchmarks/replay_memory.py feeds the same transitions.
+from rlcli.bench.transitions import BUFFER_SPEC, random_transitions
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
 from rlcli.config.schema import RunConfig
-from rlcli.envs import make_envs
+from rlcli.envs import env_family, make_envs
+from rlcli.models.encoders import Flat
 from rlcli.run import build_run
 from rlcli.timing import Timer
 from rlcli.trainer import Hooks, train
@@ -130,10 +133,11 @@ def advantage_suite(opts: BenchOptions) -> SuiteOutput:
 
 
 def _algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
-    """One preset per algorithm of the table: the first shipped one that uses it."""
+    """One preset per algorithm of the table: the first shipped one that uses it on vector observations
+    (the loss suite times the pixel presets' at their own batch sizes)."""
     chosen: dict[str, RunConfig] = {}
     for cfg in preset_configs(opts, *extra).values():
-        if cfg.algo.name in ALGORITHMS:
+        if cfg.algo.name in ALGORITHMS and env_family(cfg.env.id) is None:
             chosen.setdefault(cfg.algo.name, cfg)
     return chosen
 
@@ -145,6 +149,14 @@ def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
         return run.algo, run.collector.collect(Timer(run.device)).clone()
     finally:
         run.close()
+
+
+def _short_warm_up(cfg: RunConfig) -> RunConfig:
+    """``cfg`` with its warm-up (an off-policy ``learning_starts``) cut to one batch: Atari's 100k
+    random frames would cost minutes of env steps before the first timed update."""
+    if getattr(cfg.algo, "learning_starts", 0) <= cfg.collector.frames_per_batch:
+        return cfg
+    return cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"learning_starts": cfg.collector.frames_per_batch})})
 
 
 def _learning(algo, batch: TensorDict, timer: Timer, limit: int = 100_000) -> None:
@@ -166,6 +178,14 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
         for size in (256, 4096):
             minibatch = algo.ingest_and_sample(batch.clone(), size, generator)
             _loss_cases(cases, ratios, opts, algo_name, cfg, algo, minibatch)
+    # The pixel presets at the minibatch their update takes: the Nature CNN's forward and backward.
+    for cfg in preset_configs(opts).values():
+        if env_family(cfg.env.id) is None:
+            continue
+        algo, batch = _first_batch(_short_warm_up(cfg))
+        size = getattr(cfg.algo, "minibatch_size", None) or cfg.algo.batch_size
+        minibatch = algo.ingest_and_sample(batch.clone(), size, torch.Generator(device=batch.device).manual_seed(0))
+        _loss_cases(cases, ratios, opts, cfg.algo.name, cfg, algo, minibatch)
     return cases, ratios
 
 
@@ -199,35 +219,13 @@ def update_suite(opts: BenchOptions) -> SuiteOutput:
     (off-policy presets are timed past their warm-up, with their gradient steps)."""
     cases = []
     for name, cfg in preset_configs(opts).items():
-        algo, batch = _first_batch(cfg)
+        algo, batch = _first_batch(_short_warm_up(cfg))
         timer = Timer(batch.device)
         _learning(algo, batch, timer)
         cases.append(Case("update", name, {"frames_per_batch": cfg.collector.frames_per_batch},
                           "frames/s", cfg.collector.frames_per_batch,
                           lambda algo=algo, batch=batch, timer=timer: algo.learn(batch.clone(), timer)))
     return cases, []
-
-
-# The bars' data shape: a MuJoCo-sized transition (HalfCheetah: 17-dim observation, 6-dim action).
-BUFFER_SPEC = {
-    keys.OBSERVATION: ((17,), torch.float32),
-    keys.NEXT_OBSERVATION: ((17,), torch.float32),
-    keys.ACTION: ((6,), torch.float32),
-    keys.REWARD: ((), torch.float32),
-    keys.TERMINATED: ((), torch.bool),
-}
-
-
-def random_transitions(shape: tuple[int, ...], generator: torch.Generator) -> TensorDict:
-    """A batch of ``shape`` random transitions of :data:`BUFFER_SPEC`, all valid."""
-    data = {}
-    for key, (item, dtype) in BUFFER_SPEC.items():
-        if dtype == torch.bool:
-            data[key] = torch.rand(*shape, *item, generator=generator) < 0.01
-        else:
-            data[key] = torch.randn(*shape, *item, generator=generator)
-    data[keys.VALID] = torch.ones(shape, dtype=torch.bool)
-    return TensorDict(data, batch_size=list(shape))
 
 
 @suite("buffer")
@@ -305,7 +303,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     for hidden in (256, 64):
         keys_by_members = {}
         for members in (2, 10):
-            critic = QEnsemble(members, 17, 6, [hidden, hidden], activation="relu")
+            critic = QEnsemble(members, Flat((17,)), 6, [hidden, hidden], activation="relu")
 
             def ensemble(critic=critic):
                 critic.zero_grad(set_to_none=True)
@@ -314,7 +312,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
             cases.append(Case("offpolicy", "critic_ensemble", {"E": members, "hidden": hidden, "batch": 256},
                               "calls/s", 1, ensemble))
             keys_by_members[members] = cases[-1].key
-        loop = [ensemble_member(QEnsemble(1, 17, 6, [hidden, hidden], activation="relu").net, 0) for _ in range(10)]
+        loop = [ensemble_member(QEnsemble(1, Flat((17,)), 6, [hidden, hidden], activation="relu").net, 0) for _ in range(10)]
 
         def python_loop(loop=loop):
             for net in loop:

@@ -46,8 +46,9 @@ def markdown() -> str:
 
 def _spaces(supports: dict[str, tuple[type, ...]]) -> str:
     def names(role: str) -> str:
-        return " or ".join(f"1-D `{c.__name__}`" if c.__name__ == "Box" else f"`{c.__name__}`"
-                           for c in supports[role])
+        # An observation Box is a vector or an image (see "Observations" in the README); an action Box is 1-D.
+        box = "1-D `Box`" if role == "action" else "`Box` (vector or image)"
+        return " or ".join(box if c.__name__ == "Box" else f"`{c.__name__}`" for c in supports[role])
 
     return f"Observations: {names('observation')}. Actions: {names('action')}."
 

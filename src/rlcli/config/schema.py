@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from rlcli.config.algos import AlgoConfig
 from rlcli.config.model import SECTION, cross_field_error
+from rlcli.envs import register_family, vector_kwargs_problems
 # Re-exported: cli/train.py and tests/test_distributed.py import them from here.
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -114,6 +115,10 @@ class EnvConfig(BaseModel):
     clip_observation: float = Field(
         10.0, gt=0, description="Clip normalized observations to [-clip, clip]."
     )
+    clip_reward: float | None = Field(
+        None, gt=0, description="Clip the rewards an algorithm learns from to [-clip, clip] (1.0 on Atari, as "
+        "Mnih et al. 2015); returns, stop_at_return and evaluation still count the env's own rewards."
+    )
 
     @field_validator("kwargs")
     @classmethod
@@ -142,6 +147,9 @@ class EnvConfig(BaseModel):
                 f"module-qualified env id {env_id!r} is not allowed: a config cannot import code; "
                 "use a registered id such as 'CartPole-v1'"
             )
+        missing = register_family(env_id)
+        if missing:
+            raise ValueError(missing)
         if env_id not in gym.registry:
             close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
@@ -155,6 +163,10 @@ class EnvConfig(BaseModel):
                 "env.vectorization",
                 f"{self.id} has no vector entry point; use \"sync\" or \"async\"",
             )])
+        if self.vectorization == "vector_entry_point":
+            problems = vector_kwargs_problems(self.id, self.kwargs)
+            if problems:
+                raise cross_field_error(problems)
         return self
 
 
@@ -183,6 +195,14 @@ class NetworkConfig(BaseModel):
     log_std_init: float = Field(
         0.0, ge=-5, le=2, description="Initial log standard deviation of Gaussian policies."
     )
+    encoder: Literal["auto", "flat", "nature_cnn", "impala_cnn"] = Field(
+        "auto",
+        description='What reads observations before the MLPs: "auto" flattens a vector, takes the Nature CNN '
+        '(Mnih et al. 2015) for an image (IMPALA\'s below 36x36), a one-hot for Discrete and one encoder per '
+        'key for a Dict; "flat" flattens any Box; "nature_cnn" or "impala_cnn" (Espeholt et al. 2018) for images.',
+    )
+    share_encoder: bool = Field(True, description="PPO and A2C: the policy and the value read one encoder "
+                                "(false: one each).")
 
     @field_validator("hidden_sizes", "policy_hidden_sizes", "value_hidden_sizes")
     @classmethod

@@ -1,4 +1,4 @@
-"""A policy and a value critic over one observation normalizer, as on-policy methods use them."""
+"""A policy and a value critic over one observation normalizer and encoder, as on-policy methods use them."""
 
 from __future__ import annotations
 
@@ -21,13 +21,26 @@ if TYPE_CHECKING:
 
 
 class ActorCritic(nn.Module):
-    """Separate policy and value MLPs; observations are normalized before both."""
+    """Policy and value MLPs over the features of one shared encoder (or, with ``value_encoder``, the
+    value over its own); observations are normalized before the encoders."""
 
-    def __init__(self, obs_norm: ObservationNormalizer, policy: nn.Module, value: ValueCritic):
+    def __init__(self, obs_norm: ObservationNormalizer, encoder: nn.Module, policy: nn.Module, value: ValueCritic,
+                 value_encoder: nn.Module | None = None):
         super().__init__()
         self.obs_norm = obs_norm
+        self.encoder = encoder
         self.policy = policy
         self.value = value
+        self.value_encoder = value_encoder
+
+    def features(self, obs) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy features, value features), each [B, F] float32, of normalized ``obs``."""
+        shared = self.encoder(obs)
+        return shared, shared if self.value_encoder is None else self.value_encoder(obs)
+
+    def state_value(self, obs) -> torch.Tensor:
+        """V of normalized ``obs`` ([B])."""
+        return self.value((self.encoder if self.value_encoder is None else self.value_encoder)(obs))
 
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
@@ -37,31 +50,36 @@ class ActorCritic(nn.Module):
         """
         from tensordict import TensorDict
 
-        obs = self.obs_norm(observation)
-        dist = self.policy(obs)
+        policy_features, value_features = self.features(self.obs_norm(observation))
+        dist = self.policy(policy_features)
         action = self.policy.sample(dist, generator)
         return TensorDict({keys.ACTION: action, keys.LOG_PROB: self.policy.log_prob(dist, action),
-                           keys.VALUE: self.value(obs)}, batch_size=observation.shape[:1])
+                           keys.VALUE: self.value(value_features)}, batch_size=observation.shape[:1])
 
     @torch.no_grad()
     def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
         """Actions for raw ``observation`` ([N, *obs]): the distribution's mode when ``deterministic``
         (argmax, or the Gaussian's mean), else a sample drawn with ``generator``."""
-        dist = self.policy(self.obs_norm(observation))
+        dist = self.policy(self.encoder(self.obs_norm(observation)))
         return self.policy.mode(dist) if deterministic else self.policy.sample(dist, generator)
 
     def evaluate(
         self, obs: torch.Tensor, action: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log_prob, entropy, value), each [B], for normalized ``obs`` and taken ``action``."""
-        dist = self.policy(obs)
-        return self.policy.log_prob(dist, action), self.policy.entropy(dist), self.value(obs)
+        policy_features, value_features = self.features(obs)
+        dist = self.policy(policy_features)
+        return self.policy.log_prob(dist, action), self.policy.entropy(dist), self.value(value_features)
 
 
 def build_actor_critic(ctx: BuildContext) -> ActorCritic:
-    """Networks sized from ``ctx``'s spaces and shaped by its ``network`` section; observations
-    normalized as its ``env`` section asks, with statistics pooled over its ranks."""
-    network, action_space, obs_dim = ctx.network, ctx.action_space, ctx.obs_dim
+    """Networks sized from ``ctx``'s spaces and shaped by its ``network`` section (one encoder for
+    both heads unless ``share_encoder`` is off); observations normalized as its ``env`` section
+    asks, with statistics pooled over its ranks."""
+    network, action_space = ctx.network, ctx.action_space
+    encoder = ctx.encoder()
+    value_encoder = None if network.share_encoder else ctx.encoder()
+    obs_dim = encoder.out_features
     orthogonal = network.init == "orthogonal"
     if isinstance(action_space, spaces.Discrete):
         net = mlp(obs_dim, network.policy_sizes, int(action_space.n),
@@ -73,4 +91,4 @@ def build_actor_critic(ctx: BuildContext) -> ActorCritic:
         policy = GaussianHead(net, action_space, network.log_std_init)
     value = ValueCritic(mlp(obs_dim, network.value_sizes, 1,
                             activation=network.activation, orthogonal=orthogonal, out_gain=1.0))
-    return ActorCritic(ctx.observation_normalizer(), policy, value)
+    return ActorCritic(ctx.observation_normalizer(), encoder, policy, value, value_encoder)

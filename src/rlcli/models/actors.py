@@ -62,16 +62,17 @@ class SquashedGaussianActor(nn.Module):
     same for every env whatever its action range.
     """
 
-    def __init__(self, net: nn.Module, space: spaces.Box):
+    def __init__(self, encoder: nn.Module, net: nn.Module, space: spaces.Box):
         super().__init__()
+        self.encoder = encoder
         self.net = net
         self.rescale = _Rescale(space)
 
     def forward(self, obs: torch.Tensor, generator: torch.Generator | None = None, *,
                 deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """(action in bounds [B, A], log_prob [B]) for normalized ``obs`` [B, obs]; the action is
+        """(action in bounds [B, A], log_prob [B]) for normalized ``obs`` [B, *obs]; the action is
         reparameterized (differentiable in the weights) and ``deterministic`` takes the mean."""
-        mean, log_std = self.net(obs).chunk(2, -1)
+        mean, log_std = self.net(self.encoder(obs)).chunk(2, -1)
         log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
         if deterministic:
             noise = torch.zeros_like(mean)
@@ -82,12 +83,13 @@ class SquashedGaussianActor(nn.Module):
 
 
 class DeterministicActor(nn.Module):
-    """``a = center + half_range * tanh(net(obs))``: always inside the bounds."""
+    """``a = center + half_range * tanh(net(encoder(obs)))``: always inside the bounds."""
 
-    def __init__(self, net: nn.Module, space: spaces.Box):
+    def __init__(self, encoder: nn.Module, net: nn.Module, space: spaces.Box):
         super().__init__()
+        self.encoder = encoder
         self.net = net
         self.rescale = _Rescale(space)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.rescale(torch.tanh(self.net(obs)))
+        return self.rescale(torch.tanh(self.net(self.encoder(obs))))

@@ -29,11 +29,17 @@ class ValueCritic(nn.Module):
 
 
 class QEnsemble(nn.Module):
-    """E critics Q(s, a), each an MLP over the concatenated observation and action."""
+    """E critics Q(s, a), each an MLP over the concatenated encoded observation and action.
 
-    def __init__(self, members: int, obs_dim: int, act_dim: int, hidden_sizes: Sequence[int], *, activation: str):
+    The members share one encoder (as Stable-Baselines3's critics share their features
+    extractor): a CNN runs once per batch, not once per member.
+    """
+
+    def __init__(self, members: int, encoder: nn.Module, act_dim: int, hidden_sizes: Sequence[int], *,
+                 activation: str):
         super().__init__()
-        self.net = EnsembleMLP(members, obs_dim + act_dim, hidden_sizes, 1, activation=activation)
+        self.encoder = encoder
+        self.net = EnsembleMLP(members, encoder.out_features + act_dim, hidden_sizes, 1, activation=activation)
 
     @contextmanager
     def frozen(self) -> Iterator[None]:
@@ -56,8 +62,8 @@ class QEnsemble(nn.Module):
         return self.net.members
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Q-values [E, B] of ``obs`` [B, obs_dim] and ``action`` [B, act_dim] under every member."""
-        return self.net(torch.cat([obs, action], -1)).squeeze(-1)
+        """Q-values [E, B] of normalized ``obs`` [B, *obs] and ``action`` [B, act_dim] under every member."""
+        return self.net(torch.cat([self.encoder(obs), action], -1)).squeeze(-1)
 
 
 def critic_regression(q: torch.Tensor, target: torch.Tensor, batch: TensorDict) -> dict[str, torch.Tensor]:

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+from gymnasium import spaces
 
-from rlcli import keys
+from rlcli import keys, observations
 from rlcli.advantages import n_step_returns
-from rlcli.normalization import ObservationNormalizer, RewardScaler
+from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
 from rlcli.replay.storage import ReplayBuffer, Spec, check_storage
 
 if TYPE_CHECKING:
@@ -20,13 +21,14 @@ if TYPE_CHECKING:
     from rlcli.timing import Timer
 
 
-def transition_spec(obs_shape: tuple[int, ...], action: tuple[tuple[int, ...], torch.dtype], *,
+def transition_spec(observation_space: spaces.Space, action: tuple[tuple[int, ...], torch.dtype], *,
                     n_step: int) -> Spec:
-    """What a buffer stores per transition: raw observations, the action, the reward, the end flag,
-    and with ``n_step`` > 1 the bootstrap discount."""
+    """What a buffer stores per transition: raw observations in the space's own dtype (one entry
+    per key of a Dict), the action, the reward, the end flag, and with ``n_step`` > 1 the
+    bootstrap discount."""
     spec: Spec = {
-        keys.OBSERVATION: (tuple(obs_shape), torch.float32),
-        keys.NEXT_OBSERVATION: (tuple(obs_shape), torch.float32),
+        **observations.spec_entries(keys.OBSERVATION, observation_space),
+        **observations.spec_entries(keys.NEXT_OBSERVATION, observation_space),
         keys.ACTION: action,
         keys.REWARD: ((), torch.float32),
         keys.TERMINATED: ((), torch.bool),
@@ -60,7 +62,8 @@ def build_replay(cfg, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormal
     reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
                                  group=group).to(device)
     return Replay(buffer, obs_norm, reward_scaler, gamma=cfg.gamma, n_step=cfg.n_step,
-                  learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device)
+                  learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device,
+                  clip_reward=ctx.env.clip_reward)
 
 
 class Replay:
@@ -74,7 +77,8 @@ class Replay:
     """
 
     def __init__(self, buffer: ReplayBuffer, obs_norm: ObservationNormalizer, reward_scaler: RewardScaler, *,
-                 gamma: float, n_step: int, learning_starts: int, utd_ratio: float, device: torch.device):
+                 gamma: float, n_step: int, learning_starts: int, utd_ratio: float, device: torch.device,
+                 clip_reward: float | None = None):
         self.buffer = buffer
         self.obs_norm = obs_norm
         self.reward_scaler = reward_scaler
@@ -84,6 +88,7 @@ class Replay:
         self.frames = 0
         self.owed = 0.0
         self.carry: TensorDict | None = None
+        self.clip_reward = clip_reward
 
     @property
     def learning(self) -> bool:
@@ -91,8 +96,14 @@ class Replay:
         return self.frames >= self.learning_starts
 
     def observe(self, batch: TensorDict) -> None:
-        """Fold a raw batch into the statistics and the buffer, and count its frames."""
+        """Fold a raw batch into the statistics and the buffer, and count its frames.
+
+        With ``clip_reward``, the buffer stores clipped rewards: an n-step sum must add clipped terms.
+        """
         valid = batch[keys.VALID]
+        if self.clip_reward is not None:
+            batch = batch.clone(recurse=False)
+            batch[keys.REWARD] = clip_rewards(batch[keys.REWARD], self.clip_reward)
         self.obs_norm.observe(batch[keys.OBSERVATION], valid)
         self.reward_scaler.observe(batch[keys.REWARD], batch[keys.TERMINATED] | batch[keys.TRUNCATED], valid)
         self.buffer.extend(self.transitions(batch))

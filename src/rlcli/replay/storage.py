@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     # Only a type here.
     from tensordict import TensorDict
 
-Spec = dict[str, tuple[tuple[int, ...], torch.dtype]]
-"""Key -> (per-transition shape, dtype) of what a buffer stores."""
+Spec = dict[str | tuple[str, ...], tuple[tuple[int, ...], torch.dtype]]
+"""Key (a nested key for a Dict observation's entries) -> (per-transition shape, dtype) of what a buffer stores."""
 
 
 def storage_bytes(cfg: ReplayConfig, spec: Spec) -> int:
@@ -128,7 +128,7 @@ class ReplayBuffer:
             self._folder.mkdir(parents=True, exist_ok=True)
             for key, (shape, dtype) in self.spec.items():
                 self.tensors[key] = MemoryMappedTensor.empty(
-                    (capacity, *shape), dtype=dtype, filename=self._folder / f"{key}.memmap", existsok=True)
+                    (capacity, *shape), dtype=dtype, filename=self._folder / f"{_file_name(key)}.memmap", existsok=True)
         else:
             for key, (shape, dtype) in self.spec.items():
                 self.tensors[key] = torch.empty((capacity, *shape), dtype=dtype, device=self.storage_device)
@@ -238,7 +238,7 @@ class ReplayBuffer:
             return state
         if self.cfg.storage == "memmap":
             for key in self.tensors:
-                _fsync(self._folder / f"{key}.memmap")
+                _fsync(self._folder / f"{_file_name(key)}.memmap")
             state["storage"] = {"memmap": True}
         else:
             # torch.save writes a view's whole storage: a partly filled buffer saves a copy of
@@ -270,6 +270,11 @@ class ReplayBuffer:
         if self.tree is not None and "tree" in saved:
             for level, value in zip(self.tree.levels, saved["tree"]):
                 level.copy_(value)
+
+
+def _file_name(key) -> str:
+    """The memmap file stem of a spec key: the key, or a nested key's parts joined by dots."""
+    return key if isinstance(key, str) else ".".join(key)
 
 
 def _fsync(path: Path) -> None:

@@ -1,0 +1,138 @@
+"""Atari through ale-py's vector env: the presets run, the return column is the game score, and
+bad ``[env]`` input is refused before any env is made. Skipped only where ale-py is absent
+(``.ci/run`` installs the atari extra)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import ROOT, assert_bad_input, rlcli_executable
+from rlcli import keys
+from rlcli.config.errors import ConfigError
+from rlcli.config.load import load_config
+from rlcli.run import build_run
+from rlcli.timing import Timer
+
+pytest.importorskip("ale_py")
+
+# Short enough to run in seconds, long enough to pass through a whole learn of each preset.
+SMOKE = {
+    "ppo_breakout": ["collector.total_frames=512", "collector.frames_per_batch=256", "algo.minibatch_size=128",
+                     "algo.epochs=1"],
+    "ppo_pong": ["collector.total_frames=256", "collector.frames_per_batch=256", "algo.minibatch_size=256",
+                 "algo.epochs=1"],
+    "dqn_breakout": ["collector.total_frames=512", "algo.learning_starts=256", "algo.replay.capacity=2000"],
+}
+
+
+@pytest.mark.parametrize("preset", sorted(SMOKE))
+def test_atari_presets_train_from_the_command_line(rlcli, tmp_path, preset):
+    sets = [arg for item in SMOKE[preset] for arg in ("--set", item)]
+    result = rlcli("train", preset, "--out", tmp_path, "--set", "env.num_envs=4", *sets,
+                   timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (metrics,) = tmp_path.glob(f"{preset}*/metrics.csv")
+    rows = list(csv.DictReader(metrics.open(encoding="utf-8")))
+    assert rows and int(rows[-1]["frames"]) >= 256
+    assert any(key.startswith("loss/") and row[key] not in ("", "nan") for row in rows for key in row), rows[-1]
+
+
+def _space_invaders(tmp_path, *extra: str):
+    # Space Invaders pays 5 to 30 points an invader: random play scores far above its count of rewards.
+    return load_config("ppo_breakout", [
+        'env.id="ALE/SpaceInvaders-v5"', "env.num_envs=2", "collector.frames_per_batch=256",
+        "algo.minibatch_size=128", "env.kwargs.max_num_frames_per_episode=600", "run.device=cpu",
+        f'run.output_dir="{tmp_path}"', *extra])
+
+
+def test_the_return_column_is_the_game_score_while_learning_sees_clipped_rewards(tmp_path):
+    run = build_run(_space_invaders(tmp_path))
+    try:
+        timer = Timer(run.device)
+        episodes: list[float] = []
+        running = np.zeros(2)
+        for _ in range(3):
+            batch = run.collector.collect(timer)
+            reward, valid = batch[keys.REWARD].numpy(), batch[keys.VALID].numpy()
+            done = (batch[keys.TERMINATED] | batch[keys.TRUNCATED]).numpy()
+            for t in range(reward.shape[0]):
+                running += np.where(valid[t], reward[t], 0.0)
+                for n in np.flatnonzero(done[t] & valid[t]):
+                    episodes.append(float(running[n]))
+                    running[n] = 0.0
+        recorded = list(run.envs.return_queue)
+    finally:
+        run.close()
+    # The raw env rewards of the batch, summed per game, are the returns the run reports...
+    assert episodes and recorded == pytest.approx(episodes)
+    # ...and they are game scores: points above 1 a step were kept.
+    assert max(recorded) > 5
+    assert batch[keys.REWARD].max() > 1
+
+
+def test_learning_sees_rewards_clipped_to_clip_reward(tmp_path):
+    from rlcli.rollout import prepare_rollout
+
+    run = build_run(_space_invaders(tmp_path))
+    try:
+        batch = run.collector.collect(Timer(run.device)).clone()
+        for _ in range(3):
+            if batch[keys.REWARD].max() > 1:
+                break
+            batch = run.collector.collect(Timer(run.device)).clone()
+        assert batch[keys.REWARD].max() > 1, "random play scored no invader in 768 frames"
+        agent, scaler = run.algo.agent, run.algo.rollout.reward_scaler
+        seen = []
+        original = scaler.observe
+        scaler.observe = lambda reward, done, valid: (seen.append(reward.clone()), original(reward, done, valid))
+        prepare_rollout(agent, scaler, batch, gamma=0.99, lam=0.95, clip_reward=1.0)
+    finally:
+        run.close()
+    assert float(seen[0].abs().max()) == 1.0
+    # The batch itself keeps the env's own rewards.
+    assert float(batch[keys.REWARD].max()) > 1
+
+
+def test_frames_stay_uint8_from_the_env_to_the_encoder(tmp_path):
+    run = build_run(_space_invaders(tmp_path))
+    try:
+        batch = run.collector.collect(Timer(run.device))
+        assert batch[keys.OBSERVATION].dtype == torch.uint8
+        assert batch[keys.OBSERVATION].shape[-3:] == (4, 84, 84)
+        assert run.collector.host[keys.NEXT_OBSERVATION].dtype == torch.uint8
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize(("setting", "fragments"), [
+    ("env.kwargs.reward_clipping=true", ("env.kwargs.reward_clipping", "clip_reward")),
+    ("env.kwargs.episodic_life=true", ("env.kwargs.episodic_life", "restarts the whole game")),
+    ("env.kwargs.frame_skip=4", ("env.kwargs.frame_skip", "frameskip")),
+    ("env.kwargs.stack_num=2.5", ("env.kwargs.stack_num", "must be int")),
+    ('env.id="ALE/Breakot-v5"', ("env.id", "ALE/Breakout-v5")),
+])
+def test_bad_atari_env_settings_are_refused_before_any_env_is_made(rlcli, setting, fragments):
+    assert_bad_input(rlcli("validate", "ppo_breakout", "--set", setting), *fragments)
+
+
+def test_a_missing_ale_py_names_the_atari_extra(tmp_path):
+    # A module named ale_py that fails to import stands in for an absent package.
+    (tmp_path / "ale_py.py").write_text("raise ImportError('No module named ale_py')\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "400", "NO_COLOR": "1"}
+    result = subprocess.run([rlcli_executable(), "validate", "ppo_breakout"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert_bad_input(result, "env.id", "atari extra", "rlcli[atari]")
+
+
+def test_nature_cnn_on_a_vector_observation_is_refused(tmp_path):
+    cfg = load_config("ppo_cartpole", ['network.encoder="nature_cnn"', f'run.output_dir="{tmp_path}"'])
+    with pytest.raises(ConfigError) as caught:
+        build_run(cfg)
+    issue = caught.value.issues[0]
+    assert issue.path == "network.encoder" and "reads images" in issue.message
