@@ -100,6 +100,9 @@ class _Pixels(nn.Module):
         self.body = body
         with torch.no_grad():
             flat = body(torch.zeros(1, layout.channels, layout.height, layout.width)).shape[1]
+        # Channels-last convolutions: a quarter faster forward and backward on a CPU (oneDNN) than
+        # the default layout, the same maths (benchmarks in the issue 19 note).
+        body.to(memory_format=torch.channels_last)
         self.head = nn.Linear(flat, out_features)
         if orthogonal:
             nn.init.orthogonal_(self.head.weight, math.sqrt(2))
@@ -112,6 +115,7 @@ class _Pixels(nn.Module):
         x = self.layout.planes(obs.reshape(-1, *self.layout.shape))
         # Normalized (explicitly asked) frames arrive as float already: only raw uint8 is rescaled.
         x = x.float() / 255.0 if obs.dtype == torch.uint8 else x.float()
+        x = x.contiguous(memory_format=torch.channels_last)
         return F.relu(self.head(self.body(x))).reshape(*lead, self.out_features)
 
 
