@@ -34,6 +34,10 @@ class ReplayConfig(BaseModel):
         None, min_length=1, description='Folder of "memmap" files (default: replay/ in the run folder).'
     )
     prioritized: bool = Field(False, description="Proportional prioritized replay (Schaul et al., 2016).")
+    frames: Literal["auto", "off"] = Field(
+        "auto", description='"auto": an Atari frame stack (an ALE/ env, n_step = 1) stores each frame once and '
+        'rebuilds the stacks when sampled (a seventh of the memory); "off": whole observations.'
+    )
     alpha: float = Field(0.6, ge=0, le=1, description="Priority exponent: 0 samples uniformly.")
     beta: float = Field(0.4, ge=0, le=1, description="Initial importance-sampling exponent.")
     beta_frames: int = Field(100_000, ge=1, description="Frames over which beta anneals linearly to 1.")

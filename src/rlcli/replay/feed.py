@@ -12,6 +12,9 @@ from gymnasium import spaces
 from rlcli import keys, observations
 from rlcli.advantages import n_step_returns
 from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
+from rlcli.envs import ATARI, env_family
+from rlcli.models.encoders import is_image
+from rlcli.replay.frames import FrameStackBuffer, frame_storage_bytes
 from rlcli.replay.storage import ReplayBuffer, Spec, check_storage
 
 if TYPE_CHECKING:
@@ -56,14 +59,30 @@ def build_replay(cfg, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormal
         # Every rank keeps a buffer of its own: ranks other than 0 in a folder each inside the given one.
         directory = directory / f"rank-{rank}"
         replay = replay.model_copy(update={"directory": str(directory)})
-    check_storage(replay, spec, device, directory, source=ctx.source)
     default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
-    buffer = ReplayBuffer(replay, spec, device=device, directory=default_folder)
+    num_envs = ctx.env.num_envs
+    if stores_frames(cfg, ctx):
+        check_storage(replay, spec, device, directory, source=ctx.source,
+                      needed=frame_storage_bytes(replay, spec, num_envs=num_envs))
+        buffer = FrameStackBuffer(replay, spec, num_envs=num_envs, device=device, directory=default_folder)
+    else:
+        check_storage(replay, spec, device, directory, source=ctx.source)
+        buffer = ReplayBuffer(replay, spec, device=device, directory=default_folder)
     reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
                                  group=group).to(device)
     return Replay(buffer, obs_norm, reward_scaler, gamma=cfg.gamma, n_step=cfg.n_step,
                   learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device,
                   clip_reward=ctx.env.clip_reward)
+
+
+def stores_frames(cfg, ctx: BuildContext) -> bool:
+    """Whether the replay of ``cfg`` stores each frame once (:mod:`rlcli.replay.frames`): ``replay.frames``
+    is auto, the env is ale-py's vector env (NEXT_STEP resets, zeros in a reset stack) with a stack of
+    frames, and transitions are 1-step."""
+    space = ctx.observation_space
+    return (cfg.replay.frames == "auto" and cfg.n_step == 1 and env_family(ctx.env.id) is ATARI
+            and ctx.env.vectorization == "vector_entry_point" and is_image(space) and len(space.shape) >= 3
+            and space.shape[0] > 1 and cfg.replay.capacity // ctx.env.num_envs > space.shape[0])
 
 
 class Replay:

@@ -67,8 +67,9 @@ def _human(size: int) -> str:
 
 
 def check_storage(cfg: ReplayConfig, spec: Spec, device: torch.device, directory: Path | None,
-                  *, source: str | None = None) -> None:
-    """Raise a ConfigError unless the storage fits and, for memmap, its folder is writable."""
+                  *, source: str | None = None, needed: int | None = None) -> None:
+    """Raise a ConfigError unless the storage fits (``needed`` bytes, by default
+    :func:`storage_bytes`) and, for memmap, its folder is writable."""
     if cfg.storage == "memmap" and directory is not None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -78,7 +79,7 @@ def check_storage(cfg: ReplayConfig, spec: Spec, device: torch.device, directory
         except OSError as exc:
             raise single(source, f"cannot write memmap files in {str(directory)!r}: {exc.strerror or exc}; "
                                  "choose a writable folder", path="algo.replay.directory") from None
-    needed = storage_bytes(cfg, spec)
+    needed = storage_bytes(cfg, spec) if needed is None else needed
     free = free_bytes(cfg, device, directory)
     if free is not None and needed > free:
         where = "disk" if cfg.storage == "memmap" else f"{device.type} memory"
