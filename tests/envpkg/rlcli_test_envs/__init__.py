@@ -60,3 +60,34 @@ class PaintedCorridor(Corridor):
 
 
 gym.register(id="RlcliTest/PaintedCorridor-v0", entry_point=PaintedCorridor, max_episode_steps=50)
+
+
+class DictCorridor(Corridor):
+    """The corridor seen two ways at once, for ``Dict`` observations: ``image``, a 3 x 16 x 16 uint8
+    picture with the walker's column lit, and ``position``, the 1-D Box of :class:`Corridor`.
+    ``continuous``: one Box action in [-1, 1], a step right when above 0, left otherwise."""
+
+    def __init__(self, length: int = 5, continuous: bool = False):
+        super().__init__(length)
+        self.observation_space = spaces.Dict({
+            "image": spaces.Box(0, 255, (3, 16, 16), np.uint8),
+            "position": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
+        })
+        self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous else spaces.Discrete(2)
+        self.continuous = continuous
+
+    def _obs(self):
+        image = np.zeros((3, 16, 16), dtype=np.uint8)
+        column = self.position * 15 // self.length
+        image[:, :, column] = 255
+        return {"image": image, "position": super()._obs()}
+
+    def step(self, action):
+        if self.continuous:
+            action = 1 if float(np.asarray(action).reshape(-1)[0]) > 0 else 0
+        return super().step(action)
+
+
+gym.register(id="RlcliTest/DictCorridor-v0", entry_point=DictCorridor, max_episode_steps=50)
+gym.register(id="RlcliTest/DictCorridorContinuous-v0", entry_point=DictCorridor, max_episode_steps=50,
+             kwargs={"continuous": True})
