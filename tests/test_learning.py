@@ -57,3 +57,12 @@ def test_ddpg_pendulum_reaches_minus_200_on_2_of_3_seeds_within_20k_frames(tmp_p
 
 def test_redq_pendulum_reaches_minus_200_on_3_of_3_seeds_within_5k_frames(tmp_path):
     assert len(solved_seeds("redq_pendulum", -200, 5_000, 3, tmp_path)) == 3
+
+
+def test_ppo_frozenlake_reaches_gymnasiums_threshold_on_3_of_3_seeds_within_300k_frames(tmp_path):
+    # Discrete observations, one-hot encoded; 0.70 is gymnasium's reward threshold for FrozenLake-v1.
+    import gymnasium as gym
+
+    threshold = gym.spec("FrozenLake-v1").reward_threshold
+    assert threshold == 0.70
+    assert len(solved_seeds("ppo_frozenlake", threshold, 300_000, 3, tmp_path)) == 3
