@@ -23,8 +23,9 @@ pytest.importorskip("ale_py")
 
 # Short enough to run in seconds, long enough to pass through a whole learn of each preset.
 SMOKE = {
+    # Games cut at 100 agent steps: the eval --video below plays whole ones.
     "ppo_breakout": ["collector.total_frames=512", "collector.frames_per_batch=256", "algo.minibatch_size=128",
-                     "algo.epochs=1"],
+                     "algo.epochs=1", "env.kwargs.max_num_frames_per_episode=400"],
     "ppo_pong": ["collector.total_frames=256", "collector.frames_per_batch=256", "algo.minibatch_size=256",
                  "algo.epochs=1"],
     "dqn_breakout": ["collector.total_frames=512", "algo.learning_starts=256", "algo.replay.capacity=2000"],
@@ -41,6 +42,13 @@ def test_atari_presets_train_from_the_command_line(rlcli, tmp_path, preset):
     rows = list(csv.DictReader(metrics.open(encoding="utf-8")))
     assert rows and int(rows[-1]["frames"]) >= 256
     assert any(key.startswith("loss/") and row[key] not in ("", "nan") for row in rows for key in row), rows[-1]
+    if preset == "ppo_breakout":
+        # A game recorded from the frames the agent saw: ale-py's vector env draws none itself.
+        pytest.importorskip("imageio")
+        video = tmp_path / "game.mp4"
+        played = rlcli("eval", metrics.parent, "--episodes", "1", "--video", video, timeout=300)
+        assert played.returncode == 0, played.stdout + played.stderr
+        assert video.stat().st_size > 1000
 
 
 def _space_invaders(tmp_path, *extra: str):
@@ -136,3 +144,26 @@ def test_nature_cnn_on_a_vector_observation_is_refused(tmp_path):
         build_run(cfg)
     issue = caught.value.issues[0]
     assert issue.path == "network.encoder" and "reads images" in issue.message
+
+
+def test_a_dqn_atari_buffer_that_cannot_fit_is_refused_with_its_frame_sizes(tmp_path):
+    cfg = load_config("dqn_breakout", ["algo.replay.capacity=2000000000", "run.device=cpu",
+                                       f'run.output_dir="{tmp_path}"'])
+    with pytest.raises(ConfigError) as caught:
+        build_run(cfg)
+    issue = caught.value.issues[0]
+    # One 84x84 frame, the action, reward and flags a transition: about 7 kB, not two 4-frame stacks.
+    assert issue.path == "algo.replay.capacity" and "about 7,0" in issue.message and "lower the capacity" in issue.message
+
+
+def test_normalizing_image_observations_is_allowed_with_one_warning(tmp_path, capsys):
+    from rlcli.algos import check_spaces
+    from rlcli.envs import make_env
+
+    cfg = load_config("ppo_breakout", [f'run.output_dir="{tmp_path}"'])
+    env = make_env(cfg.env)
+    try:
+        check_spaces("ppo", cfg.env.id, env.observation_space, env.action_space, None, normalize=True)
+    finally:
+        env.close()
+    assert "normalize_observation is on" in capsys.readouterr().err
