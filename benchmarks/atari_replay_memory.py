@@ -9,23 +9,18 @@ Run in a fresh process so that the figures are the buffer's (about a minute per 
 from __future__ import annotations
 
 import argparse
-import resource
 import tempfile
 
 import torch
+
+# benchmarks/ is on sys.path when a script of it runs.
+from replay_memory import rss_mib
 
 from rlcli.config.load import load_config
 from rlcli.replay.frames import frame_storage_bytes
 from rlcli.replay.storage import storage_bytes
 from rlcli.run import build_run
 from rlcli.timing import Timer
-
-
-def rss_mib() -> float:
-    """Resident set size of this process now, from /proc (Linux)."""
-    with open("/proc/self/statm", encoding="ascii") as file:
-        pages = int(file.read().split()[1])
-    return pages * resource.getpagesize() / 2**20
 
 
 def main() -> None:

@@ -17,7 +17,12 @@ from rlcli.normalization import ObservationNormalizer
 from rlcli.optim import GradientStep
 
 if TYPE_CHECKING:
-    from rlcli.config.schema import CollectorConfig, EnvConfig, NetworkConfig, OptimConfig
+    from rlcli.config.schema import (
+        CollectorConfig,
+        EnvConfig,
+        NetworkConfig,
+        OptimConfig,
+    )
     from rlcli.distributed import Group
 
 

@@ -11,9 +11,9 @@ from gymnasium import spaces
 
 from rlcli import keys, observations
 from rlcli.advantages import n_step_returns
-from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
 from rlcli.envs import ATARI, env_family
 from rlcli.models.encoders import is_image
+from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
 from rlcli.replay.frames import FrameStackBuffer, frame_storage_bytes
 from rlcli.replay.storage import ReplayBuffer, Spec, check_storage
 

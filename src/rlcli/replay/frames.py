@@ -28,12 +28,18 @@ import torch
 
 from rlcli import keys
 from rlcli.config.algos import ReplayConfig
+from rlcli.replay.storage import (
+    Spec,
+    _fsync,
+    annealed_beta,
+    proportional_draw,
+    set_priorities,
+)
 from rlcli.replay.sumtree import SumTree
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
-    from rlcli.replay.storage import Spec
 
 _STACKS = (keys.OBSERVATION, keys.NEXT_OBSERVATION)
 
@@ -174,8 +180,7 @@ class FrameStackBuffer:
         return (self.cursor + self.stack - 1) % self.steps if wrapped else 0
 
     def beta(self) -> float:
-        cfg = self.cfg
-        return min(1.0, cfg.beta + (1.0 - cfg.beta) * self.added / cfg.beta_frames)
+        return annealed_beta(self.cfg, self.added)
 
     def _draw_uniform(self, batch_size: int, generator: torch.Generator) -> torch.Tensor:
         """Flat rows ``step * N + env`` of valid, available transitions, drawn uniformly."""
@@ -204,13 +209,7 @@ class FrameStackBuffer:
         if self.tree is None:
             index = self._draw_uniform(batch_size, generator)
         else:
-            total = self.tree.total()
-            offsets = torch.rand(batch_size, generator=generator, device=self.storage_device, dtype=torch.float64)
-            mass = (torch.arange(batch_size, device=self.storage_device, dtype=torch.float64) + offsets)
-            index = self.tree.find(mass * (total / batch_size))
-            probability = self.tree.leaves.index_select(0, index) / total
-            weight = (probability * len(self)).pow(-self.beta())
-            weight = (weight / weight.max()).to(torch.float32)
+            index, weight = proportional_draw(self.tree, batch_size, generator, size=len(self), beta=self.beta())
         out = {key: self.tensors[key].reshape(-1, *shape).index_select(0, index)
                for key, (shape, _) in self.row_spec.items() if key not in ("frame", "first", keys.VALID)}
         out[keys.OBSERVATION], out[keys.NEXT_OBSERVATION] = self.stacks(index)
@@ -236,10 +235,7 @@ class FrameStackBuffer:
     def update_priorities(self, index: torch.Tensor, td_error: torch.Tensor) -> None:
         if self.tree is None:
             return
-        priority = (td_error.detach().abs().to(self.storage_device, torch.float64) + self.cfg.priority_eps)
-        priority = priority.pow(self.cfg.alpha)
-        self.tree.set(index.to(self.storage_device), priority)
-        self.max_priority = max(self.max_priority, float(priority.max()))
+        self.max_priority = max(self.max_priority, set_priorities(self.tree, self.cfg, index, td_error))
 
     def state_dict(self, *, storage: bool = True) -> dict:
         """Counters and, with ``storage``, the stored steps (memmap files are flushed and referenced)."""
@@ -248,8 +244,6 @@ class FrameStackBuffer:
         if not storage or not self.tensors:
             return state
         if self.cfg.storage == "memmap":
-            from rlcli.replay.storage import _fsync
-
             for key in self.tensors:
                 _fsync(self._folder / f"{key}.memmap")
             state["storage"] = {"memmap": True}

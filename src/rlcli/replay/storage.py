@@ -179,8 +179,7 @@ class ReplayBuffer:
 
     def beta(self) -> float:
         """The importance-sampling exponent, annealed from ``cfg.beta`` to 1 over ``beta_frames``."""
-        cfg = self.cfg
-        return min(1.0, cfg.beta + (1.0 - cfg.beta) * self.added / cfg.beta_frames)
+        return annealed_beta(self.cfg, self.added)
 
     def sample(self, batch_size: int, generator: torch.Generator) -> TensorDict:
         """``batch_size`` transitions drawn with replacement, on the training device.
@@ -198,15 +197,8 @@ class ReplayBuffer:
         if self.tree is None:
             index = torch.randint(self.size, (batch_size,), generator=generator, device=self.storage_device)
         else:
-            total = self.tree.total()
-            # Stratified: one draw in each of batch_size equal slices of the total mass.
-            offsets = torch.rand(batch_size, generator=generator, device=self.storage_device, dtype=torch.float64)
-            mass = (torch.arange(batch_size, device=self.storage_device, dtype=torch.float64) + offsets)
-            mass = mass * (total / batch_size)
-            index = self.tree.find(mass).clamp_(max=self.size - 1)
-            probability = self.tree.leaves.index_select(0, index) / total
-            weight = (probability * self.size).pow(-self.beta())
-            weight = (weight / weight.max()).to(torch.float32)
+            index, weight = proportional_draw(self.tree, batch_size, generator, size=self.size, beta=self.beta(),
+                                              last=self.size - 1)
         out = {key: storage.index_select(0, index) for key, storage in self.tensors.items()}
         out[keys.INDEX] = index
         if weight is not None:
@@ -224,10 +216,7 @@ class ReplayBuffer:
         """
         if self.tree is None:
             return
-        priority = (td_error.detach().abs().to(self.storage_device, torch.float64) + self.cfg.priority_eps)
-        priority = priority.pow(self.cfg.alpha)
-        self.tree.set(index.to(self.storage_device), priority)
-        self.max_priority = max(self.max_priority, float(priority.max()))
+        self.max_priority = max(self.max_priority, set_priorities(self.tree, self.cfg, index, td_error))
 
     def state_dict(self, *, storage: bool = True) -> dict:
         """Counters and, with ``storage``, the transitions: the filled rows of in-memory storage
@@ -271,6 +260,38 @@ class ReplayBuffer:
         if self.tree is not None and "tree" in saved:
             for level, value in zip(self.tree.levels, saved["tree"]):
                 level.copy_(value)
+
+
+def annealed_beta(cfg: ReplayConfig, added: int) -> float:
+    """The importance-sampling exponent after ``added`` transitions: from ``cfg.beta`` to 1 over ``beta_frames``."""
+    return min(1.0, cfg.beta + (1.0 - cfg.beta) * added / cfg.beta_frames)
+
+
+def proportional_draw(tree: SumTree, batch_size: int, generator: torch.Generator, *, size: int, beta: float,
+                      last: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Leaves drawn in proportion to their priority, one in each of ``batch_size`` equal slices of the
+    total mass (stratified), and their importance weights ``(size * P(i))^-beta`` over the batch's
+    largest; ``last`` caps the leaf index (rounding at the top of the tree).
+
+    Returns (index [B] int64, weight [B] float32), on the tree's device.
+    """
+    device = tree.leaves.device
+    total = tree.total()
+    offsets = torch.rand(batch_size, generator=generator, device=device, dtype=torch.float64)
+    mass = (torch.arange(batch_size, device=device, dtype=torch.float64) + offsets) * (total / batch_size)
+    index = tree.find(mass)
+    if last is not None:
+        index = index.clamp_(max=last)
+    weight = (tree.leaves.index_select(0, index) / total * size).pow(-beta)
+    return index, (weight / weight.max()).to(torch.float32)
+
+
+def set_priorities(tree: SumTree, cfg: ReplayConfig, index: torch.Tensor, td_error: torch.Tensor) -> float:
+    """Set the leaves ``index`` to ``(|td_error| + eps) ** alpha``; returns the largest priority set."""
+    device = tree.leaves.device
+    priority = (td_error.detach().abs().to(device, torch.float64) + cfg.priority_eps).pow(cfg.alpha)
+    tree.set(index.to(device), priority)
+    return float(priority.max())
 
 
 def _file_name(key) -> str:
