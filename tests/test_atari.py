@@ -55,33 +55,34 @@ def _space_invaders(tmp_path, *extra: str):
     # Space Invaders pays 5 to 30 points an invader: random play scores far above its count of rewards.
     return load_config("ppo_breakout", [
         'env.id="ALE/SpaceInvaders-v5"', "env.num_envs=2", "collector.frames_per_batch=256",
-        "algo.minibatch_size=128", "env.kwargs.max_num_frames_per_episode=600", "run.device=cpu",
+        "algo.minibatch_size=128", "env.kwargs.max_num_frames_per_episode=1600", "run.device=cpu",
         f'run.output_dir="{tmp_path}"', *extra])
 
 
-def test_the_return_column_is_the_game_score_while_learning_sees_clipped_rewards(tmp_path):
+def test_the_return_column_is_the_game_score_while_learning_sees_lost_lives_and_clipped_rewards(tmp_path):
     run = build_run(_space_invaders(tmp_path))
     try:
         timer = Timer(run.device)
-        episodes: list[float] = []
-        running = np.zeros(2)
-        for _ in range(3):
-            batch = run.collector.collect(timer)
-            reward, valid = batch[keys.REWARD].numpy(), batch[keys.VALID].numpy()
-            done = (batch[keys.TERMINATED] | batch[keys.TRUNCATED]).numpy()
-            for t in range(reward.shape[0]):
-                running += np.where(valid[t], reward[t], 0.0)
-                for n in np.flatnonzero(done[t] & valid[t]):
-                    episodes.append(float(running[n]))
-                    running[n] = 0.0
+        batch = torch.cat([run.collector.collect(timer).clone() for _ in range(5)], 0)
         recorded = list(run.envs.return_queue)
     finally:
         run.close()
-    # The raw env rewards of the batch, summed per game, are the returns the run reports...
-    assert episodes and recorded == pytest.approx(episodes)
-    # ...and they are game scores: points above 1 a step were kept.
-    assert max(recorded) > 5
-    assert batch[keys.REWARD].max() > 1
+    reward, valid = batch[keys.REWARD].numpy(), batch[keys.VALID].numpy()
+    # A game ends where the next step is the env's reset step (ale-py resets in the next step).
+    games: list[float] = []
+    running = np.zeros(2)
+    for t in range(reward.shape[0] - 1):
+        running += np.where(valid[t], reward[t], 0.0)
+        for n in np.flatnonzero(~valid[t + 1]):
+            games.append(float(running[n]))
+            running[n] = 0.0
+    # The raw env rewards of the batch, summed over whole games, are the returns the run reports...
+    assert games and recorded[:len(games)] == pytest.approx(games)
+    # ...and they are game scores: points above 1 a step were kept, over every life.
+    assert max(recorded) > 5 and batch[keys.REWARD].max() > 1
+    # What the algorithm learns from ends at each lost life too (life_loss_info): more
+    # terminations than games.
+    assert int(batch[keys.TERMINATED].sum()) > len(games)
 
 
 def test_learning_sees_rewards_clipped_to_clip_reward(tmp_path):

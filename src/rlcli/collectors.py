@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlcli import envstate, keys, observations
 from rlcli.config.errors import single
-from rlcli.envs import autoreset_mode
+from rlcli.envs import LIFE_LOST, autoreset_mode
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -113,7 +113,9 @@ class Collector:
                 self.obs, reward, terminated, truncated, info = self.envs.step(env_action)
             observations.write(next_buf, t, self.obs)
             reward_buf[t] = reward
-            term_buf[t] = terminated
+            # A lost life ends the trace the algorithm learns from, not the game (envs.LifeLoss).
+            life_lost = info.get(LIFE_LOST)
+            term_buf[t] = terminated if life_lost is None else terminated | life_lost
             trunc_buf[t] = truncated
             done = terminated | truncated
             if same_step:

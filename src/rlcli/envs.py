@@ -13,7 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlcli.config.errors import InputError, single
@@ -55,9 +55,11 @@ ATARI = EnvFamily(
                                   "[env] clip_reward = 1.0 to clip what the algorithm learns from"),
         "episodic_life": (True, "ale-py 0.12's vector env restarts the whole game at each lost life, so "
                                 "every return would be one life's score"),
-        "life_loss_info": (True, "its terminations at lost lives are not episode ends: the game goes on"),
     },
 )
+
+LIFE_LOST = "life_lost"
+"""The info key of :class:`LifeLoss`: [N] bool, a life was lost in this step and the game goes on."""
 
 ENV_FAMILIES: dict[str, EnvFamily] = {"ALE/": ATARI}
 """Env id prefix -> the family whose package registers it (imported when a config names such an id)."""
@@ -162,19 +164,51 @@ def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> Ve
     return RecordEpisodeStatistics(_make_vector(cfg, cfg.num_envs, source), buffer_length=return_window)
 
 
+class LifeLoss(VectorWrapper):
+    """ale-py's ``life_loss_info`` terminations split in two: episodes end when the game does, and a
+    lost life is ``info["life_lost"]``, which the collector stores as a termination for learning.
+
+    ale-py 0.12's vector env with ``life_loss_info`` reports ``terminated`` at every lost life while
+    the game goes on (no reset follows). Left as it is, every return would be one life's score and
+    the collector would skip the step after each lost life as if the env were resetting. A
+    termination that lost a life and left lives is a life loss; any other (the last life, or a game
+    without lives such as Pong) ends the game.
+    """
+
+    def __init__(self, env: VectorEnv):
+        super().__init__(env)
+        self.lives = np.zeros(env.num_envs, dtype=np.int64)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.lives = np.asarray(info["lives"], dtype=np.int64).copy()
+        return obs, info
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        lives = np.asarray(info["lives"], dtype=np.int64)
+        life_lost = terminated & (lives < self.lives) & (lives > 0)
+        self.lives = lives.copy()
+        info = {**info, LIFE_LOST: life_lost}
+        return obs, reward, terminated & ~life_lost, truncated, info
+
+
 def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
-    """``gym.make_vec`` of ``num_envs`` envs as ``cfg`` asks; whatever it raises is a ConfigError."""
+    """``gym.make_vec`` of ``num_envs`` envs as ``cfg`` asks, with :class:`LifeLoss` when ale-py reports lost
+    lives; whatever it raises is a ConfigError."""
     kwargs = env_kwargs(cfg)
     vector_kwargs = {}
     if cfg.vectorization in ("sync", "async"):
         vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
     try:
-        return gym.make_vec(cfg.id, num_envs=num_envs, vectorization_mode=cfg.vectorization,
+        envs = gym.make_vec(cfg.id, num_envs=num_envs, vectorization_mode=cfg.vectorization,
                             vector_kwargs=vector_kwargs, **kwargs)
     # gymnasium and env constructors raise anything from ImportError (a missing
     # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
     except Exception as exc:  # noqa: BLE001
         raise _cannot_make(cfg, exc, source) from None
+    lives = env_family(cfg.id) is ATARI and cfg.vectorization == "vector_entry_point" and kwargs.get("life_loss_info")
+    return LifeLoss(envs) if lives else envs
 
 
 class OneOfVector(gym.Env):
