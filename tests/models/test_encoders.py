@@ -124,3 +124,14 @@ def test_readable_spaces_have_no_problem():
 
 def test_vectors_and_indices_need_no_weights():
     assert not list(Flat((3,)).parameters()) and not list(OneHot(spaces.Discrete(3)).parameters())
+
+
+def test_flat_inside_a_dict_flattens_every_key_and_a_scalar_box_is_one_feature():
+    space = spaces.Dict({"grid": spaces.Box(-1, 1, (8, 8), np.float32), "speed": spaces.Box(-1, 1, (), np.float32)})
+    assert space_problem(space, "auto") is not None
+    assert space_problem(space, "flat") is None
+    encoder = build_encoder(space, network("flat"))
+    batch = TensorDict({"grid": torch.ones(3, 8, 8), "speed": torch.full((3,), 2.0)}, batch_size=[3])
+    out = encoder(batch)
+    assert encoder.out_features == 65 and out.shape == (3, 65)
+    torch.testing.assert_close(out[:, -1], torch.full((3,), 2.0))

@@ -61,12 +61,15 @@ class Flat(nn.Module):
 
     def __init__(self, shape: tuple[int, ...]):
         super().__init__()
-        self.start = -len(shape) if shape else None
+        self.dims = len(shape)
         self.out_features = int(math.prod(shape))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.start is not None and self.start != -1:
-            obs = obs.flatten(self.start)
+        if self.dims == 0:
+            # A scalar Box: one feature, [*B] -> [*B, 1].
+            obs = obs.unsqueeze(-1)
+        elif self.dims > 1:
+            obs = obs.flatten(-self.dims)
         return obs if obs.dtype == torch.float32 else obs.float()
 
 
@@ -174,6 +177,14 @@ class DictEncoder(nn.Module):
         return torch.cat([self.encoders[name](obs.get(name)) for name in self.names], -1)
 
 
+def _keyed(sub: spaces.Space, name: str) -> str:
+    """The encoder ``name`` (the Dict's) means for one of its keys: an explicit CNN for the image keys,
+    ``flat`` for every key, otherwise each key's automatic one."""
+    if name == "flat" or (name in CNNS and is_image(sub)):
+        return name
+    return "auto"
+
+
 def encoder_choice(space: spaces.Space, name: str) -> str:
     """The encoder ``name`` means for ``space``: ``auto`` resolved (``flat`` for a 1-D Box, ``nature_cnn``
     for an image, ``impala_cnn`` for one smaller than 36x36, ``one_hot`` for Discrete, ``dict`` for
@@ -200,12 +211,9 @@ def build_encoder(space: spaces.Space, network: NetworkConfig) -> nn.Module:
     orthogonal = network.init == "orthogonal"
     choice = encoder_choice(space, network.encoder)
     if choice == "dict":
-        def keyed(sub: spaces.Space) -> NetworkConfig:
-            # An explicit CNN applies to the image keys; every other key takes its automatic encoder.
-            inner = network.encoder if network.encoder in CNNS and is_image(sub) else "auto"
-            return network.model_copy(update={"encoder": inner})
-
-        return DictEncoder({name: build_encoder(sub, keyed(sub)) for name, sub in space.spaces.items()})
+        keyed = {name: network.model_copy(update={"encoder": _keyed(sub, network.encoder)})
+                 for name, sub in space.spaces.items()}
+        return DictEncoder({name: build_encoder(sub, keyed[name]) for name, sub in space.spaces.items()})
     if choice == "one_hot":
         return OneHot(space)
     if choice in CNNS:
@@ -228,8 +236,7 @@ def space_problem(space: spaces.Space, encoder: str) -> str | None:
         for name, sub in space.spaces.items():
             if isinstance(sub, spaces.Dict):
                 return f"key {name!r} is itself a Dict; nested Dict observations are not supported"
-            inner = encoder if encoder in CNNS and is_image(sub) else "auto"
-            problem = space_problem(sub, inner)
+            problem = space_problem(sub, _keyed(sub, encoder))
             if problem:
                 return f"key {name!r}: {problem}"
         return None
