@@ -79,7 +79,8 @@ def env_suite(opts: BenchOptions) -> SuiteOutput:
     cases = []
     envs_seen = {cfg.env.id: cfg.env for cfg in preset_configs(opts).values()}
     for env_id, env_cfg in envs_seen.items():
-        modes = ["sync"]
+        # An ALE/ preset's kwargs are its vector env's, which sync envs of the raw game do not take.
+        modes = [] if env_family(env_id) is not None else ["sync"]
         if gym.spec(env_id).vector_entry_point is not None:
             modes.append("vector_entry_point")
         for num_envs in ([8] if opts.quick else [1, 8, 32]):
