@@ -3,18 +3,28 @@
 A stack of S frames and the next one share S - 1 frames, so storing both observations costs 2S
 frames a transition. This buffer keeps, per env step, only the newest frame of the observation,
 and rebuilds both stacks of a sampled transition with one gather (as Dopamine and DQN-Zoo do):
-one frame a transition, 7.06 GB for a million 84x84 transitions.
+7,071 bytes a transition of 84x84 frames (the frame, two flags, action, reward, terminated).
 
-It relies on what ale-py's vector env guarantees: batches arrive in time order, ``[T, N]`` for the
-same N envs, which reset in the next step (NEXT_STEP): every row's ``next_observation`` is the next
-row's ``observation``, the reset steps (``valid`` False) included, and a reset observation has
-zeros in its older stack slots. A reset step's successor starts an episode, so frames from before
-it never enter a stack (they are zeros, as the env's own). Only 1-step transitions
-(``n_step = 1``): an n-step transition's bootstrap row is not the next one.
+It relies on what ale-py's vector env does: batches arrive in time order, ``[T, N]`` for the same
+N envs, which reset in the next step (NEXT_STEP), so every row's ``next_observation`` is the next
+row's ``observation``, reset steps (``valid`` False) included. The ring is time-major: slot s holds
+step s of every env, and the stack of step s ends with the frames of steps s - S + 1 .. s.
 
-The ring holds ``capacity // N`` steps of N envs. Never sampled: reset steps, the newest step
-(its next observation arrives with the next batch) and, once the ring wraps, the oldest S - 1
-steps (their older frames are overwritten).
+Episode starts: the step after a reset step (and the first step ever) acts on a reset observation.
+ale-py 0.12.1's AtariVectorEnv fills the S - 1 older slots of a reset stack with zeros (at
+``reset()`` and at every autoreset; checked by stepping it), so a rebuilt stack gets zeros for
+the frames before its episode's start, never the previous episode's.
+
+Breaks: the stacks of a batch's first S steps, the ones that reach frames of earlier batches, are
+rebuilt when written and compared with the env's, and the stack of its first step with the last
+batch's last next observation. They differ only after a break (envs reset or restored between two
+batches, a buffer loaded without its steps): the steps whose stacks differ are never sampled,
+and a first observation with zeros in its older slots starts an episode, so stays exact.
+
+Never sampled: reset steps, steps cut by a break, the newest step (its next observation comes
+with the next batch) and, once the ring is full, the oldest S - 1 (the next write overwrites their
+older frames). Only 1-step transitions: an n-step one's bootstrap step is not the next step, so
+``n_step`` > 1 must keep whole observations (:class:`rlcli.replay.storage.ReplayBuffer`).
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from rlcli import keys
 from rlcli.config.algos import ReplayConfig
 from rlcli.replay.storage import (
     Spec,
+    _file_name,
     _fsync,
     annealed_beta,
     proportional_draw,
@@ -42,69 +53,97 @@ if TYPE_CHECKING:
 
 
 _STACKS = (keys.OBSERVATION, keys.NEXT_OBSERVATION)
+_FRAME, _FIRST = "frame", "first"
+
+
+def _stack_shape(spec: Spec, stack: int | None) -> tuple[int, ...]:
+    """The observation's ``(S, H, W)`` (or ``(S, H, W, C)``) of ``spec``, checked against ``stack``."""
+    shape, dtype = spec[keys.OBSERVATION]
+    if len(shape) < 3 or dtype != torch.uint8:
+        raise ValueError(f"a frame stack replay needs uint8 stacks (S, H, W), not {tuple(shape)} {dtype}")
+    if stack is not None and stack != shape[0]:
+        raise ValueError(f"stack {stack} does not match the observation's {shape[0]} frames")
+    return tuple(shape)
 
 
 def _row_spec(spec: Spec, frame: tuple[int, ...]) -> Spec:
-    """What is stored per transition: the newest frame, the start-of-episode and valid flags, and
-    every spec key but the stacks."""
+    """What a slot stores per env: the newest frame, whether the step starts an episode, whether it
+    can be sampled (stored as ``valid``), and every spec key but the stacks."""
     rows = {key: leaf for key, leaf in spec.items() if key not in _STACKS}
-    return {"frame": (frame, torch.uint8), "first": ((), torch.bool), keys.VALID: ((), torch.bool), **rows}
+    return {_FRAME: (frame, torch.uint8), _FIRST: ((), torch.bool), keys.VALID: ((), torch.bool), **rows}
 
 
-def frame_storage_bytes(cfg: ReplayConfig, spec: Spec, *, num_envs: int) -> int:
-    """Bytes a :class:`FrameStackBuffer` of ``cfg.capacity`` transitions allocates, sum-tree included."""
-    shape = spec[keys.OBSERVATION][0]
+def frame_storage_bytes(cfg: ReplayConfig, spec: Spec, *, num_envs: int, stack: int | None = None) -> int:
+    """Bytes a :class:`FrameStackBuffer` of ``cfg.capacity`` transitions allocates: ``capacity // num_envs``
+    steps of ``num_envs`` rows, the last next observation of each env and, when prioritized, the sum-tree.
+
+    ``spec`` is the per-transition spec (:func:`rlcli.replay.feed.transition_spec`); its stacks are not stored.
+    """
+    shape = _stack_shape(spec, stack)
     rows = (cfg.capacity // num_envs) * num_envs
     per_row = sum(math.prod(item) * torch.empty((), dtype=dtype).element_size()
-                  for item, dtype in _row_spec(spec, _frame_shape(shape)).values())
-    total = rows * per_row
+                  for item, dtype in _row_spec(spec, shape[1:]).values())
+    total = rows * per_row + num_envs * math.prod(shape)
     if cfg.prioritized:
         fanout, levels = SumTree.layout(rows)
         total += 8 * sum(fanout**level for level in range(1, levels + 1))
     return total
 
 
-def _frame_shape(stack_shape: tuple[int, ...]) -> tuple[int, ...]:
-    """One frame of a stack ``(S, H, W)`` or ``(S, H, W, C)``."""
-    return tuple(stack_shape[1:])
-
-
 class FrameStackBuffer:
     """A ring of env steps storing one frame per transition; samples carry whole stacks.
 
     Duck-typed like :class:`rlcli.replay.storage.ReplayBuffer`: ``extend``, ``sample``,
-    ``update_priorities``, ``state_dict``; ``index`` of a sample is ``step * N + env``.
+    ``update_priorities``, ``state_dict``; the ``index`` of a sample is ``slot * N + env``.
+    Storage is allocated at the first :meth:`extend` (memmap files in ``cfg.directory``, else in
+    ``directory()``).
+
+    Args:
+        cfg: the replay section; ``capacity // num_envs`` steps are kept.
+        spec: per-transition spec whose ``observation`` is ``(S, H, W)`` uint8, newest frame last.
+        num_envs: N, the envs of every batch.
+        stack: S, when given checked against the spec.
     """
 
     def __init__(self, cfg: ReplayConfig, spec: Spec, *, num_envs: int, device: torch.device,
-                 directory: Callable[[], Path] | None = None):
+                 stack: int | None = None, directory: Callable[[], Path] | None = None):
         self.cfg, self.spec, self.device, self.directory = cfg, spec, device, directory
         self.num_envs = num_envs
-        shape = spec[keys.OBSERVATION][0]
-        self.stack = shape[0]
+        self.stack_shape = _stack_shape(spec, stack)
+        self.stack = self.stack_shape[0]
         self.steps = cfg.capacity // num_envs
         if self.steps < self.stack + 1:
             raise ValueError(f"capacity {cfg.capacity} holds fewer than {self.stack + 1} steps of {num_envs} envs")
-        self.row_spec = _row_spec(spec, _frame_shape(shape))
+        self.row_spec = _row_spec(spec, self.stack_shape[1:])
         self.storage_device = device if cfg.device == "auto" and cfg.storage == "tensor" else torch.device("cpu")
         self.tensors: dict[str, torch.Tensor] = {}
         self.tree = SumTree(self.steps * num_envs, self.storage_device) if cfg.prioritized else None
         self.max_priority = 1.0
         self.cursor = 0
-        """The next step slot written."""
+        """The next slot written."""
         self.filled = 0
-        """Step slots written so far (at most ``steps``)."""
+        """Slots written so far (at most ``steps``)."""
         self.added = 0
-        self.pending_first = torch.ones(num_envs, dtype=torch.bool)
-        """Whether the next step written starts an episode per env: at the start, and after a reset step."""
+        self._restart()
+
+    def _restart(self) -> None:
+        """Forget what links the next batch to the stored steps."""
+        self.last_next: torch.Tensor | None = None
+        """[N, *stack_shape] uint8: the last batch's last next observation, which the next batch must start from."""
+        self.pending_first = torch.ones(self.num_envs, dtype=torch.bool, device=self.storage_device)
+        """[N] bool: whether the next step written starts an episode (it follows a reset step)."""
 
     def __len__(self) -> int:
-        """Transitions that can be sampled now (reset steps counted in)."""
-        return self._available_steps() * self.num_envs
+        """Transitions in the steps that can be sampled now, counting the few never drawn (reset steps,
+        steps cut by a break)."""
+        return self.available()[1] * self.num_envs
 
-    def _available_steps(self) -> int:
-        wrapped = self.filled == self.steps
-        return max(self.filled - 1 - (self.stack - 1 if wrapped else 0), 0)
+    def available(self) -> tuple[int, int]:
+        """(oldest slot, count): the steps that can be sampled, all but the newest and, once the
+        ring is full, the oldest S - 1."""
+        if self.filled < self.steps:
+            return 0, max(self.filled - 1, 0)
+        return (self.cursor + self.stack - 1) % self.steps, self.steps - self.stack
 
     @property
     def size(self) -> int:
@@ -112,46 +151,66 @@ class FrameStackBuffer:
 
     @property
     def location(self) -> Path | None:
+        """The folder of memmap files once allocated; None for in-memory storage."""
         return self._folder if self.cfg.storage == "memmap" and self.tensors else None
 
+    @property
+    def allocated_bytes(self) -> int:
+        """Bytes held now: what :func:`frame_storage_bytes` counts once the first batch is in."""
+        held = [*self.tensors.values(), *([self.last_next] if self.last_next is not None else []),
+                *(self.tree.levels if self.tree is not None else [])]
+        return sum(tensor.nbytes for tensor in held)
+
     def _allocate(self) -> None:
+        shape = (self.steps, self.num_envs)
         if self.cfg.storage == "memmap":
             from tensordict import MemoryMappedTensor
 
             self._folder = Path(self.cfg.directory).expanduser() if self.cfg.directory else self.directory()
             self._folder.mkdir(parents=True, exist_ok=True)
-            for key, (shape, dtype) in self.row_spec.items():
-                self.tensors[key] = MemoryMappedTensor.empty((self.steps, self.num_envs, *shape), dtype=dtype,
-                                                             filename=self._folder / f"{key}.memmap", existsok=True)
+            for key, (item, dtype) in self.row_spec.items():
+                self.tensors[key] = MemoryMappedTensor.empty(
+                    (*shape, *item), dtype=dtype, filename=self._folder / f"{_file_name(key)}.memmap", existsok=True)
         else:
-            for key, (shape, dtype) in self.row_spec.items():
-                self.tensors[key] = torch.empty((self.steps, self.num_envs, *shape), dtype=dtype,
-                                                device=self.storage_device)
+            for key, (item, dtype) in self.row_spec.items():
+                self.tensors[key] = torch.empty((*shape, *item), dtype=dtype, device=self.storage_device)
 
     def extend(self, batch: TensorDict) -> None:
-        """Write the ``[T, N]`` ``batch`` step by step (reset steps too, never sampled)."""
+        """Write the ``[T, N]`` ``batch``, reset steps too: of ``observation`` ([T, N, S, H, W] uint8)
+        the newest frames, of ``next_observation`` the last step's stacks, ``valid`` ([T, N] bool) and
+        every other spec key."""
         if not self.tensors:
             self._allocate()
-        valid = batch[keys.VALID].to(self.storage_device)
-        rows = {"frame": batch[keys.OBSERVATION][:, :, -1].to(self.storage_device), keys.VALID: valid}
-        first = torch.empty_like(valid)
-        first[0] = self.pending_first.to(self.storage_device)
-        # The step after a reset step acts on the new episode's first observation.
-        first[1:] = ~valid[:-1]
-        rows["first"] = first
+        device = self.storage_device
+        valid = batch[keys.VALID].to(device)
+        count = valid.shape[0]
+        if count == 0:
+            return
+        observation = batch[keys.OBSERVATION]
+        # Zeros in the older slots make a reset stack (ale-py's): it starts an episode, after a reset
+        # step or after envs that were reset between two batches (a resumed run).
+        reset_stack = observation[0, :, :-1].to(device).flatten(1).amax(1) == 0
+        first = torch.cat([(self.pending_first | reset_stack)[None], ~valid[:-1]])
+        rows = {_FRAME: observation[:, :, -1].to(device), _FIRST: first, keys.VALID: valid}
         for key in self.row_spec:
             if key not in rows:
-                rows[key] = batch[key].to(self.storage_device)
-        steps = valid.shape[0]
-        for t0 in range(0, steps, self.steps):
-            chunk = slice(t0, min(t0 + self.steps, steps))
-            self._write({key: value[chunk] for key, value in rows.items()})
-        self.pending_first = ~valid[-1].cpu()
+                rows[key] = batch[key].to(device)
+        start = self.cursor
+        previous = (start - 1) % self.steps if self.filled and count < self.steps else None
+        for t0 in range(0, count, self.steps):
+            self._write({key: value[t0:t0 + self.steps] for key, value in rows.items()})
+        self._verify(observation, start, previous)
+        if self.tree is not None:
+            kept = min(count, self.steps)
+            slots = (torch.arange(count - kept, count) + start) % self.steps
+            # The step that was newest now has its next observation: it enters the tree too.
+            self._reprioritize(slots if previous is None else torch.cat([torch.tensor([previous]), slots]))
+        self.pending_first = ~valid[-1]
+        self.last_next = batch[keys.NEXT_OBSERVATION][-1].to(device, copy=True)
         self.added += int(valid.sum())
 
     def _write(self, rows: dict[str, torch.Tensor]) -> None:
         count = rows[keys.VALID].shape[0]
-        slots = (torch.arange(count) + self.cursor) % self.steps
         first = min(count, self.steps - self.cursor)
         for key, value in rows.items():
             storage = self.tensors[key]
@@ -160,47 +219,73 @@ class FrameStackBuffer:
                 storage[:count - first] = value[first:]
         self.cursor = (self.cursor + count) % self.steps
         self.filled = min(self.filled + count, self.steps)
-        if self.tree is not None:
-            self._reprioritize(slots)
+
+    def _verify(self, observation: torch.Tensor, start: int, previous: int | None) -> None:
+        """Never sample the steps whose stacks, rebuilt, differ from the env's: checked for the first S
+        steps of a batch (``observation`` [T, N, S, H, W] uint8, written from slot ``start``), whose
+        stacks reach stored frames, and for the step before it (slot ``previous``), whose next
+        observation must be the stored last next one.
+
+        They differ after a break: envs reset between two batches, a buffer loaded without its steps,
+        or envs whose state was restored but not their emulator's.
+        """
+        count, n, device = observation.shape[0], self.num_envs, self.storage_device
+        # Rows that a longer batch overwrote are skipped: their slots hold later rows.
+        low, high = max(count - self.steps, 0), min(self.stack, count)
+        if low >= high:
+            return
+        slots = ((torch.arange(low, high) + start) % self.steps).to(device)
+        rebuilt, _ = self.stacks((slots[:, None] * n + torch.arange(n, device=device)).reshape(-1))
+        rebuilt = rebuilt.view(high - low, n, *self.stack_shape)
+        same = (rebuilt == observation[low:high].to(device)).flatten(2).all(2)
+        # A transition needs its stack and the next one, the next step's (later steps were the env's
+        # own shifts; the batch's last next observation is checked with the next batch).
+        whole = torch.cat([same, torch.ones_like(same[:1])])
+        sampleable = self.tensors[keys.VALID]
+        sampleable[slots] = sampleable[slots] & whole[:-1] & whole[1:]
+        if previous is not None:
+            linked = (torch.zeros(n, dtype=torch.bool, device=device) if self.last_next is None
+                      else (rebuilt[0] == self.last_next).flatten(1).all(1))
+            sampleable[previous] = sampleable[previous] & linked
 
     def _reprioritize(self, written: torch.Tensor) -> None:
-        """New valid rows enter at the largest priority; rows that cannot be sampled get 0."""
+        """Sampleable rows of the ``written`` slots enter at the largest priority; rows that cannot be
+        sampled (the newest step, the oldest S - 1 of a full ring) get 0."""
         n, device = self.num_envs, self.storage_device
         env = torch.arange(n, device=device)
-        valid = self.tensors[keys.VALID][written.to(device)].to(torch.float64)
-        self.tree.set((written.to(device)[:, None] * n + env).reshape(-1), (valid * self.max_priority).reshape(-1))
+        written = written.to(device)
+        sampleable = self.tensors[keys.VALID][written].to(device, torch.float64)
+        self.tree.set((written[:, None] * n + env).reshape(-1), (sampleable * self.max_priority).reshape(-1))
         blocked = [(self.cursor - 1) % self.steps]
         if self.filled == self.steps:
             blocked += [(self.cursor + k) % self.steps for k in range(self.stack - 1)]
         rows = (torch.tensor(blocked, device=device)[:, None] * n + env).reshape(-1)
         self.tree.set(rows, torch.zeros(rows.numel(), dtype=torch.float64, device=device))
 
-    def _oldest_available(self) -> int:
-        wrapped = self.filled == self.steps
-        return (self.cursor + self.stack - 1) % self.steps if wrapped else 0
-
     def beta(self) -> float:
+        """The importance-sampling exponent, annealed from ``cfg.beta`` to 1 over ``beta_frames``."""
         return annealed_beta(self.cfg, self.added)
 
     def _draw_uniform(self, batch_size: int, generator: torch.Generator) -> torch.Tensor:
-        """Flat rows ``step * N + env`` of valid, available transitions, drawn uniformly."""
-        available, n = self._available_steps(), self.num_envs
-        valid = self.tensors[keys.VALID].reshape(-1)
+        """Flat rows ``slot * N + env`` of sampleable transitions, drawn uniformly: the few draws that
+        hit a reset step (one a game and env) or a step cut by a break are drawn again."""
+        (oldest, available), n = self.available(), self.num_envs
+        sampleable = self.tensors[keys.VALID].reshape(-1)
         index = torch.empty(batch_size, dtype=torch.int64, device=self.storage_device)
         todo = torch.arange(batch_size, device=self.storage_device)
         for _ in range(64):
             draw = torch.randint(available * n, (todo.numel(),), generator=generator, device=self.storage_device)
-            rows = ((draw // n + self._oldest_available()) % self.steps) * n + draw % n
+            rows = ((draw // n + oldest) % self.steps) * n + draw % n
             index[todo] = rows
-            todo = todo[~valid[rows]]
+            todo = todo[~sampleable[rows].to(todo.device)]
             if todo.numel() == 0:
                 return index
         raise RuntimeError("the replay buffer holds no valid transition to sample")
 
     def sample(self, batch_size: int, generator: torch.Generator) -> TensorDict:
-        """``batch_size`` transitions with their observation and next observation stacks rebuilt, on
-        the training device, with ``index`` and (prioritized) ``weight``; ``generator`` lives on the
-        storage device."""
+        """``batch_size`` transitions drawn with replacement, on the training device: ``observation``
+        and ``next_observation`` rebuilt ([B, S, H, W] uint8), every other spec key, ``index`` and, when
+        prioritized, ``weight``, as ReplayBuffer's. ``generator`` lives on the storage device."""
         from tensordict import TensorDict
 
         if len(self) == 0:
@@ -211,7 +296,7 @@ class FrameStackBuffer:
         else:
             index, weight = proportional_draw(self.tree, batch_size, generator, size=len(self), beta=self.beta())
         out = {key: self.tensors[key].reshape(-1, *shape).index_select(0, index)
-               for key, (shape, _) in self.row_spec.items() if key not in ("frame", "first", keys.VALID)}
+               for key, (shape, _) in self.row_spec.items() if key not in (_FRAME, _FIRST, keys.VALID)}
         out[keys.OBSERVATION], out[keys.NEXT_OBSERVATION] = self.stacks(index)
         out[keys.INDEX] = index
         if weight is not None:
@@ -221,50 +306,70 @@ class FrameStackBuffer:
         return TensorDict(out, batch_size=[batch_size], device=self.device)
 
     def stacks(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(observation, next_observation) stacks [B, S, ...] uint8 of the flat rows ``index``."""
+        """(observation, next_observation) stacks [B, S, H, W] uint8 of the flat rows ``index`` ([B]
+        int64 on the storage device), gathered at once; exact for rows that can be sampled."""
         n, s = self.num_envs, self.stack
         step, env = index // n, index % n
         # Steps s - S + 1 .. s + 1: the observation's frames, then the next observation's newest.
         back = torch.arange(-(s - 1), 2, device=index.device)
         flat = (((step[:, None] + back) % self.steps) * n + env[:, None]).reshape(-1)
-        frame = self.tensors["frame"]
+        frame = self.tensors[_FRAME]
         frames = frame.reshape(-1, *frame.shape[2:]).index_select(0, flat).view(index.numel(), s + 1, *frame.shape[2:])
-        first = self.tensors["first"].reshape(-1).index_select(0, flat).view(index.numel(), s + 1)
+        first = self.tensors[_FIRST].reshape(-1).index_select(0, flat).view(index.numel(), s + 1)
         return _masked(frames[:, :s], first[:, :s]), _masked(frames[:, 1:], first[:, 1:])
 
     def update_priorities(self, index: torch.Tensor, td_error: torch.Tensor) -> None:
+        """Set the priorities of the rows of the latest sample to ``(|td_error| + eps) ** alpha``.
+
+        Args:
+            index: [B] int64, the ``index`` key of a sample drawn since the last :meth:`extend`.
+            td_error: [B] float, the new TD errors of those transitions.
+        """
         if self.tree is None:
             return
         self.max_priority = max(self.max_priority, set_priorities(self.tree, self.cfg, index, td_error))
 
     def state_dict(self, *, storage: bool = True) -> dict:
-        """Counters and, with ``storage``, the stored steps (memmap files are flushed and referenced)."""
-        state = {"cursor": self.cursor, "filled": self.filled, "added": self.added, "max_priority": self.max_priority,
-                 "pending_first": self.pending_first.clone(), "storage": None}
+        """Counters and, with ``storage``, the stored steps, the priorities and what links them to the
+        next batch; memmap files are flushed to disk and referenced, not copied."""
+        state = {"cursor": self.cursor, "filled": self.filled, "added": self.added,
+                 "max_priority": self.max_priority, "storage": None}
         if not storage or not self.tensors:
             return state
+        link = {"pending_first": self.pending_first.clone(),
+                "last_next": None if self.last_next is None else self.last_next.clone()}
         if self.cfg.storage == "memmap":
             for key in self.tensors:
-                _fsync(self._folder / f"{key}.memmap")
-            state["storage"] = {"memmap": True}
+                _fsync(self._folder / f"{_file_name(key)}.memmap")
+            state["storage"] = {"memmap": True, **link}
         else:
-            state["storage"] = {"tensors": {key: value[:self.filled].clone() for key, value in self.tensors.items()}}
+            # A partly filled ring saves a copy of its written slots, not its whole capacity.
+            tensors = {key: value[:self.filled].clone() for key, value in self.tensors.items()}
+            state["storage"] = {"tensors": tensors, **link}
         if self.tree is not None:
             state["storage"]["tree"] = list(self.tree.levels)
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict`; without saved steps the buffer starts empty.
+
+        The next batch is checked against the saved steps: envs that were reset in between break
+        the link, as the module docstring says.
+        """
         self.added, self.max_priority = state["added"], state["max_priority"]
+        self._restart()
         saved = state["storage"]
         if saved is None:
             self.cursor = self.filled = 0
-            self.pending_first = torch.ones(self.num_envs, dtype=torch.bool)
             return
         self.cursor, self.filled = state["cursor"], state["filled"]
-        self.pending_first = state["pending_first"].clone()
+        device = self.storage_device
+        if saved.get("last_next") is not None:
+            self.pending_first = saved["pending_first"].to(device)
+            self.last_next = saved["last_next"].to(device)
         self._allocate()
         for key, value in saved.get("tensors", {}).items():
-            self.tensors[key][:value.shape[0]] = value.to(self.storage_device)
+            self.tensors[key][:value.shape[0]] = value.to(device)
         if self.tree is not None and "tree" in saved:
             for level, value in zip(self.tree.levels, saved["tree"]):
                 level.copy_(value)
