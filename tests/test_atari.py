@@ -168,3 +168,16 @@ def test_normalizing_image_observations_is_allowed_with_one_warning(tmp_path, ca
     finally:
         env.close()
     assert "normalize_observation is on" in capsys.readouterr().err
+
+
+def test_ale_envs_are_not_taken_for_exactly_resumable(tmp_path):
+    # Their emulators live in C++: a resume resets them (seeded) instead of acting on a stale observation.
+    from rlcli import envstate
+    from rlcli.envs import make_envs
+
+    envs = make_envs(load_config("ppo_breakout", ["env.num_envs=2"]).env)
+    try:
+        envs.reset(seed=0)
+        assert envstate.capture(envs)["exact"] is False
+    finally:
+        envs.close()

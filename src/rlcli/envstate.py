@@ -142,10 +142,11 @@ def restore(envs: Any, state: dict[str, Any]) -> None:
 
 
 def _native_state(objects: list[Any]) -> bool:
-    """Whether any of ``objects`` keeps state where attributes cannot reach: a MuJoCo or Box2D sim."""
+    """Whether any of ``objects`` keeps state where attributes cannot reach: a MuJoCo or Box2D sim, or
+    ale-py's emulators."""
     for obj in objects:
         for value in vars(obj).values():
             module = type(value).__module__ or ""
-            if module.startswith(("mujoco", "Box2D")):
+            if module.startswith(("mujoco", "Box2D", "ale_py")):
                 return True
     return False
