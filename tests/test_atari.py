@@ -25,7 +25,7 @@ pytest.importorskip("ale_py")
 # (ppo_pong is ppo_breakout's code on another game: the bench's update test runs a whole learn of it).
 SMOKE = {
     # Games cut at 100 agent steps: the eval --video below plays whole ones.
-    "ppo_breakout": ["collector.total_frames=512", "collector.frames_per_batch=256", "algo.minibatch_size=128",
+    "ppo_breakout": ["collector.total_frames=256", "collector.frames_per_batch=256", "algo.minibatch_size=128",
                      "algo.epochs=1", "env.kwargs.max_num_frames_per_episode=400"],
     "dqn_breakout": ["collector.total_frames=512", "algo.learning_starts=256", "algo.replay.capacity=2000"],
 }

@@ -152,6 +152,15 @@ def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
         run.close()
 
 
+def _one_pixel_preset_per_algorithm(configs: dict[str, RunConfig]) -> dict[str, RunConfig]:
+    """``configs`` with, of the pixel presets (ALE/ envs), only the first of each algorithm: the others
+    (ppo_pong beside ppo_breakout) run the same networks on another game."""
+    first = {}
+    for name, cfg in configs.items():
+        first.setdefault((cfg.algo.name, env_family(cfg.env.id) is not None or name), name)
+    return {name: configs[name] for name in first.values()}
+
+
 def _short_warm_up(cfg: RunConfig) -> RunConfig:
     """``cfg`` with its warm-up (an off-policy ``learning_starts``) cut to one batch: Atari's 100k
     random frames would cost minutes of env steps before the first timed update."""
@@ -179,8 +188,8 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
         for size in (256, 4096):
             minibatch = algo.ingest_and_sample(batch.clone(), size, generator)
             _loss_cases(cases, ratios, opts, algo_name, cfg, algo, minibatch)
-    # The pixel presets at the minibatch their update takes: the Nature CNN's forward and backward.
-    for cfg in preset_configs(opts).values():
+    # One pixel preset per algorithm at the minibatch its update takes: the CNN's forward and backward.
+    for cfg in _one_pixel_preset_per_algorithm(preset_configs(opts)).values():
         if env_family(cfg.env.id) is None:
             continue
         algo, batch = _first_batch(_short_warm_up(cfg))
@@ -219,7 +228,7 @@ def update_suite(opts: BenchOptions) -> SuiteOutput:
     """Everything ``learn`` does with one batch, per preset, as frames of batch consumed per second
     (off-policy presets are timed past their warm-up, with their gradient steps)."""
     cases = []
-    for name, cfg in preset_configs(opts).items():
+    for name, cfg in _one_pixel_preset_per_algorithm(preset_configs(opts)).items():
         algo, batch = _first_batch(_short_warm_up(cfg))
         timer = Timer(batch.device)
         _learning(algo, batch, timer)
