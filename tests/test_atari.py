@@ -22,7 +22,7 @@ from rlcli.timing import Timer
 pytest.importorskip("ale_py")
 
 # Short enough to run in seconds, long enough to pass through a whole learn of each algorithm's preset
-# (ppo_pong is ppo_breakout's code on another game: the bench's update test runs a whole learn of it).
+# (ppo_pong is ppo_breakout's settings on another game; tests/test_presets.py builds it and its env).
 SMOKE = {
     # Games cut at 100 agent steps: the eval --video below plays whole ones.
     "ppo_breakout": ["collector.total_frames=256", "collector.frames_per_batch=256", "algo.minibatch_size=128",
