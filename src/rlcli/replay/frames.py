@@ -44,6 +44,7 @@ from rlcli.replay.storage import (
     _fsync,
     annealed_beta,
     proportional_draw,
+    sample_batch,
     set_priorities,
 )
 from rlcli.replay.sumtree import SumTree
@@ -286,8 +287,6 @@ class FrameStackBuffer:
         """``batch_size`` transitions drawn with replacement, on the training device: ``observation``
         and ``next_observation`` rebuilt ([B, S, H, W] uint8), every other spec key, ``index`` and, when
         prioritized, ``weight``, as ReplayBuffer's. ``generator`` lives on the storage device."""
-        from tensordict import TensorDict
-
         if len(self) == 0:
             raise RuntimeError("sample() from an empty replay buffer")
         weight = None
@@ -298,12 +297,7 @@ class FrameStackBuffer:
         out = {key: self.tensors[key].reshape(-1, *shape).index_select(0, index)
                for key, (shape, _) in self.row_spec.items() if key not in (_FRAME, _FIRST, keys.VALID)}
         out[keys.OBSERVATION], out[keys.NEXT_OBSERVATION] = self.stacks(index)
-        out[keys.INDEX] = index
-        if weight is not None:
-            out[keys.WEIGHT] = weight
-        if self.storage_device != self.device:
-            out = {key: value.to(self.device, non_blocking=True) for key, value in out.items()}
-        return TensorDict(out, batch_size=[batch_size], device=self.device)
+        return sample_batch(out, index, weight, self.device)
 
     def stacks(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(observation, next_observation) stacks [B, S, H, W] uint8 of the flat rows ``index`` ([B]

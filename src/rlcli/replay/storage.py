@@ -189,8 +189,6 @@ class ReplayBuffer:
         ``(size * P(i))^-beta`` divided by the largest weight in the batch.
         ``generator`` must live on the storage device.
         """
-        from tensordict import TensorDict
-
         if self.size == 0:
             raise RuntimeError("sample() from an empty replay buffer")
         weight = None
@@ -200,12 +198,7 @@ class ReplayBuffer:
             index, weight = proportional_draw(self.tree, batch_size, generator, size=self.size, beta=self.beta(),
                                               last=self.size - 1)
         out = {key: storage.index_select(0, index) for key, storage in self.tensors.items()}
-        out[keys.INDEX] = index
-        if weight is not None:
-            out[keys.WEIGHT] = weight
-        if self.storage_device != self.device:
-            out = {key: value.to(self.device, non_blocking=True) for key, value in out.items()}
-        return TensorDict(out, batch_size=[batch_size], device=self.device)
+        return sample_batch(out, index, weight, self.device)
 
     def update_priorities(self, index: torch.Tensor, td_error: torch.Tensor) -> None:
         """Set the priorities of sampled transitions to ``(|td_error| + eps) ** alpha``.
@@ -292,6 +285,17 @@ def set_priorities(tree: SumTree, cfg: ReplayConfig, index: torch.Tensor, td_err
     priority = (td_error.detach().abs().to(device, torch.float64) + cfg.priority_eps).pow(cfg.alpha)
     tree.set(index.to(device), priority)
     return float(priority.max())
+
+
+def sample_batch(out: dict, index: torch.Tensor, weight: torch.Tensor | None, device: torch.device) -> TensorDict:
+    """A sample's TensorDict [B] on the training ``device``: the gathered ``out``, ``index`` and, when
+    prioritized, ``weight``."""
+    from tensordict import TensorDict
+
+    out = {**out, keys.INDEX: index} | ({} if weight is None else {keys.WEIGHT: weight})
+    if index.device != device:
+        out = {key: value.to(device, non_blocking=True) for key, value in out.items()}
+    return TensorDict(out, batch_size=[index.numel()], device=device)
 
 
 def _file_name(key) -> str:
