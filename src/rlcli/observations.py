@@ -118,7 +118,7 @@ class ToDevice:
         if isinstance(self.copies, dict):
             from tensordict import TensorDict
 
-            return TensorDict({name: copy(observation[name]) for name, copy in self.copies.items()},
+            return TensorDict({name: move(observation[name]) for name, move in self.copies.items()},
                               batch_size=[self.num_envs])
         return self.copies(observation)
 

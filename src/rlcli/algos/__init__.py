@@ -21,6 +21,8 @@ from gymnasium import spaces
 
 from rlcli.config.algos import ALGO_CONFIGS
 from rlcli.config.errors import single
+from rlcli.console import err_console
+from rlcli.models.encoders import is_image, space_problem
 
 if TYPE_CHECKING:
     import torch
@@ -107,8 +109,6 @@ def check_spaces(name: str, env_id: str, observation: spaces.Space, action: spac
     ``SUPPORTS`` serves both spaces, ``encoder`` (``[network] encoder``) can read the observations,
     and observation normalization (``normalize``) applies to them. Normalizing images is allowed,
     with one warning: their encoder scales raw frames by 1/255 itself."""
-    from rlcli.models.encoders import is_image, space_problem
-
     supports = ALGORITHMS[name].SUPPORTS
     for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
         allowed = supports[role]
@@ -126,8 +126,6 @@ def check_spaces(name: str, env_id: str, observation: spaces.Space, action: spac
                              "(a one-hot or per-key encoder reads them); set normalize_observation = false",
                      path="env.normalize_observation")
     if normalize and is_image(observation):
-        from rlcli.console import err_console
-
         err_console.print(f"warning: {env_id} has image observations and normalize_observation is on: frames are "
                           "standardized by running statistics instead of scaled by 1/255 (off is the usual "
                           "choice for images)", markup=False)
