@@ -14,7 +14,7 @@ import resource
 import torch
 
 from rlcli.bench.suites import BUFFER_SPEC, random_transitions
-from rlcli.config.algos import ReplayConfig
+from rlcli.config.fields import ReplayConfig
 from rlcli.replay.storage import ReplayBuffer, storage_bytes
 
 

@@ -34,6 +34,15 @@ def has_extra(preset: Path) -> bool:
     return True
 
 
+@pytest.fixture(scope="session", autouse=True)
+def offline_root(tmp_path_factory):
+    """The folder the tests' random Minari datasets are written to (tests/offline.py), once per session."""
+    import offline
+
+    offline.ROOT = tmp_path_factory.mktemp("datasets")
+    return offline.ROOT
+
+
 BUILDABLE_PRESETS = [p for p in PRESET_FILES if has_extra(p)]
 PRESETS_TO_BUILD = [
     pytest.param(p, id=p.stem, marks=pytest.mark.skipif(not has_extra(p), reason=f"needs the {EXTRA_MODULES.get(p.stem)} extra"))

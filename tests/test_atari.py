@@ -62,8 +62,8 @@ def test_the_return_column_is_the_game_score_while_learning_sees_lost_lives_and_
     run = build_run(_space_invaders(tmp_path))
     try:
         timer = Timer(run.device)
-        batch = torch.cat([run.collector.collect(timer).clone() for _ in range(5)], 0)
-        recorded = list(run.envs.return_queue)
+        batch = torch.cat([run.source.collect(timer).clone() for _ in range(5)], 0)
+        recorded = list(run.source.episodes.return_queue)
     finally:
         run.close()
     reward, valid = batch[keys.REWARD].numpy(), batch[keys.VALID].numpy()
@@ -89,11 +89,11 @@ def test_learning_sees_rewards_clipped_to_clip_reward(tmp_path):
 
     run = build_run(_space_invaders(tmp_path))
     try:
-        batch = run.collector.collect(Timer(run.device)).clone()
+        batch = run.source.collect(Timer(run.device)).clone()
         for _ in range(3):
             if batch[keys.REWARD].max() > 1:
                 break
-            batch = run.collector.collect(Timer(run.device)).clone()
+            batch = run.source.collect(Timer(run.device)).clone()
         assert batch[keys.REWARD].max() > 1, "random play scored no invader in 768 frames"
         agent, scaler = run.algo.agent, run.algo.rollout.reward_scaler
         seen = []
@@ -110,10 +110,10 @@ def test_learning_sees_rewards_clipped_to_clip_reward(tmp_path):
 def test_frames_stay_uint8_from_the_env_to_the_encoder(tmp_path):
     run = build_run(_space_invaders(tmp_path))
     try:
-        batch = run.collector.collect(Timer(run.device))
+        batch = run.source.collect(Timer(run.device))
         assert batch[keys.OBSERVATION].dtype == torch.uint8
         assert batch[keys.OBSERVATION].shape[-3:] == (4, 84, 84)
-        assert run.collector.host[keys.NEXT_OBSERVATION].dtype == torch.uint8
+        assert run.source.host[keys.NEXT_OBSERVATION].dtype == torch.uint8
     finally:
         run.close()
 

@@ -38,8 +38,8 @@ def replay(cfg, actions: torch.Tensor):
 def test_next_step_autoreset_masks_reset_steps_and_keeps_final_observations():
     run = build_run(short_episode_config("vector_entry_point"))
     try:
-        assert run.collector.mode is AutoresetMode.NEXT_STEP
-        batch = run.collector.collect(Timer(run.device))
+        assert run.source.mode is AutoresetMode.NEXT_STEP
+        batch = run.source.collect(Timer(run.device))
         assert batch.batch_size == torch.Size([16, 4])
         done = batch[keys.TERMINATED] | batch[keys.TRUNCATED]
         # The step after each episode end only resets the env: it is not a transition.
@@ -50,7 +50,7 @@ def test_next_step_autoreset_masks_reset_steps_and_keeps_final_observations():
         # Every next observation is the observation the env showed next; at an episode end
         # that is the final one, which the reset step shows again.
         assert torch.equal(next_obs[:-1], obs[1:])
-        assert run.collector.frames == 64
+        assert run.source.frames == 64
     finally:
         run.close()
 
@@ -59,8 +59,8 @@ def test_same_step_autoreset_stores_the_true_final_observation():
     cfg = short_episode_config("sync", "Pendulum-v1")
     run = build_run(cfg)
     try:
-        assert run.collector.mode is AutoresetMode.SAME_STEP
-        batch = run.collector.collect(Timer(run.device)).clone()
+        assert run.source.mode is AutoresetMode.SAME_STEP
+        batch = run.source.collect(Timer(run.device)).clone()
     finally:
         run.close()
     assert batch[keys.VALID].all()
@@ -85,7 +85,7 @@ def test_observations_and_rewards_are_stored_raw_and_statistics_do_not_move():
     run = build_run(cfg)
     try:
         stats = {k: v.clone() for k, v in run.algo.agent.obs_norm.state_dict().items()}
-        batch = run.collector.collect(Timer(run.device)).clone()
+        batch = run.source.collect(Timer(run.device)).clone()
         after = run.algo.agent.obs_norm.state_dict()
     finally:
         run.close()
@@ -102,7 +102,7 @@ def test_box_actions_are_clipped_for_the_env_and_stored_as_sampled():
     try:
         # A wide policy samples far outside Pendulum's [-2, 2].
         run.algo.agent.policy.log_std.data.fill_(2.0)
-        batch = run.collector.collect(Timer(run.device)).clone()
+        batch = run.source.collect(Timer(run.device)).clone()
     finally:
         run.close()
     assert batch[keys.ACTION].abs().max() > 2.0
@@ -114,13 +114,13 @@ def test_box_actions_are_clipped_for_the_env_and_stored_as_sampled():
 def test_actor_keys_are_stored_beside_the_env_keys():
     run = build_run(short_episode_config("vector_entry_point"))
     try:
-        batch = run.collector.collect(Timer(run.device))
+        batch = run.source.collect(Timer(run.device))
         assert {keys.LOG_PROB, keys.VALUE} <= set(batch.keys())
     finally:
         run.close()
     dqn = build_run(short_episode_config("vector_entry_point", algo="dqn"))
     try:
-        batch = dqn.collector.collect(Timer(dqn.device))
+        batch = dqn.source.collect(Timer(dqn.device))
         assert keys.LOG_PROB not in batch.keys()
         assert batch[keys.ACTION].dtype == torch.int64
     finally:
@@ -131,11 +131,11 @@ def test_batch_is_reused_and_filled_in_place():
     run = build_run(short_episode_config("vector_entry_point"))
     try:
         timer = Timer(run.device)
-        first = run.collector.collect(timer)
+        first = run.source.collect(timer)
         pointers = {key: first[key].data_ptr() for key in first.keys()}
-        second = run.collector.collect(timer)
+        second = run.source.collect(timer)
         assert {key: second[key].data_ptr() for key in second.keys()} == pointers
-        assert run.collector.frames == 128
+        assert run.source.frames == 128
         assert timer.current["collect.env_step"] > 0 and timer.current["collect.policy"] > 0
     finally:
         run.close()

@@ -75,7 +75,7 @@ def test_max_episode_steps_of_the_config_truncates_evaluation_episodes_too():
 def test_a_round_is_reproducible_and_leaves_every_training_rng_alone(cartpole):
     algo = cartpole.algo
     algo_generator = algo.generator.get_state()
-    collector_generator = cartpole.collector.generator.get_state()
+    collector_generator = cartpole.source.generator.get_state()
     agent = {k: v.clone() for k, v in algo.agent.state_dict().items()}
     global_rng = torch.get_rng_state()
     numpy_rng = np.random.get_state()[1].copy()
@@ -89,7 +89,7 @@ def test_a_round_is_reproducible_and_leaves_every_training_rng_alone(cartpole):
     assert torch.equal(torch.get_rng_state(), global_rng)
     assert np.array_equal(np.random.get_state()[1], numpy_rng)
     assert torch.equal(algo.generator.get_state(), algo_generator)
-    assert torch.equal(cartpole.collector.generator.get_state(), collector_generator)
+    assert torch.equal(cartpole.source.generator.get_state(), collector_generator)
     for key, value in algo.agent.state_dict().items():
         assert torch.equal(value, agent[key]), key
 
@@ -117,7 +117,7 @@ def test_deterministic_and_stochastic_reach_the_policy_with_the_evaluators_own_g
             evaluator.close()
         assert {flag for _, flag, _ in recorder.calls} == {deterministic}
         assert {id(generator) for _, _, generator in recorder.calls} == {id(evaluator.generator)}
-        assert evaluator.generator is not cartpole.collector.generator
+        assert evaluator.generator is not cartpole.source.generator
         # Finished envs leave the batch: the last calls carry fewer rows than the first.
         assert recorder.calls[0][0] == 4 and recorder.calls[-1][0] >= 1
     # The same env seeds: only the choice of actions differs.

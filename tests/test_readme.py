@@ -14,7 +14,10 @@ README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding=
 def test_every_section_and_key_is_documented(section):
     assert f"### `[{section}]`" in README
     block = README.split(f"### `[{section}]`", 1)[1].split("\n### ", 1)[0]
-    for key in RunConfig.model_fields[section].annotation.model_fields:
+    annotation = RunConfig.model_fields[section].annotation
+    # An optional section ([data]) is ``Model | None``.
+    model = next(arg for arg in getattr(annotation, "__args__", (annotation,)) if arg is not type(None))
+    for key in model.model_fields:
         assert f"| `{key}` |" in block, f"[{section}] {key} missing from README"
 
 

@@ -26,7 +26,7 @@ def test_rows_write_advantages_of_the_rollout_and_flatten_every_row_with_valid()
     run = ppo_run(normalize_reward=False)
     try:
         timer = Timer(run.device)
-        batch = run.collector.collect(timer)
+        batch = run.source.collect(timer)
         rows = run.algo.rollout.rows(batch, timer)
     finally:
         run.close()
@@ -42,7 +42,7 @@ def test_ingest_and_sample_draws_valid_rows_only():
     run = ppo_run()
     try:
         timer = Timer(run.device)
-        batch = run.collector.collect(timer)
+        batch = run.source.collect(timer)
         # Mark half the steps invalid, and give them an input no valid row has.
         batch[keys.VALID][::2] = False
         batch[keys.OBSERVATION][::2] = 1e6
@@ -58,7 +58,7 @@ def test_finish_folds_only_valid_observations_into_the_statistics_and_moves_the_
     try:
         timer = Timer(run.device)
         rollout = run.algo.rollout
-        batch = run.collector.collect(timer)
+        batch = run.source.collect(timer)
         batch[keys.VALID][:3] = False
         count = float(rollout.agent.obs_norm.stats.count)
         steps = rollout.step.scheduler.last_epoch

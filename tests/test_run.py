@@ -32,7 +32,7 @@ def test_the_run_holds_the_algorithms_phases_after_update_and_its_metrics():
         assert run.phases[-2:] == ("log", "iteration") and "eval" not in run.phases
         assert run.metrics == module.METRICS and run.evaluator is None
         assert run.iterations == 10 and run.planned_frames == 640
-        assert run.collector.algo is run.algo and run.collector.steps == 16
+        assert run.source.algo is run.algo and run.source.steps == 16
     finally:
         run.close()
 
@@ -42,7 +42,7 @@ def test_evaluation_adds_its_phase_and_an_evaluator_on_envs_of_its_own():
     try:
         assert "eval" in run.phases and run.phases.index("eval") < run.phases.index("log")
         assert run.evaluator is not None and run.evaluator.agent is run.algo.agent
-        assert all(env not in run.evaluator.envs for env in getattr(run.envs, "envs", []))
+        assert all(env.unwrapped is not run.source.envs.unwrapped for env in run.evaluator.envs)
     finally:
         run.close()
 

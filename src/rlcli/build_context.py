@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         NetworkConfig,
         OptimConfig,
     )
+    from rlcli.datasets import Dataset
     from rlcli.distributed import Group
 
 
@@ -49,6 +50,12 @@ class BuildContext:
     """Names the config in errors."""
     group: Group | None = None
     """The ranks of a data-parallel run; None in one process."""
+    iterations: int | None = None
+    """Training iterations, over which ``[optim]``'s schedule runs (default: the collector's)."""
+    dataset: Dataset | None = None
+    """An offline run's dataset, which its replay samples (None online)."""
+    dataset_device: torch.device | None = None
+    """Where the dataset's tensors live (``[data] device``)."""
 
     def encoder(self) -> torch.nn.Module:
         """A new encoder of the observation space as ``[network] encoder`` asks (its ``out_features``
@@ -72,6 +79,8 @@ class BuildContext:
         """The Box action space's bounds on the device."""
         return ActionBounds(self.action_space, self.device)
 
-    def gradient_step(self, params: Iterable[torch.nn.Parameter]) -> GradientStep:
-        """``[optim]`` over ``params``, its schedule over the run's iterations."""
-        return GradientStep(self.optim, params, self.collector.iterations, self.group)
+    def gradient_step(self, params: Iterable[torch.nn.Parameter], *, lr: float | None = None) -> GradientStep:
+        """``[optim]`` over ``params``, its schedule over the run's iterations; ``lr`` replaces ``optim.lr``."""
+        optim = self.optim if lr is None else self.optim.model_copy(update={"lr": lr})
+        iterations = self.collector.iterations if self.iterations is None else self.iterations
+        return GradientStep(optim, params, iterations, self.group)

@@ -265,9 +265,13 @@ class Checkpoints:
             path.unlink(missing_ok=True)
 
 
+BUDGETS = ("collector.total_frames", "data.total_steps")
+"""The budgets a resumed run may raise: an online run's frames, an offline run's gradient steps."""
+
+
 def resume_config_problems(saved: Any, new: Any) -> list[str]:
     """The fields in which the config ``new`` differs from the run's ``saved`` config, beyond what a
-    resumed run may change: ``collector.total_frames``, ``logger.*`` and ``timing.*``."""
+    resumed run may change: the budget (:data:`BUDGETS`), ``logger.*`` and ``timing.*``."""
     allowed_sections = {"logger", "timing"}
     problems = []
 
@@ -275,7 +279,7 @@ def resume_config_problems(saved: Any, new: Any) -> list[str]:
         if isinstance(before, dict) and isinstance(after, dict):
             for key in dict.fromkeys([*before, *after]):
                 walk(f"{path}.{key}" if path else key, before.get(key), after.get(key))
-        elif before != after and path.split(".")[0] not in allowed_sections and path != "collector.total_frames":
+        elif before != after and path.split(".")[0] not in allowed_sections and path not in BUDGETS:
             problems.append(f"{path} ({before!r} in the run, {after!r} now)")
 
     walk("", saved.model_dump(mode="json"), new.model_dump(mode="json"))

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 
 class Collector:
-    """Steps ``envs`` with ``algo.act`` for ``steps`` steps per call and returns one raw batch.
+    """Steps ``envs`` with ``algo.act`` for ``steps`` steps per call and returns one raw batch: the
+    data source of an online run (:class:`rlcli.run.Source`).
 
     The batch (``[steps, num_envs]``, on ``device``) holds ``observation``,
     ``next_observation``, ``action``, ``reward``, ``terminated``, ``truncated``,
@@ -84,6 +85,29 @@ class Collector:
         self.resetting = np.zeros(n, dtype=bool)
         self.frames = 0
         self.act_buffers: dict[str, torch.Tensor] | None = None
+
+    unit = "frames"
+
+    @property
+    def per_iteration(self) -> int:
+        """Env steps of one :meth:`collect` on this rank."""
+        return self.steps * self.envs.num_envs
+
+    @property
+    def observation_space(self) -> spaces.Space:
+        return self.envs.single_observation_space
+
+    @property
+    def action_space(self) -> spaces.Space:
+        return self.envs.single_action_space
+
+    @property
+    def episodes(self) -> VectorEnv:
+        """The envs, whose ``RecordEpisodeStatistics`` counts their finished episodes."""
+        return self.envs
+
+    def close(self) -> None:
+        self.envs.close()
 
     def _allocate(self, out: TensorDict) -> dict[str, torch.Tensor]:
         """Batch buffers for the keys the algorithm's act returns, shaped by its first output."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,21 @@ class EvalResult:
         return {"eval/return_mean": self.mean, "eval/return_std": self.std, "eval/length_mean": self.length_mean}
 
 
+class EpisodeRecord:
+    """Finished episodes as gymnasium's ``RecordEpisodeStatistics`` counts them (:class:`rlcli.run.Episodes`):
+    an evaluator's, which an offline run's return column reads."""
+
+    def __init__(self, window: int):
+        self.episode_count = 0
+        self.return_queue: deque = deque(maxlen=window)
+        self.length_queue: deque = deque(maxlen=window)
+
+    def add(self, result: EvalResult) -> None:
+        self.return_queue.extend(result.returns)
+        self.length_queue.extend(result.lengths)
+        self.episode_count += result.episodes
+
+
 class Evaluator:
     """Runs ``episodes`` episodes of ``agent.actions`` on env instances of its own.
 
@@ -107,10 +123,12 @@ class Evaluator:
             raise
         self.quota = [episodes // copies + (i < episodes % copies) for i in range(copies)]
         self.observation_space = self.envs[0].observation_space
-        space = self.envs[0].action_space
+        space = self.action_space = self.envs[0].action_space
         self.bounds = ((space.low.astype(np.float32), space.high.astype(np.float32))
                        if isinstance(space, spaces.Box) else None)
         self.generator = torch.Generator(device=self.device)
+        self.record = EpisodeRecord(episodes)
+        """Every episode played so far (the newest ``episodes`` of them kept)."""
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -167,7 +185,9 @@ class Evaluator:
                     obs[i], _ = self.envs[i].reset()
                     still.append(i)
             active = still
-        return EvalResult([r for env in returns for r in env], [n for env in lengths for n in env])
+        result = EvalResult([r for env in returns for r in env], [n for env in lengths for n in env])
+        self.record.add(result)
+        return result
 
     def _frame(self) -> np.ndarray:
         try:

@@ -74,7 +74,7 @@ def evaluate_run(path: str | Path, *, episodes: int = 10, deterministic: bool = 
     source = str(config_file)
     target = (resolve_device(device, source=f"--device {device}") if device is not None
               else resolve_device(cfg.run.device, source=source))
-    agent = _restored_agent(cfg, weights, target, render=video is not None, source=source)
+    agent = restored_agent(cfg, weights, target, render=video is not None, source=source)
     eval_seed = cfg.run.seed + SEED_OFFSET if seed is None else seed
     evaluator = Evaluator(agent, cfg.env, episodes=episodes, deterministic=deterministic, seed=eval_seed,
                           device=target, render=video is not None, source=source)
@@ -86,7 +86,7 @@ def evaluate_run(path: str | Path, *, episodes: int = 10, deterministic: bool = 
                       video)
 
 
-def _restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> nn.Module:
+def restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> nn.Module:
     """The agent of ``cfg`` built as ``build_run`` builds it and loaded from the checkpoint ``weights``,
     in eval mode, after the checkpoint's algorithm, env and spaces were checked against ``cfg``.
 

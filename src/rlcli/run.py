@@ -7,14 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from gymnasium.vector import VectorEnv
+from gymnasium import spaces
 
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces
 from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
+from rlcli.datasets import Dataset, DatasetSource, check_env, load_dataset, open_dataset
 from rlcli.config.errors import ConfigError, ConfigIssue, folder_error, single
 from rlcli.config.ranks import rank_config, rank_problems
 from rlcli.config.schema import RunConfig
@@ -25,6 +27,12 @@ from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
 from rlcli.models.compile import compile_networks
 from rlcli.models.encoders import describe, is_image, named_encoders
+from rlcli.replay.storage import free_memory, human_bytes
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+    from rlcli.timing import Timer
 
 
 class RunFolder:
@@ -69,15 +77,54 @@ class RunFolder:
         return self._path
 
 
+class Episodes(Protocol):
+    """Finished episodes as gymnasium's ``RecordEpisodeStatistics`` counts them: how many so far,
+    and the returns and lengths of the newest (``return_queue.maxlen`` of them)."""
+
+    episode_count: int
+    return_queue: deque
+    length_queue: deque
+
+
+class Source(Protocol):
+    """Where a run's batches come from: the :class:`~rlcli.collectors.Collector` (envs, online) or a
+    :class:`~rlcli.datasets.DatasetSource` (a dataset, offline). The loop asks it for a batch, hands the
+    batch to the algorithm's ``learn`` and counts its progress; checkpoints save its state.
+    """
+
+    unit: str
+    """What ``frames`` counts, for people: "frames" (env steps) or "gradient steps"."""
+    per_iteration: int
+    """Progress one iteration of this rank makes."""
+    frames: int
+    """Progress so far (every rank's): env steps online, gradient steps offline."""
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    episodes: Episodes
+    """The episodes the return column reads: the training envs' online, the evaluation's offline."""
+
+    def collect(self, timer: Timer) -> TensorDict:
+        """The next batch: ``[T, N]`` transitions online; offline, an empty one whose size is the
+        iteration's gradient steps (the algorithm samples its dataset itself)."""
+        ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> bool:
+        """Continue from :meth:`state_dict`; returns whether it continues exactly."""
+        ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class Run:
     """Everything a training run needs, built and wired, nothing started."""
 
     cfg: RunConfig
     device: torch.device
-    envs: VectorEnv
+    source: Source
     algo: Algorithm
-    collector: Collector
     iterations: int
     folder: RunFolder
     phases: tuple[str, ...]
@@ -95,12 +142,13 @@ class Run:
 
     @property
     def planned_frames(self) -> int:
-        """Frames the whole run trains: every rank's, over every iteration."""
-        return self.iterations * self.collector.steps * self.envs.num_envs * self.group.world_size
+        """Frames (gradient steps, offline) the whole run trains: every rank's, over every iteration."""
+        return self.iterations * self.source.per_iteration * self.group.world_size
 
     def close(self, *, orderly: bool = True) -> None:
-        """Close the envs and leave the group (``orderly``: see :meth:`Group.close`)."""
-        self.envs.close()
+        """Close the source's envs and the evaluation's, and leave the group (``orderly``: see
+        :meth:`Group.close`)."""
+        self.source.close()
         if self.evaluator is not None:
             self.evaluator.close()
         self.group.close(orderly=orderly)
@@ -165,18 +213,31 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
     """The components of one rank, from its share ``local`` of ``cfg``."""
     # Rank r steps the envs that ranks 0..r-1 do not: the seeds one process would give them.
     seed = cfg.run.seed + group.rank * local.env.num_envs
-    envs = make_envs(local.env, return_window=cfg.run.return_window, source=source)
+    opened = open_dataset(cfg.data.dataset) if cfg.offline else None
+    envs = None if cfg.offline else make_envs(local.env, return_window=cfg.run.return_window, source=source)
     folder = RunFolder(cfg.run.output_dir, cfg.run.name)
     # Files of ranks other than 0 (their memmap replay) go to a folder of their own inside the run's.
     rank_folder = (lambda: folder.path) if group.is_main else (lambda: folder.path / f"rank-{group.rank}")
+    evaluator = None
     try:
+        # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.
+        # An offline run always has one: its return column is the evaluation's.
+        if (cfg.eval.every_frames or cfg.offline) and group.is_main:
+            evaluator = Evaluator(None, cfg.env, episodes=cfg.eval.episodes, deterministic=cfg.eval.deterministic,
+                                  seed=cfg.run.seed + SEED_OFFSET, device=device, source=source)
+        if opened is not None:
+            check_env(opened, cfg.env.id, evaluator.observation_space, evaluator.action_space, source)
+            obs_space, act_space = opened.observation_space, opened.action_space
+        else:
+            obs_space, act_space = envs.single_observation_space, envs.single_action_space
         module = ALGORITHMS[cfg.algo.name]
-        obs_space, act_space = envs.single_observation_space, envs.single_action_space
         check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source,
                      encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation)
+        dataset = None if opened is None else load_dataset(opened)
         ctx = BuildContext(obs_space, act_space, network=cfg.network, env=local.env, collector=local.collector,
                            optim=cfg.optim, device=device, seed=seed, run_folder=rank_folder, source=source,
-                           group=group)
+                           group=group, iterations=local.iterations, dataset=dataset,
+                           dataset_device=None if dataset is None else _dataset_device(cfg, dataset, device, source))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.run.seed)
             algo = module.build(local.algo, ctx)
@@ -184,24 +245,39 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
         group.broadcast(list(algo.agent.state_dict().values()))
         if cfg.run.compile != "off":
             compile_networks(algo.agent, cfg.run.compile)
-        collector = Collector(envs, algo, steps=local.collector.frames_per_batch // local.env.num_envs,
-                              device=device, seed=seed, world_size=group.world_size)
-        # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.
-        evaluator = (Evaluator(algo.agent, cfg.env, episodes=cfg.eval.episodes, deterministic=cfg.eval.deterministic,
-                               seed=cfg.run.seed + SEED_OFFSET, device=device, source=source)
-                     if cfg.eval.every_frames and group.is_main else None)
+        if evaluator is not None:
+            evaluator.agent = algo.agent
+        data_source = (DatasetSource(dataset, steps_per_iteration=cfg.data.steps_per_iteration,
+                                     episodes=evaluator.record) if dataset is not None
+                       else Collector(envs, algo, steps=local.collector.frames_per_batch // local.env.num_envs,
+                                      device=device, seed=seed, world_size=group.world_size))
     except BaseException:
-        envs.close()
+        if envs is not None:
+            envs.close()
+        if evaluator is not None:
+            evaluator.close()
         raise
-    evaluating = ("eval",) if cfg.eval.every_frames else ()
+    evaluating = ("eval",) if evaluator is not None else ()
     # The gradient all-reduce of a data-parallel run is timed between backward and the optimizer step.
     algo_phases = [p for phase in module.PHASES
                    for p in ((phase, "update.all_reduce") if phase == "update.backward" and group.world_size > 1
                              else (phase,))]
     phases = ("collect", "collect.policy", "collect.env_step", "update", *algo_phases, *evaluating, "log",
               "iteration")
-    return Run(cfg, device, envs, algo, collector, local.collector.iterations, folder,
+    return Run(cfg, device, data_source, algo, local.iterations, folder,
                tuple(dict.fromkeys(phases)), tuple(module.METRICS), origin, evaluator, group)
+
+
+def _dataset_device(cfg: RunConfig, dataset: Dataset, device: torch.device, source: str | None) -> torch.device:
+    """Where the dataset's tensors go (``[data] device``); a ConfigError when the training device has too
+    little free memory for them."""
+    if cfg.data.device == "cpu" or device.type == "cpu":
+        return torch.device("cpu")
+    free = free_memory(device)
+    if free is not None and dataset.nbytes > free:
+        raise single(source, f"dataset {dataset.name!r} needs {human_bytes(dataset.nbytes)} of {device} memory, but "
+                             f"only {human_bytes(free)} is free; set data.device = \"cpu\"", path="data.device")
+    return device
 
 
 def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
@@ -210,12 +286,12 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
     try:
         agent = run.algo.agent
         params = sum(p.numel() for p in agent.parameters())
-        space = run.envs.single_observation_space
+        space = run.source.observation_space
         encoders = ", ".join(f"{name} {describe(module)}" for name, module in named_encoders(agent))
         normalize = "on" if cfg.env.normalize_observation else ("off (image: frames are scaled by 1/255)"
                                                                 if is_image(space) else "off")
         return (f"{cfg.algo.name} on {cfg.env.id}: observation {describe_space(space)}, action "
-                f"{describe_space(run.envs.single_action_space)}, {params:,} parameters, {run.device}; "
+                f"{describe_space(run.source.action_space)}, {params:,} parameters, {run.device}; "
                 f"encoders: {encoders}; observation normalization {normalize}")
     finally:
         run.close()

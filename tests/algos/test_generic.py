@@ -7,6 +7,7 @@ import gymnasium as gym
 import pytest
 import torch
 
+from offline import random_dataset
 from rlcli.algos import ALGORITHMS
 from rlcli.build_context import BuildContext
 from rlcli.config.errors import ConfigError
@@ -37,11 +38,14 @@ def config(name: str, env_id: str, seed: int = 1):
             algo[field] = value
     if "replay" in module.CONFIG.model_fields:
         algo["replay"] = {"capacity": 1000}
+    # An offline algorithm learns from a small dataset of random actions on the env, 8 steps an iteration.
+    source = ({"collector": {"frames_per_batch": 64, "total_frames": 640}} if "collector" in module.CONFIG.SOURCES
+              else {"data": {"dataset": random_dataset(env_id), "total_steps": 80, "steps_per_iteration": 8}})
     return validate_data({
         "run": {"seed": seed, "device": "cpu"},
         "env": {"id": env_id, "num_envs": 4, "vectorization": "sync"},
         "algo": algo,
-        "collector": {"frames_per_batch": 64, "total_frames": 640},
+        **source,
     })
 
 
@@ -52,7 +56,7 @@ UNSUPPORTED = [(name, env_id) for name in sorted(ALGORITHMS) for env_id in ENVS 
 def learn_until_loss(run, timer, limit: int = 5) -> dict[str, float]:
     """Collect and learn until ``learn`` reports a loss (off-policy methods warm up first)."""
     for _ in range(limit):
-        terms = run.algo.learn(run.collector.collect(timer), timer)
+        terms = run.algo.learn(run.source.collect(timer), timer)
         if any(key.startswith("loss/") for key in terms):
             return terms
     pytest.fail(f"no loss term after {limit} iterations: {terms}")
@@ -118,7 +122,7 @@ def test_dqn_keeps_its_saved_epsilon_when_a_resume_raises_the_frame_budget(cartp
     try:
         timer = Timer(run.device)
         for _ in range(3):
-            run.algo.learn(run.collector.collect(timer), timer)
+            run.algo.learn(run.source.collect(timer), timer)
         state, epsilon = run.algo.state_dict(), run.algo.epsilon
     finally:
         run.close()
@@ -158,10 +162,12 @@ def test_an_unsupported_space_is_a_config_error_naming_it(name, env_id):
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_unsupported_observation_space_is_a_config_error(name):
     algo = {"name": name} | ({"minibatch_size": 32} if name == "ppo" else {})
+    source = ({"collector": {"frames_per_batch": 64, "total_frames": 640}}
+              if "collector" in ALGORITHMS[name].CONFIG.SOURCES else {"data": {"dataset": random_dataset("Blackjack-v1")}})
     cfg = validate_data({
         "env": {"id": "Blackjack-v1", "num_envs": 2},
         "algo": algo,
-        "collector": {"frames_per_batch": 64, "total_frames": 640},
+        **source,
     })
     with pytest.raises(ConfigError) as info:
         build_run(cfg)
@@ -192,8 +198,8 @@ def test_the_config_table_and_the_algorithm_table_agree():
 def test_policy_is_a_pure_function_of_weights_observation_and_generator(name, env_id):
     run = build_run(config(name, env_id))
     try:
-        act_space = run.envs.single_action_space
-        shape = run.envs.single_observation_space.shape
+        act_space = run.source.action_space
+        shape = run.source.observation_space.shape
         observation = torch.randn(5, *shape, generator=torch.Generator().manual_seed(3))
         agent_state = {k: v.clone() for k, v in run.algo.agent.state_dict().items()}
         algo_state = run.algo.state_dict()
@@ -232,7 +238,7 @@ def test_benchable_ingest_and_sample_then_loss_give_a_finite_total_with_gradient
         timer = Timer(run.device)
         # Past any warm-up, as the bench takes its minibatches.
         for _ in range(2):
-            batch = run.collector.collect(timer)
+            batch = run.source.collect(timer)
         minibatch = run.algo.ingest_and_sample(batch.clone(), 16, torch.Generator().manual_seed(0))
         terms = run.algo.loss(minibatch)
     finally:
@@ -252,7 +258,7 @@ def test_build_agent_gives_the_agent_build_gives_without_optimizer_or_replay(nam
     cfg = config(name, env_id)
     run = build_run(cfg)
     try:
-        ctx = BuildContext(run.envs.single_observation_space, run.envs.single_action_space, network=cfg.network,
+        ctx = BuildContext(run.source.observation_space, run.source.action_space, network=cfg.network,
                            env=cfg.env, collector=cfg.collector, optim=cfg.optim, device=run.device,
                            seed=cfg.run.seed)
         with torch.random.fork_rng(devices=[]):

@@ -39,7 +39,7 @@ def test_unknown_section_suggests_the_close_one(rlcli, tmp_path):
         "invalid config bad.toml",
         "optimizer: unknown section",
         "did you mean [optim]?",
-        "allowed sections: algo, checkpoint, collector, env, eval, logger, network, optim, run, timing",
+        "allowed sections: algo, checkpoint, collector, data, env, eval, logger, network, optim, run, timing",
     )
 
 

@@ -7,6 +7,8 @@ import json
 import pytest
 
 from conftest import BROKEN_CONFIGS, BUILDABLE_PRESETS, MINIMAL_TOML, PRESET_FILES, assert_bad_input
+from offline import random_dataset
+from rlcli.config.load import load_config
 
 # file -> (dotted path, message fragment, line of the offending key or None).
 EXPECTED = {
@@ -97,8 +99,13 @@ def test_presets_are_valid(rlcli):
     assert table_status(output) == {f"presets/{p.name}": "OK" for p in PRESET_FILES}
 
 
-def test_presets_build(rlcli):
+def test_presets_build(rlcli, tmp_path, monkeypatch):
     files = [f"presets/{p.name}" for p in BUILDABLE_PRESETS]
+    # The offline presets find their datasets by id: stand-ins of random actions under those ids.
+    offline = [cfg for cfg in map(load_config, BUILDABLE_PRESETS) if cfg.offline]
+    for name, env_id in {cfg.data.dataset: cfg.env.id for cfg in offline}.items():
+        random_dataset(env_id, name=name, root=tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
     result = rlcli("validate", "--build", "--json", *files)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)

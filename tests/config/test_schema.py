@@ -39,7 +39,7 @@ def test_minimal_config_fills_defaults():
     cfg = RunConfig.model_validate(BASE)
     assert cfg.run.name == "run" and cfg.env.vectorization == "sync"
     assert cfg.network.policy_sizes == cfg.network.value_sizes == [64, 64]
-    assert SECTIONS == ("run", "env", "network", "algo", "collector", "optim", "logger", "timing", "checkpoint",
+    assert SECTIONS == ("run", "env", "network", "algo", "collector", "data", "optim", "logger", "timing", "checkpoint",
                         "eval")
 
 
@@ -53,6 +53,10 @@ def test_configs_are_frozen():
 def test_algo_name_picks_the_model(name):
     data = copy.deepcopy(BASE)
     data["algo"] = {"name": name}
+    if "collector" not in ALGORITHMS[name].CONFIG.SOURCES:
+        # An offline algorithm: a [data] section in place of [collector] (the dataset is read at build).
+        del data["collector"]
+        data["data"] = {"dataset": "pendulum/medium-v0"}
     cfg = RunConfig.model_validate(data)
     assert isinstance(cfg.algo, ALGORITHMS[name].CONFIG)
 

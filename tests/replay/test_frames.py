@@ -17,7 +17,7 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.config.algos import ReplayConfig
+from rlcli.config.fields import ReplayConfig
 from rlcli.config.load import load_config
 from rlcli.replay.frames import FrameStackBuffer, frame_storage_bytes
 from rlcli.replay.storage import storage_bytes
@@ -309,7 +309,7 @@ def test_dqn_breakout_stores_frames_through_the_collector(tmp_path):
     try:
         timer, seen = Timer(run.device), []
         for _ in range(2):
-            batch = run.collector.collect(timer).clone()
+            batch = run.source.collect(timer).clone()
             run.algo.replay.observe(batch)
             seen.append(batch)
     finally:

@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.config.algos import ReplayConfig
+from rlcli.config.fields import ReplayConfig
 from rlcli.config.errors import ConfigError
 from rlcli.replay.storage import ReplayBuffer, check_storage, storage_bytes
 

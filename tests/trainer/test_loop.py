@@ -68,9 +68,9 @@ def test_runs_draw_from_their_own_generators(tmp_path):
         timer = Timer(first.device)
         try:
             if other is not None:
-                other.collector.collect(timer)
+                other.source.collect(timer)
                 torch.rand(100)
-            return first.collector.collect(timer)[keys.ACTION].clone()
+            return first.source.collect(timer)[keys.ACTION].clone()
         finally:
             first.close()
             if other is not None:
@@ -86,7 +86,7 @@ def test_observation_statistics_take_in_valid_steps_when_learning(tmp_path, algo
     run = build_run(cfg)
     try:
         timer = Timer(run.device)
-        batch = run.collector.collect(timer)
+        batch = run.source.collect(timer)
         # Acting never moves the statistics: a rollout is normalized with one frozen set.
         assert float(run.algo.agent.obs_norm.stats.count) < 1e-3
         run.algo.learn(batch, timer)
@@ -104,7 +104,7 @@ def test_return_window_sets_the_stop_condition_and_the_rolling_return(tmp_path):
                  collector={"frames_per_batch": 8, "total_frames": 800},
                  run={"stop_at_return": 0.5, "return_window": 10}, algo={"minibatch_size": 8})
     run = build_run(cfg)
-    assert run.envs.return_queue.maxlen == 10
+    assert run.source.episodes.return_queue.maxlen == 10
     state = train(run)
     assert state.status == "solved"
     assert state.iteration == 2 and state.solved_at[0] == 16
@@ -196,7 +196,7 @@ def test_resumed_async_envs_are_reseeded_and_keep_stepping(tmp_path):
     run = build_run(small_config(tmp_path, **sections))
     seen = []
     resumed = train(run, resume=stopped.run_dir,
-                    hooks=Hooks(on_iteration_end=[lambda s: seen.append(run.collector.batch["observation"].clone())]))
+                    hooks=Hooks(on_iteration_end=[lambda s: seen.append(run.source.batch["observation"].clone())]))
     assert resumed.status == "completed" and resumed.resumes[-1]["exact_envs"] is False
     last = seen[-1].reshape(-1, 4)
     assert torch.unique(last, dim=0).shape[0] > 2 * 4

@@ -79,13 +79,22 @@ def td3_critic_loss(agent: DeterministicAgent, batch: TensorDict, *, gamma: floa
     return critic_regression(agent.critic(batch[keys.INPUT], batch[keys.ACTION]), target, batch)
 
 
-def td3_actor_loss(agent: DeterministicAgent, batch: TensorDict) -> dict[str, torch.Tensor]:
+def td3_actor_loss(agent: DeterministicAgent, batch: TensorDict, *, bc_alpha: float | None = None
+                   ) -> dict[str, torch.Tensor]:
     """``-mean Q_0(s, pi(s))``: the first critic judges the actor. Reads ``input``; the
-    critics' weights get no gradient."""
+    critics' weights get no gradient.
+
+    With ``bc_alpha`` (TD3+BC, Fujimoto & Gu 2021): ``-lambda * mean Q_0(s, pi(s)) + mean (pi(s) - a)^2``
+    with ``lambda = bc_alpha / mean |Q_0|`` (detached), which also reads ``action``; adds ``loss/bc``.
+    """
     action = agent.actor(batch[keys.INPUT])
     with agent.critic.frozen():
         q = agent.critic(batch[keys.INPUT], action)[0]
-    return {"loss/actor": -q.mean()}
+    if bc_alpha is None:
+        return {"loss/actor": -q.mean()}
+    scale = bc_alpha / q.detach().abs().mean().clamp(min=1e-6)
+    bc = (action - batch[keys.ACTION]).square().mean()
+    return {"loss/actor": -scale * q.mean() + bc, "loss/bc": bc.detach()}
 
 
 class TD3:
@@ -126,7 +135,7 @@ class TD3:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """Critic and actor losses of one minibatch; ``loss/total`` is their sum."""
-        terms = self._critic_terms(batch) | td3_actor_loss(self.agent, batch)
+        terms = self._critic_terms(batch) | td3_actor_loss(self.agent, batch, bc_alpha=self.cfg.bc_alpha)
         terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"]
         return terms
 
@@ -149,7 +158,7 @@ class TD3:
         self.updates += 1
         if self.updates % cfg.policy_delay == 0:
             with timer.phase("update.forward"):
-                terms |= td3_actor_loss(self.agent, sample)
+                terms |= td3_actor_loss(self.agent, sample, bc_alpha=cfg.bc_alpha)
             self.actor_step(terms["loss/actor"], timer)
             with timer.phase("update.target"):
                 self.critic_target.step()
@@ -171,7 +180,7 @@ class TD3:
 CONFIG = TD3Config
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
-METRICS = ("loss/critic", "loss/actor", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps",
+METRICS = ("loss/critic", "loss/actor", "loss/bc", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps",
            "stats/buffer_size", "optim/lr")
 
 

@@ -1,9 +1,7 @@
-"""Benchmark suites: each is one registered function that returns cases to time.
-
-Suites read the algorithm table and the shipped presets, so a new algorithm or
-preset is benched without new code here. The bare-torch floors that some cases are
-priced against are in :mod:`rlcli.bench.floors`.
-"""
+"""Benchmark suites: each is one registered function that returns cases to time. Suites read the
+algorithm table and the shipped presets, so a new algorithm or preset is benched without new code
+here; the bare-torch floors some cases are priced against are in :mod:`rlcli.bench.floors`, the
+offline presets' cases in :mod:`rlcli.bench.offline`."""
 
 from __future__ import annotations
 
@@ -22,6 +20,7 @@ from rlcli.advantages import gae
 from rlcli.algos import ALGORITHMS
 from rlcli.bench.floors import BareSAC, bare_ppo_loss, ensemble_member, gae_loop
 from rlcli.bench.measure import Case, Ratio
+from rlcli.bench.offline import offline_configs, offline_iterations, offline_updates
 # Re-exported: benchmarks/replay_memory.py feeds the same transitions.
 from rlcli.bench.transitions import BUFFER_SPEC, random_transitions
 from rlcli.config.load import load_config
@@ -53,10 +52,12 @@ def suite(name: str):
 
 
 def preset_configs(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
-    """Every shipped preset whose env can be made here, on the bench device, with ``extra``
-    overrides (a preset whose optional extra, such as mujoco, is not installed is left out)."""
+    """Every shipped online preset whose env can be made here, on the bench device, with ``extra``
+    overrides (a preset whose optional extra, such as mujoco, is not installed is left out; the
+    offline ones are :func:`offline_configs`)."""
     device = f'run.device="{opts.device}"'
-    configs = {name: load_config(name, [device, "timing.enabled=false", *extra]) for name in available_presets()}
+    online = [name for name in available_presets() if not load_config(name).offline]
+    configs = {name: load_config(name, [device, "timing.enabled=false", *extra]) for name in online}
     return {name: cfg for name, cfg in configs.items() if _env_available(cfg.env.id)}
 
 
@@ -108,7 +109,7 @@ def collector_suite(opts: BenchOptions) -> SuiteOutput:
         timer = Timer(run.device)
         cases.append(Case("collector", name, {"frames_per_batch": cfg.collector.frames_per_batch},
                           "frames/s", cfg.collector.frames_per_batch,
-                          lambda run=run, timer=timer: run.collector.collect(timer), run.close))
+                          lambda run=run, timer=timer: run.source.collect(timer), run.close))
     return cases, []
 
 
@@ -137,7 +138,7 @@ def _algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
     """One preset per algorithm of the table: the first shipped one that uses it on vector observations
     (the loss suite times the pixel presets' at their own batch sizes)."""
     chosen: dict[str, RunConfig] = {}
-    for cfg in preset_configs(opts, *extra).values():
+    for cfg in [*preset_configs(opts, *extra).values(), *offline_configs(opts).values()]:
         if cfg.algo.name in ALGORITHMS and env_family(cfg.env.id) is None:
             chosen.setdefault(cfg.algo.name, cfg)
     return chosen
@@ -147,7 +148,7 @@ def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
     """The algorithm of ``cfg`` and a copy of one collected batch; the envs are closed."""
     run = build_run(cfg)
     try:
-        return run.algo, run.collector.collect(Timer(run.device)).clone()
+        return run.algo, run.source.collect(Timer(run.device)).clone()
     finally:
         run.close()
 
@@ -235,14 +236,14 @@ def update_suite(opts: BenchOptions) -> SuiteOutput:
         cases.append(Case("update", name, {"frames_per_batch": cfg.collector.frames_per_batch},
                           "frames/s", cfg.collector.frames_per_batch,
                           lambda algo=algo, batch=batch, timer=timer: algo.learn(batch.clone(), timer)))
-    return cases, []
+    return cases + offline_iterations(opts), []
 
 
 @suite("buffer")
 def buffer_suite(opts: BenchOptions) -> SuiteOutput:
     """Replay extend, uniform and prioritized sampling and priority updates at capacity 1M,
     beside a bare-torch floor (``torch.randint`` + ``index_select`` per key) on the same storage."""
-    from rlcli.config.algos import ReplayConfig
+    from rlcli.config.fields import ReplayConfig
     from rlcli.replay.storage import ReplayBuffer
 
     capacity, size = 1_000_000, 256
@@ -294,7 +295,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     try:
         timer = Timer(run.device)
         for _ in range(40):
-            run.algo.replay.observe(run.collector.collect(timer))
+            run.algo.replay.observe(run.source.collect(timer))
     finally:
         run.close()
     algo = run.algo
@@ -335,7 +336,8 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
                             keys_by_members[2], keys_by_members[10]))
         ratios.append(Ratio("offpolicy", "critic_python_loop.E10_vs_ensemble_E2", {"hidden": hidden, "batch": 256},
                             "slowdown", keys_by_members[2], cases[-1].key))
-    return cases, ratios
+    offline_cases, offline_ratios = offline_updates(opts)
+    return cases + offline_cases, ratios + offline_ratios
 
 
 @suite("distributed")

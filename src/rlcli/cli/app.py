@@ -8,6 +8,7 @@ import typer
 
 from rlcli import __version__
 from rlcli.cli.bench import bench
+from rlcli.cli.collect import collect
 from rlcli.cli.eval import eval_
 from rlcli.cli.plot import plot
 from rlcli.cli.schema import schema
@@ -47,4 +48,5 @@ app.command("show-config")(show_config)
 app.command("schema")(schema)
 app.command("bench")(bench)
 app.command("eval")(eval_)
+app.command("collect")(collect)
 app.command("plot")(plot)

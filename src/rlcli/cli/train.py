@@ -35,7 +35,7 @@ def train(
         metavar="PRESET", help="A preset file, or the name of a shipped preset (not with --resume).")] = None,
     resume: Annotated[Optional[Path], typer.Option(
         metavar="RUN_DIR", help="Continue this run folder from its latest checkpoint, with its own config; "
-        "--set may change only collector.total_frames, logger.* and timing.*.")] = None,
+        "--set may change only collector.total_frames (data.total_steps offline), logger.* and timing.*.")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
     device: Annotated[
         Optional[str], typer.Option(metavar="DEVICE", help="Shorthand for --set run.device=...: auto, cpu, cuda or cuda:N.")

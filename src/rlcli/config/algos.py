@@ -1,5 +1,5 @@
-"""The algorithms' config models: one pydantic model per algorithm, the ``[algo.replay]``
-table the off-policy ones share, and the ``AlgoConfig`` union over them.
+"""The algorithms' config models: one pydantic model per algorithm (the fields and ``[algo.replay]``
+table they share are in :mod:`rlcli.config.fields`), and the ``AlgoConfig`` union over them.
 
 They live apart from the algorithms themselves so that reading and checking a config
 (``rlcli validate``, ``show-config``, ``schema``) never imports torch. Each algorithm module
@@ -9,92 +9,30 @@ the error messages read it, and ``rlcli.algos.ALGORITHMS`` is derived from it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import BaseModel, Field
 
+from rlcli.config.fields import (
+    BatchSize,
+    Discount,
+    ExplorationNoise,
+    LearningStarts,
+    NoiseScale,
+    NStep,
+    OUTheta,
+    Replay,
+    Split,
+    TargetWeight,
+    off_policy_per_rank,
+    off_policy_problems,
+)
 from rlcli.config.model import SECTION
 
 
-class ReplayConfig(BaseModel):
-    # Defaults follow Stable-Baselines3's (1M transitions) and Schaul et al. (2016) for the
-    # proportional variant (alpha 0.6, beta 0.4 annealed to 1).
-    model_config = SECTION
-
-    capacity: int = Field(1_000_000, ge=1, le=2**31 - 1, description="Transitions kept; the oldest are overwritten.")
-    storage: Literal["tensor", "memmap"] = Field(
-        "tensor",
-        description='"tensor": preallocated in memory; "memmap": memory-mapped files on disk, '
-        "for buffers larger than RAM.",
-    )
-    device: Literal["cpu", "auto"] = Field(
-        "cpu", description='Where "tensor" storage lives: "cpu", or "auto" for the training device.'
-    )
-    directory: str | None = Field(
-        None, min_length=1, description='Folder of "memmap" files (default: replay/ in the run folder).'
-    )
-    prioritized: bool = Field(False, description="Proportional prioritized replay (Schaul et al., 2016).")
-    frames: Literal["auto", "off"] = Field(
-        "auto", description='"auto": an Atari frame stack (an ALE/ env, n_step = 1) stores each frame once and '
-        'rebuilds the stacks when sampled (a seventh of the memory); "off": whole observations.'
-    )
-    alpha: float = Field(0.6, ge=0, le=1, description="Priority exponent: 0 samples uniformly.")
-    beta: float = Field(0.4, ge=0, le=1, description="Initial importance-sampling exponent.")
-    beta_frames: int = Field(100_000, ge=1, description="Frames over which beta anneals linearly to 1.")
-    priority_eps: float = Field(1e-6, gt=0, le=1, description="Added to |TD error| so no priority is 0.")
-
-
-# Fields several algorithms share, defined once: the default stays at each use.
-Discount = Annotated[float, Field(ge=0, le=1, description="Discount factor.")]
-NStep = Annotated[int, Field(ge=1, le=100, description="Steps of reward summed before bootstrapping.")]
-BatchSize = Annotated[int, Field(ge=1, le=1_000_000, description="Transitions per gradient step.")]
-LearningStarts = Annotated[
-    int, Field(ge=0, description="Frames of uniformly random actions before the first gradient step.")
-]
-Replay = Annotated[ReplayConfig, Field(default_factory=ReplayConfig, description="The replay buffer.")]
-TargetWeight = Annotated[float, Field(gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")]
-ExplorationNoise = Annotated[
-    Literal["gaussian", "ou"], Field(description="Exploration noise: gaussian or ou (Ornstein-Uhlenbeck).")
-]
-NoiseScale = Annotated[float, Field(ge=0, le=10, description="Exploration noise std (fraction of the half-range).")]
-OUTheta = Annotated[float, Field(gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")]
-
-
-Split = tuple[dict[str, Any], list[tuple[str, str]]]
-"""What one rank of a data-parallel run changes in an algorithm section, and why it cannot split."""
-
-
-def off_policy_per_rank(cfg, world_size: int) -> Split:
-    """One rank's share of a replay-based algorithm: its part of each gradient step's batch, of the
-    warm-up, of the buffer and of prioritized replay's annealing, with ``world_size`` times the
-    update-to-data ratio per local frame, so that the ranks together take the steps, of the batch
-    size, that one process would."""
-    problems = []
-    if cfg.batch_size % world_size:
-        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must be a multiple of the "
-                                            f"world size ({world_size}): each rank samples its share"))
-    # Each rank's buffer counts its own frames: beta anneals over its share of beta_frames.
-    replay = cfg.replay.model_copy(update={"capacity": -(-cfg.replay.capacity // world_size),
-                                           "beta_frames": -(-cfg.replay.beta_frames // world_size)})
-    return {"batch_size": cfg.batch_size // world_size, "learning_starts": -(-cfg.learning_starts // world_size),
-            "utd_ratio": cfg.utd_ratio * world_size, "replay": replay}, problems
-
-
-def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
-    """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
-    pairs: a warm-up inside the run and a batch that fits in the buffer."""
-    problems = []
-    if cfg.learning_starts > collector.frames:
-        problems.append(("algo.learning_starts",
-                         f"learning_starts ({cfg.learning_starts:,}) is larger than the run's "
-                         f"{collector.frames:,} frames (collector.total_frames): the run would never learn"))
-    if cfg.batch_size > cfg.replay.capacity:
-        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must not exceed "
-                                            f"algo.replay.capacity ({cfg.replay.capacity})"))
-    return problems
-
-
 class PPOConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
     # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
     # MuJoCo runs); presets override them with RL-Zoo's tuned values.
     model_config = SECTION
@@ -137,6 +75,8 @@ class PPOConfig(BaseModel):
 
 
 class A2CConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
     # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
     model_config = SECTION
 
@@ -158,6 +98,8 @@ class A2CConfig(BaseModel):
 
 
 class DQNConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
     # Defaults follow Stable-Baselines3's DQN defaults (lr and max_grad_norm live in [optim]);
     # presets override them with RL-Zoo's tuned values.
     model_config = SECTION
@@ -194,6 +136,8 @@ class DQNConfig(BaseModel):
 
 
 class SACConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
     # Defaults follow Stable-Baselines3's SAC defaults (learning rates live in [optim]);
     # presets override them with RL-Zoo's tuned values.
     model_config = SECTION
@@ -236,6 +180,9 @@ class SACConfig(BaseModel):
 
 
 class TD3Config(BaseModel):
+    # A dataset too: TD3+BC (bc_alpha) is TD3 learning from one.
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector", "dataset")
+
     # Defaults follow Stable-Baselines3's TD3 defaults (learning rates live in [optim]),
     # which are the paper's; presets override them with RL-Zoo's tuned values.
     model_config = SECTION
@@ -255,6 +202,9 @@ class TD3Config(BaseModel):
     noise: ExplorationNoise = "gaussian"
     noise_scale: NoiseScale = 0.1
     ou_theta: OUTheta = 0.15
+    bc_alpha: float | None = Field(
+        None, gt=0, le=1000, description="TD3+BC (Fujimoto & Gu, 2021; 2.5 there): the actor minimises "
+        "-bc_alpha * Q / mean|Q| plus the squared distance to the batch's actions; unset: plain TD3.")
     replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
@@ -267,6 +217,8 @@ class TD3Config(BaseModel):
 
 
 class DDPGConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
     # Defaults follow Stable-Baselines3's DDPG defaults (learning rates live in [optim]);
     # presets override them with RL-Zoo's tuned values.
     model_config = SECTION
@@ -300,6 +252,10 @@ class DDPGConfig(BaseModel):
     def target_noise_clip(self) -> float:
         return 0.0
 
+    @property
+    def bc_alpha(self) -> None:
+        return None
+
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
         return off_policy_problems(self, collector)
@@ -309,6 +265,84 @@ class DDPGConfig(BaseModel):
         return off_policy_per_rank(self, world_size)
 
 
+class BCConfig(BaseModel):
+    # Defaults follow CORL's BC (Tarasov et al., 2022: batch 256, lr 3e-4 in [optim], MSE to the dataset's
+    # actions, 256x256 networks in the preset).
+    SOURCES: ClassVar[tuple[str, ...]] = ("dataset",)
+    model_config = SECTION
+
+    name: Literal["bc"] = Field(description="Behaviour cloning: the policy regresses the dataset's actions.")
+    policy: Literal["deterministic", "gaussian"] = Field(
+        "deterministic", description='Box actions: "deterministic" (a tanh-bounded actor, mean squared error to '
+        'the action) or "gaussian" (a Gaussian with a tanh-bounded mean, negative log-likelihood); Discrete '
+        "actions always take a categorical policy (cross-entropy).")
+    batch_size: BatchSize = 256
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others: none (the dataset's spaces are checked at build)."""
+        return []
+
+    def per_rank(self, world_size: int) -> Split:
+        return {}, []
+
+
+class IQLConfig(BaseModel):
+    # Defaults follow Kostrikov et al. (2021) for the MuJoCo tasks, as CORL and d3rlpy use them:
+    # expectile 0.7, temperature 3, advantage weights clipped at 100, tau 0.005, batch 256.
+    SOURCES: ClassVar[tuple[str, ...]] = ("dataset",)
+    model_config = SECTION
+
+    name: Literal["iql"] = Field(description="Implicit Q-Learning (Kostrikov et al., 2021), offline, Box actions.")
+    gamma: Discount = 0.99
+    tau: TargetWeight = 0.005
+    expectile: float = Field(0.7, gt=0, lt=1, description="Expectile of the value regression (0.5: the mean).")
+    beta: float = Field(3.0, gt=0, le=1000, description="Inverse temperature of the advantage weights.")
+    max_weight: float = Field(100.0, gt=0, description="Clip of the advantage weights exp(beta * A).")
+    num_critics: int = Field(2, ge=1, le=64, description="Q-functions whose minimum is the target (2: clipped double Q).")
+    batch_size: BatchSize = 256
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others: none (the dataset's spaces are checked at build)."""
+        return []
+
+    def per_rank(self, world_size: int) -> Split:
+        return {}, []
+
+
+class CQLConfig(BaseModel):
+    # Defaults follow d3rlpy 2.8's CQL (itself Kumar et al. 2020's MuJoCo settings): conservative weight
+    # 5, 10 sampled actions, actor lr 1e-4 beside the critic's 3e-4 in [optim], no Lagrange.
+    SOURCES: ClassVar[tuple[str, ...]] = ("dataset",)
+    model_config = SECTION
+
+    name: Literal["cql"] = Field(description="Conservative Q-Learning, CQL(H) on SAC (Kumar et al., 2020), offline, "
+                                             "Box actions.")
+    gamma: Discount = 0.99
+    tau: TargetWeight = 0.005
+    num_critics: int = Field(2, ge=1, le=64, description="Critics in the ensemble; the minimum is the target.")
+    batch_size: BatchSize = 256
+    alpha: float = Field(1.0, gt=0, le=1000, description="SAC's entropy temperature: its start value when tuned.")
+    autotune_alpha: bool = Field(True, description="Tune the temperature to reach -dim(A) entropy.")
+    actor_lr: float | None = Field(1e-4, gt=0, le=1, description="Learning rate of the actor and the temperature "
+                                                                   "(default: optim.lr).")
+    conservative_weight: float = Field(5.0, ge=0, le=1000, description="Weight of the conservative term (CQL's alpha).")
+    num_random_actions: int = Field(10, ge=1, le=1000, description="Actions sampled per state for the logsumexp, from "
+                                                                   "each of: uniform, the current policy, the next-state policy.")
+    temperature: float = Field(1.0, gt=0, le=100, description="Temperature of the logsumexp.")
+    lagrange: bool = Field(False, description="Tune the conservative weight to keep the gap at target_action_gap "
+                                              "(CQL's Lagrange version).")
+    target_action_gap: float = Field(10.0, ge=0, le=1000, description="With lagrange: the gap the weight aims for.")
+    backup_entropy: bool = Field(False, description="Subtract the entropy term in the critic's target (SAC's); "
+                                                    "CORL's CQL leaves it out.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others: none (the dataset's spaces are checked at build)."""
+        return []
+
+    def per_rank(self, world_size: int) -> Split:
+        return {}, []
+
+
 ALGO_CONFIGS: dict[str, type[BaseModel]] = {
     "ppo": PPOConfig,
     "a2c": A2CConfig,
@@ -316,6 +350,9 @@ ALGO_CONFIGS: dict[str, type[BaseModel]] = {
     "sac": SACConfig,
     "td3": TD3Config,
     "ddpg": DDPGConfig,
+    "bc": BCConfig,
+    "iql": IQLConfig,
+    "cql": CQLConfig,
 }
 """Config model of each algorithm, by its ``name``: the one list of algorithms. ``rlcli.algos.ALGORITHMS``
 takes its modules, ``rlcli.algos.<name>``, from it in this order."""

@@ -11,7 +11,8 @@ from rlcli.config.schema import RunConfig
 def to_toml(cfg: RunConfig) -> str:
     """The TOML text of ``cfg``: one table per section, every field, unset options omitted."""
     # Python mode keeps NaN and inf (JSON mode would turn them into null); TOML has both.
-    data = cfg.model_dump(exclude_none=True)
+    # An offline run's [collector] is an unused default, which its config may not set.
+    data = cfg.model_dump(exclude_none=True, exclude={"collector"} if cfg.offline else None)
     blocks = [_table([name], value) for name, value in data.items()]
     return "\n".join(block for block in blocks if block)
 

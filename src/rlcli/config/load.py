@@ -217,4 +217,4 @@ def _cross_section_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                 sections[name] = None
         except ValidationError:
             sections[name] = None
-    return cross_section_problems(sections)
+    return cross_section_problems(sections, given=set(data))

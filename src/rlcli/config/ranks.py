@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 def rank_problems(cfg: RunConfig, world_size: int) -> list[tuple[str, str]]:
     """Why ``cfg`` cannot run on ``world_size`` data-parallel ranks, as (field, message) pairs:
     with ``run.parallel = "split"``, sizes that do not divide by the ranks."""
+    if world_size > 1 and cfg.offline:
+        return [("data", "an offline run (with [data]) trains in one process; run it without --nproc or torchrun")]
     if cfg.run.parallel == "replicate" or world_size == 1:
         return []
     problems = []

@@ -25,7 +25,7 @@ END = "<!-- END config reference -->"
 def markdown() -> str:
     """The whole reference: one table per section, each algorithm's section, its spaces."""
     from rlcli.algos import ALGORITHMS
-    from rlcli.config.algos import ReplayConfig
+    from rlcli.config.fields import ReplayConfig
     from rlcli.config.schema import RunConfig
 
     parts: list[str] = []

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from rlcli.config.algos import AlgoConfig
 from rlcli.config.model import SECTION, cross_field_error
+from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
 from rlcli.envs import register_family, vector_kwargs_problems
 # Re-exported: cli/train.py and tests/test_distributed.py import them from here.
 
@@ -220,30 +221,6 @@ class NetworkConfig(BaseModel):
         return self.hidden_sizes if self.value_hidden_sizes is None else self.value_hidden_sizes
 
 
-class CollectorConfig(BaseModel):
-    model_config = SECTION
-
-    frames_per_batch: int = Field(
-        2048, ge=1, description="Env steps (over all envs) per training iteration."
-    )
-    total_frames: int = Field(
-        100_000, ge=1,
-        description="Env steps of the whole run, at least one batch, rounded up to a whole "
-        "number of batches (1000 at 512 frames per batch trains 1024).",
-    )
-
-    @property
-    def iterations(self) -> int:
-        """Training iterations of the run: ``total_frames`` rounded up to whole batches."""
-        return -(-self.total_frames // self.frames_per_batch)
-
-    @property
-    def frames(self) -> int:
-        """Env steps the run trains: ``iterations`` whole batches, at least ``total_frames``.
-        Schedules, the banner and ``run.json`` count these."""
-        return self.iterations * self.frames_per_batch
-
-
 class OptimConfig(BaseModel):
     model_config = SECTION
 
@@ -326,7 +303,10 @@ class RunConfig(BaseModel):
     env: EnvConfig = Field(description="The environment.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Network shapes.")
     algo: AlgoConfig = Field(description="The algorithm and its hyperparameters.")
-    collector: CollectorConfig = Field(default_factory=CollectorConfig, description="Rollout sizes.")
+    collector: CollectorConfig = Field(default_factory=CollectorConfig,
+                                       description="Rollout sizes and the budget of an online run.")
+    data: DataConfig | None = Field(None, description="The dataset and the budget of an offline run (instead "
+                                                      "of [collector]).")
     optim: OptimConfig = Field(default_factory=OptimConfig, description="Optimizer and schedule.")
     logger: LoggerConfig = Field(default_factory=LoggerConfig, description="Metric backends.")
     timing: TimingConfig = Field(default_factory=TimingConfig, description="Timing table output.")
@@ -336,21 +316,38 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _sections_agree(self) -> RunConfig:
-        problems = cross_section_problems(dict(self))
+        problems = cross_section_problems(dict(self), given=self.model_fields_set)
         if problems:
             raise cross_field_error(problems)
         return self
 
+    @property
+    def offline(self) -> bool:
+        """Whether the run learns from a dataset (``[data]``) rather than from envs (``[collector]``)."""
+        return self.data is not None
 
-def cross_section_problems(sections: dict[str, Any]) -> list[tuple[str, str]]:
+    @property
+    def iterations(self) -> int:
+        """Training iterations: ``[data]``'s for an offline run, ``[collector]``'s otherwise."""
+        return self.data.iterations if self.data is not None else self.collector.iterations
+
+
+def cross_section_problems(sections: dict[str, Any], *, given: set[str] | frozenset[str] = frozenset()
+                           ) -> list[tuple[str, str]]:
     """Every problem between sections, as (dotted field, message) pairs.
 
     ``sections`` maps a section name to its validated model, or to None where the
     section itself is invalid: a check runs only when the sections it reads are valid,
     so that ``validate`` can report it beside the field errors of other sections.
+    ``given`` names the sections the config file wrote (a default ``[collector]`` is not one).
     """
     env, collector, algo = sections.get("env"), sections.get("collector"), sections.get("algo")
-    problems: list[tuple[str, str]] = []
+    problems = source_problems(algo, sections.get("data"), given)
+    if problems:
+        return problems
+    if sections.get("data") is not None:
+        # An offline run has no rollouts: its algorithm checks itself against the env alone.
+        return algo.check(collector=None, env=env) if algo is not None and env is not None else []
     if env is not None and collector is not None:
         fpb = collector.frames_per_batch
         if fpb % env.num_envs:

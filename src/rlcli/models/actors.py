@@ -93,3 +93,36 @@ class DeterministicActor(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.rescale(torch.tanh(self.net(self.encoder(obs))))
+
+
+class BoundedGaussianActor(nn.Module):
+    """A diagonal Gaussian whose mean is tanh-bounded into the action bounds, with a state-independent
+    log standard deviation: the policy of IQL (Kostrikov et al., 2021) and of stochastic behaviour
+    cloning. Unlike the squashed Gaussian, the density of any action in the bounds (a dataset's) is
+    exact and finite."""
+
+    def __init__(self, encoder: nn.Module, net: nn.Module, space: spaces.Box, *, log_std_init: float = 0.0):
+        super().__init__()
+        self.encoder = encoder
+        self.net = net
+        self.rescale = _Rescale(space)
+        self.log_std = nn.Parameter(torch.full((int(np.prod(space.shape)),), float(log_std_init)))
+
+    def forward(self, obs: torch.Tensor) -> torch.distributions.Normal:
+        """The Gaussian over actions (env units, [B, A]) for normalized ``obs`` [B, *obs]."""
+        mean = self.rescale(torch.tanh(self.net(self.encoder(obs))))
+        std = self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX).exp().expand_as(mean)
+        return torch.distributions.Normal(mean, std, validate_args=False)
+
+    def log_prob(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """[B] log-density of ``action`` [B, A] (env units) under the policy at ``obs``."""
+        return self(obs).log_prob(action).sum(-1)
+
+    def act(self, obs: torch.Tensor, *, deterministic: bool, generator: torch.Generator | None) -> torch.Tensor:
+        """The mean, or a sample drawn with ``generator`` clipped to the bounds."""
+        dist = self(obs)
+        if deterministic:
+            return dist.loc
+        noise = torch.randn(dist.loc.shape, generator=generator, device=dist.loc.device, dtype=dist.loc.dtype)
+        center, half = self.rescale.center, self.rescale.half_range
+        return torch.minimum(torch.maximum(dist.loc + dist.scale * noise, center - half), center + half)

@@ -2,10 +2,10 @@
 :class:`Replay` fed from collected batches, and the :class:`ReplayLearner` every replay-based
 algorithm runs its gradient steps through."""
 
-from rlcli.replay.feed import Replay, build_replay, transition_spec
+from rlcli.replay.feed import Replay, build_replay, offline_replay, transition_spec
 from rlcli.replay.learner import REPLAY_PHASES, ReplayLearner
 from rlcli.replay.storage import ReplayBuffer, Spec, check_storage, storage_bytes
 from rlcli.replay.sumtree import SumTree
 
-__all__ = ["REPLAY_PHASES", "Replay", "ReplayBuffer", "ReplayLearner", "Spec", "SumTree", "build_replay", "check_storage",
+__all__ = ["REPLAY_PHASES", "Replay", "ReplayBuffer", "ReplayLearner", "Spec", "SumTree", "build_replay", "check_storage", "offline_replay",
            "storage_bytes", "transition_spec"]

@@ -15,6 +15,7 @@ from rlcli.envs import ATARI, env_family
 from rlcli.models.encoders import is_image
 from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
 from rlcli.replay.frames import FrameStackBuffer, frame_storage_bytes
+from rlcli.replay.offline import OfflineReplay
 from rlcli.replay.storage import ReplayBuffer, Spec, check_storage
 
 if TYPE_CHECKING:
@@ -49,9 +50,14 @@ def build_replay(cfg, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormal
     ``replay.directory`` (``rank-R/`` inside it for rank R > 0 of a data-parallel run), else to
     ``replay/`` in the run folder.
 
+    An offline run (``ctx.dataset``) gets an :class:`~rlcli.replay.offline.OfflineReplay` of its dataset
+    instead: ``cfg.replay``, ``n_step``, ``learning_starts`` and ``utd_ratio`` do not apply.
+
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
+    if ctx.dataset is not None:
+        return offline_replay(ctx, obs_norm, gamma=cfg.gamma)
     replay, group, device, run_folder = cfg.replay, ctx.group, ctx.device, ctx.run_folder
     directory = Path(replay.directory).expanduser() if replay.directory else None
     rank = group.rank if group is not None else 0
@@ -73,6 +79,16 @@ def build_replay(cfg, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormal
     return Replay(buffer, obs_norm, reward_scaler, gamma=cfg.gamma, n_step=cfg.n_step,
                   learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device,
                   clip_reward=ctx.env.clip_reward)
+
+
+def offline_replay(ctx: BuildContext, obs_norm: ObservationNormalizer, *, gamma: float | None) -> OfflineReplay:
+    """The :class:`OfflineReplay` of ``ctx.dataset``, its tensors where ``[data] device`` says, and its
+    statistics (``[env]`` normalization; the reward scale over returns discounted by ``gamma``, none for
+    an algorithm that reads no rewards, ``gamma`` None) over the whole dataset."""
+    enabled = ctx.env.normalize_reward and gamma is not None
+    reward_scaler = RewardScaler(1, gamma=0.0 if gamma is None else gamma, enabled=enabled).to(ctx.device)
+    return OfflineReplay(ctx.dataset, obs_norm, reward_scaler, device=ctx.device,
+                         storage_device=ctx.dataset_device, clip_reward=ctx.env.clip_reward)
 
 
 def stores_frames(cfg, ctx: BuildContext) -> bool:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlcli import keys
-from rlcli.config.algos import ReplayConfig
+from rlcli.config.fields import ReplayConfig
 from rlcli.replay.storage import (
     Spec,
     _file_name,

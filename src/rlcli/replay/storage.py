@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlcli import keys
-from rlcli.config.algos import ReplayConfig
+from rlcli.config.fields import ReplayConfig
 from rlcli.config.errors import single
 from rlcli.replay.sumtree import SumTree
 
@@ -46,6 +46,11 @@ def free_bytes(cfg: ReplayConfig, device: torch.device, directory: Path | None) 
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent
         return shutil.disk_usage(folder).free
+    return free_memory(device)
+
+
+def free_memory(device: torch.device) -> int | None:
+    """Free memory of ``device`` (host memory for the CPU, available rather than unused); None when unknown."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
     try:
@@ -58,7 +63,8 @@ def free_bytes(cfg: ReplayConfig, device: torch.device, directory: Path | None) 
     return None
 
 
-def _human(size: int) -> str:
+def human_bytes(size: int) -> str:
+    """``size`` bytes in B, KiB, MiB, GiB or TiB."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if size < 1024 or unit == "TiB":
             return f"{size:.1f} {unit}" if unit != "B" else f"{size} B"
@@ -84,8 +90,8 @@ def check_storage(cfg: ReplayConfig, spec: Spec, device: torch.device, directory
     if free is not None and needed > free:
         where = "disk" if cfg.storage == "memmap" else f"{device.type} memory"
         per_item = needed // cfg.capacity
-        raise single(source, f"a replay buffer of {cfg.capacity:,} transitions needs {_human(needed)} "
-                             f"(about {per_item:,} bytes each) but only {_human(free)} of {where} is free; "
+        raise single(source, f"a replay buffer of {cfg.capacity:,} transitions needs {human_bytes(needed)} "
+                             f"(about {per_item:,} bytes each) but only {human_bytes(free)} of {where} is free; "
                              f"lower the capacity to at most {max(free // max(per_item, 1), 1):,}"
                              + (' or use storage = "memmap"' if cfg.storage == "tensor" else ""),
                      path="algo.replay.capacity")

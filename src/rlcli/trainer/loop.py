@@ -67,7 +67,8 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
             checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
         state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device, compiled=cfg.run.compile != "off"),
                            provenance=provenance(cfg.run.seed, **run.origin) if main else {}, lock=lock)
-        state.returns, state.lengths = deque(maxlen=cfg.run.return_window), deque(maxlen=cfg.run.return_window)
+        window = run.source.episodes.return_queue.maxlen
+        state.returns, state.lengths = deque(maxlen=window), deque(maxlen=window)
         if restored is not None:
             continue_from(state, restored)
         if main:
@@ -198,13 +199,17 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     timer = state.timer
     with timer.phase("iteration"):
         with timer.phase("collect"):
-            batch = run.collector.collect(timer)
+            batch = run.source.collect(timer)
         # Kept so that a failed run saves the last weights that gave finite losses.
         snapshot.take()
         with timer.phase("update"):
-            terms = _gather_across_ranks(state, run.algo.learn(batch, timer))
-        _check_finite(run, state, terms, snapshot)
-        evaluated = _evaluate_if_due(run, state)
+            terms = run.algo.learn(batch, timer)
+        finite = _finite(run, terms)
+        # Before the ranks gather: an offline run's episodes are its evaluation's, counted this iteration.
+        evaluated = finite and _evaluate_if_due(run, state)
+        with timer.phase("update"):
+            terms = _gather_across_ranks(state, terms)
+        _check_finite(run, state, terms, snapshot, weights=finite)
         with timer.phase("log"):
             # Rows are written one iteration late, so each holds its own log time.
             if pending is not None:
@@ -217,15 +222,21 @@ def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row
     return None
 
 
-def _check_finite(run: Run, state: TrainState, terms: dict[str, float], snapshot: WeightsSnapshot) -> None:
-    """Raise a TrainingError, with the weights of before the update back, when a loss term or a
-    weight is not finite."""
+def _finite(run: Run, terms: dict[str, float]) -> bool:
+    """Whether this rank's loss terms and weights are all finite (a finite loss can still leave
+    non-finite weights: an inf gradient through clipping)."""
+    return all(math.isfinite(value) for value in terms.values()) and weights_finite(run.algo.agent)
+
+
+def _check_finite(run: Run, state: TrainState, terms: dict[str, float], snapshot: WeightsSnapshot, *,
+                  weights: bool) -> None:
+    """Raise a TrainingError, with the weights of before the update back, when a term averaged over
+    the ranks is not finite, or when this rank's terms or weights were not (``weights`` False)."""
     for name, value in terms.items():
         if not math.isfinite(value):
             snapshot.restore()
             raise TrainingError(state.iteration + 1, name, value)
-    # A finite loss can still leave non-finite weights (an inf gradient through clipping).
-    if not weights_finite(run.algo.agent):
+    if not weights:
         snapshot.restore()
         raise TrainingError(state.iteration + 1, "a network weight", math.nan)
 
@@ -233,9 +244,9 @@ def _check_finite(run: Run, state: TrainState, terms: dict[str, float], snapshot
 def _evaluate_if_due(run: Run, state: TrainState) -> bool:
     """Evaluate the policy when ``eval.every_frames`` has come round, and after the last iteration;
     returns whether it did."""
-    frames = run.collector.frames
+    frames, every = run.source.frames, run.cfg.eval.every_frames
     evaluated = run.evaluator is not None and (
-        _crossed(frames, state.eval_frames, run.cfg.eval.every_frames) or state.iteration + 1 == run.iterations)
+        (every > 0 and _crossed(frames, state.eval_frames, every)) or state.iteration + 1 == run.iterations)
     if evaluated:
         with state.timer.phase("eval"):
             # Seeded by the frame count: the same evaluation after a resume as without one.
@@ -248,7 +259,7 @@ def _count_iteration(run: Run, state: TrainState) -> None:
     """Advance the counters after an iteration, and mark the run solved once the rolling return
     reaches ``run.stop_at_return``."""
     state.iteration += 1
-    state.frames = run.collector.frames
+    state.frames = run.source.frames
     state.wall_time = time.perf_counter() - state.started
     returns = state.returns
     state.last_return = float(np.mean(returns)) if returns else math.nan
@@ -267,7 +278,7 @@ def _gather_across_ranks(state: TrainState, terms: dict[str, float]) -> dict[str
     every rank stops together), and adds the episodes every rank finished this iteration to the
     run's windows, in rank order.
     """
-    envs = state.run.envs
+    envs = state.run.source.episodes
     finished = int(envs.episode_count) - state.seen_episodes
     state.seen_episodes = int(envs.episode_count)
     # The newest `finished` entries of this rank's own window (all of it when more finished).

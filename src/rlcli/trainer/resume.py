@@ -42,7 +42,8 @@ def restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
     if problems:
         raise InputError(what, "a resumed run keeps its config, but this one changes "
                                + "; ".join(problems)
-                               + "; only collector.total_frames, logger.* and timing.* may change on resume")
+                               + "; only collector.total_frames (data.total_steps offline), logger.* and timing.* may "
+                               "change on resume")
     lock = checkpoint.lock_folder(run_dir) if run.group.is_main else None
     try:
         return lock, _load_latest(run, run_dir, what)
@@ -82,15 +83,15 @@ def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
         raise InputError(what, f"it was saved by {len(ranks)} rank(s) and is resumed by {run.group.world_size}; "
                                f"resume it with --nproc {len(ranks)} (each rank continues its own envs and buffer)")
     if payload["iteration"] >= run.iterations:
-        raise InputError(what, f"its checkpoint is at {payload['frames']:,} frames, which reach "
-                               f"collector.total_frames ({run.cfg.collector.total_frames:,}); raise it to train "
-                               "on: --set collector.total_frames=N")
+        budget = "data.total_steps" if run.cfg.offline else "collector.total_frames"
+        raise InputError(what, f"its checkpoint is at {payload['frames']:,} {run.source.unit}, which reach "
+                               f"{budget} ({run.planned_frames:,}); raise it to train on: --set {budget}=N")
     run.folder.use(run_dir)
     mine = ranks[run.group.rank]
     checkpoint.restore_agent(run.algo.agent, payload["agent"], what=ckpt)
     try:
         run.algo.load_state_dict(mine["algo_state"])
-        payload["exact_envs"] = run.collector.load_state_dict(mine["collector"])
+        payload["exact_envs"] = run.source.load_state_dict(mine["collector"])
     except (EnvStateError, KeyError, ValueError, RuntimeError, TypeError) as exc:
         raise CheckpointError(ckpt, f"its training state does not fit this run: {type(exc).__name__}: "
                                     f"{(str(exc).splitlines() or [''])[0][:200]}") from None

@@ -21,7 +21,7 @@ def save_checkpoint(state: TrainState) -> None:
     # What differs between ranks (envs, buffers, generators) comes from each; rank 0 writes it all.
     ranks = run.group.gather_to_main(checkpoint.to_cpu({
         "algo_state": run.algo.state_dict(replay=run.cfg.checkpoint.replay),
-        "collector": run.collector.state_dict(),
+        "collector": run.source.state_dict(),
         "rng": checkpoint.rng_state(),
         "seen_episodes": state.seen_episodes,
     }))
@@ -48,8 +48,8 @@ def save_checkpoint(state: TrainState) -> None:
 
 
 def spaces(run: Run) -> dict[str, str]:
-    return {"observation": describe_space(run.envs.single_observation_space),
-            "action": describe_space(run.envs.single_action_space)}
+    return {"observation": describe_space(run.source.observation_space),
+            "action": describe_space(run.source.action_space)}
 
 
 def header(state: TrainState) -> dict:

@@ -1,0 +1,157 @@
+"""Behaviour cloning: the policy regresses the dataset's actions (the baseline of every offline table).
+
+Box actions take a deterministic, tanh-bounded actor trained by mean squared error (CORL's BC) or a
+Gaussian with a tanh-bounded mean trained by negative log-likelihood; Discrete actions a categorical
+policy trained by cross-entropy.
+"""
+
+from __future__ import annotations
+
+import torch
+from gymnasium import spaces as gspaces
+from tensordict import TensorDict
+from torch import nn
+
+from rlcli import keys
+from rlcli.build_context import BuildContext
+from rlcli.config.algos import BCConfig
+from rlcli.models.actors import BoundedGaussianActor, DeterministicActor
+from rlcli.models.heads import CategoricalHead
+from rlcli.models.mlp import mlp
+from rlcli.normalization import ObservationNormalizer
+from rlcli.replay import ReplayLearner, offline_replay
+from rlcli.timing import Timer
+
+
+class DeterministicPolicy(nn.Module):
+    """A tanh-bounded deterministic actor; its loss is the squared error to the action."""
+
+    def __init__(self, actor: DeterministicActor):
+        super().__init__()
+        self.actor = actor
+
+    def loss(self, inputs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """[B] mean squared error over the action's dimensions."""
+        return (self.actor(inputs) - action).square().mean(-1)
+
+    def act(self, inputs: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        return self.actor(inputs)
+
+
+class GaussianPolicy(nn.Module):
+    """A :class:`BoundedGaussianActor`; its loss is the negative log-likelihood of the action."""
+
+    def __init__(self, actor: BoundedGaussianActor):
+        super().__init__()
+        self.actor = actor
+
+    def loss(self, inputs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return -self.actor.log_prob(inputs, action)
+
+    def act(self, inputs: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        return self.actor.act(inputs, deterministic=deterministic, generator=generator)
+
+
+class CategoricalPolicy(nn.Module):
+    """Logits over ``Discrete`` actions; its loss is the cross-entropy of the action."""
+
+    def __init__(self, logits: nn.Module):
+        super().__init__()
+        self.head = CategoricalHead(logits)
+
+    def loss(self, inputs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        dist = self.head(inputs)
+        return -self.head.log_prob(dist, action)
+
+    def act(self, inputs: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+        dist = self.head(inputs)
+        return self.head.mode(dist) if deterministic else self.head.sample(dist, generator)
+
+
+class BCAgent(nn.Module):
+    """A policy over one observation normalizer (its statistics: the dataset's)."""
+
+    def __init__(self, obs_norm: ObservationNormalizer, policy: nn.Module):
+        super().__init__()
+        self.obs_norm = obs_norm
+        self.policy = policy
+
+    @torch.no_grad()
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
+                ) -> torch.Tensor:
+        """Evaluation actions for raw ``observation``: the policy's mode, or a sample."""
+        return self.policy.act(self.obs_norm(observation), deterministic=deterministic, generator=generator)
+
+
+def bc_loss(agent: BCAgent, batch: TensorDict) -> dict[str, torch.Tensor]:
+    """The policy's loss on the batch's actions. Reads ``input`` and ``action``; returns ``loss/actor``."""
+    return {"loss/actor": agent.policy.loss(batch[keys.INPUT], batch[keys.ACTION]).mean()}
+
+
+class BC:
+    """One policy step per gradient step, on a minibatch of the dataset."""
+
+    def __init__(self, cfg: BCConfig, ctx: BuildContext, *, agent: BCAgent):
+        self.cfg = cfg
+        self.agent = agent
+        self.replay = offline_replay(ctx, agent.obs_norm, gamma=None)
+        self.ingest_and_sample = self.replay.ingest_and_sample
+        self.step = ctx.gradient_step(agent.policy.parameters())
+        self.learner = ReplayLearner(self.replay, {"actor_step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed)
+
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """``action`` for raw ``observation`` [N, ...]: a sample of the policy."""
+        action = self.agent.actions(observation, deterministic=False, generator=generator)
+        return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        terms = bc_loss(self.agent, batch)
+        terms["loss/total"] = terms["loss/actor"]
+        return terms
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """The iteration's gradient steps; returns their mean loss."""
+        stats = self.learner.learn(batch, timer, self.update)
+        stats["loss/total"] = stats["loss/actor"]
+        return stats
+
+    def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
+        with timer.phase("update.forward"):
+            terms = bc_loss(self.agent, sample)
+        self.step(terms["loss/actor"], timer)
+        return {name: value.detach() for name, value in terms.items()}
+
+    def state_dict(self, *, replay: bool = True) -> dict:
+        return self.learner.state_dict(replay=replay)
+
+    def load_state_dict(self, state: dict) -> None:
+        self.learner.load_state_dict(state)
+
+
+CONFIG = BCConfig
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box, gspaces.Discrete)}
+PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer")
+METRICS = ("loss/actor", "loss/total", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+
+
+def build_agent(cfg: BCConfig, ctx: BuildContext) -> BCAgent:
+    """The policy (``network.policy_sizes``) for ``ctx``'s action space and the observation statistics."""
+    network = ctx.network
+    encoder = ctx.encoder()
+    orthogonal = network.init == "orthogonal"
+    space = ctx.action_space
+    if isinstance(space, gspaces.Discrete):
+        logits = nn.Sequential(encoder, mlp(encoder.out_features, network.policy_sizes, int(space.n),
+                                            activation=network.activation, orthogonal=orthogonal, out_gain=0.01))
+        policy: nn.Module = CategoricalPolicy(logits)
+    else:
+        net = mlp(encoder.out_features, network.policy_sizes, ctx.act_dim, activation=network.activation,
+                  orthogonal=orthogonal, out_gain=0.01)
+        policy = (DeterministicPolicy(DeterministicActor(encoder, net, space)) if cfg.policy == "deterministic"
+                  else GaussianPolicy(BoundedGaussianActor(encoder, net, space, log_std_init=network.log_std_init)))
+    return BCAgent(ctx.observation_normalizer(), policy).to(ctx.device)
+
+
+def build(cfg: BCConfig, ctx: BuildContext) -> BC:
+    """BC for ``ctx``'s spaces and dataset: the agent of :func:`build_agent`, its optimizer and the dataset."""
+    return BC(cfg, ctx, agent=build_agent(cfg, ctx))

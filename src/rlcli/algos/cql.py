@@ -1,0 +1,208 @@
+"""Conservative Q-Learning, the CQL(H) variant on SAC (Kumar et al., 2020): offline.
+
+Each critic's soft Bellman loss gets a conservative term: the temperature-scaled logsumexp of Q over
+actions sampled uniformly and from the current policy at ``s`` and at ``s'`` (each importance-corrected
+by its density), minus Q at the dataset's action. Its weight is fixed (``conservative_weight``) or, with
+``lagrange``, tuned so that the gap stays at ``target_action_gap``. Every critic of the batched
+ensemble is evaluated on all ``3 * num_random_actions`` actions of a batch in one forward pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from gymnasium import spaces as gspaces
+from tensordict import TensorDict
+from torch import nn
+
+from rlcli import keys
+from rlcli.algos.sac import SACAgent, sac_actor_loss
+from rlcli.algos.sac import build_agent as sac_agent
+from rlcli.advantages import bootstrapped_target
+from rlcli.build_context import BuildContext
+from rlcli.config.algos import CQLConfig
+from rlcli.models.critics import critic_regression
+from rlcli.replay import REPLAY_PHASES, ReplayLearner, build_replay, transition_spec
+from rlcli.target_networks import TargetSchedule
+from rlcli.timing import Timer
+
+
+class CQLAgent(nn.Module):
+    """SAC's networks (actor, critic ensemble, its target, log-temperature, observation statistics) and
+    the log of the conservative weight (tuned with ``lagrange`` only)."""
+
+    def __init__(self, sac: SACAgent, conservative_weight: float):
+        super().__init__()
+        self.obs_norm, self.actor, self.critic = sac.obs_norm, sac.actor, sac.critic
+        self.critic_target, self.log_alpha = sac.critic_target, sac.log_alpha
+        self.log_weight = nn.Parameter(torch.tensor(math.log(conservative_weight) if conservative_weight > 0
+                                                    else 0.0))
+
+    @torch.no_grad()
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
+                ) -> torch.Tensor:
+        """Evaluation actions [N, A] in the bounds: the squashed mean, or a squashed sample."""
+        action, _ = self.actor(self.obs_norm(observation), generator, deterministic=deterministic)
+        return action
+
+
+def repeated(tensor: torch.Tensor, times: int) -> torch.Tensor:
+    """``tensor`` [B, ...] with each row repeated ``times`` times in a row: [B * times, ...]."""
+    return tensor.repeat_interleave(times, dim=0)
+
+
+def conservative_gap(agent: CQLAgent, batch: TensorDict, q_data: torch.Tensor, *, samples: int,
+                     temperature: float, generator: torch.Generator) -> torch.Tensor:
+    """CQL(H)'s gap per critic ([E]): ``mean_b temperature * logsumexp_j (Q(s, a_j) / temperature - log
+    density(a_j)) - mean_b Q(s, a)``, over ``samples`` uniform actions and ``samples`` policy actions at
+    ``s`` and at ``s'`` each (Kumar et al., 2020, appendix F, the importance-sampled estimate).
+
+    Reads ``input`` and ``next_input``; ``q_data`` [E, B] is Q at the dataset's actions. The policy's
+    samples carry no gradient into the actor.
+    """
+    inputs, next_inputs = batch[keys.INPUT], batch[keys.NEXT_INPUT]
+    size = inputs.shape[0]
+    rescale = agent.actor.rescale
+    act_dim = rescale.half_range.numel()
+    with torch.no_grad():
+        both = repeated(torch.cat([inputs, next_inputs]), samples)
+        policy_action, policy_log_prob = agent.actor(both, generator)
+        unit = torch.rand(size * samples, act_dim, generator=generator, device=inputs.device) * 2 - 1
+    # The uniform density over (-1, 1)^A, where the squashed Gaussian's log-probabilities live too.
+    uniform_log_prob = torch.full((size * samples,), -act_dim * math.log(2.0), device=inputs.device)
+    states = repeated(inputs, samples)
+    actions = torch.cat([rescale(unit), policy_action])
+    log_density = torch.cat([uniform_log_prob, policy_log_prob])
+    q = agent.critic(torch.cat([states, states, states]), actions)  # [E, 3 * B * samples]
+    # [E, 3, B, samples] -> [E, B, 3 * samples]: each state's sampled actions side by side.
+    q = q.view(q.shape[0], 3, size, samples).permute(0, 2, 1, 3).reshape(q.shape[0], size, 3 * samples)
+    density = log_density.view(3, size, samples).permute(1, 0, 2).reshape(size, 3 * samples)
+    soft_max = temperature * torch.logsumexp(q / temperature - density, dim=-1)
+    return soft_max.mean(-1) - q_data.mean(-1)
+
+
+def cql_critic_loss(agent: CQLAgent, batch: TensorDict, *, gamma: float, alpha: torch.Tensor, cfg: CQLConfig,
+                    generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """The soft Bellman loss of every critic plus the conservative term, and with ``lagrange`` the
+    weight's loss. Reads what :func:`rlcli.algos.sac.sac_critic_loss` reads. Returns ``loss/critic``
+    (both terms), ``loss/conservative``, ``stats/gap``, ``stats/q_mean``, ``stats/td_abs`` and, with
+    ``lagrange``, ``loss/weight``."""
+    with torch.no_grad():
+        next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], generator)
+        q_next = agent.critic_target(batch[keys.NEXT_INPUT], next_action).min(0).values
+        if cfg.backup_entropy:
+            q_next = q_next - alpha * next_log_prob
+        target = bootstrapped_target(batch, q_next, gamma=gamma)
+    q_data = agent.critic(batch[keys.INPUT], batch[keys.ACTION])
+    terms = critic_regression(q_data, target, batch)
+    terms.pop("td_error")
+    gap = conservative_gap(agent, batch, q_data, samples=cfg.num_random_actions, temperature=cfg.temperature,
+                           generator=generator)
+    if cfg.lagrange:
+        weight = agent.log_weight.exp().clamp(0.0, 1e6)
+        conservative = (weight.detach() * cfg.conservative_weight * (gap - cfg.target_action_gap)).sum()
+        terms["loss/weight"] = -(weight * cfg.conservative_weight * (gap.detach() - cfg.target_action_gap)).sum()
+    else:
+        conservative = cfg.conservative_weight * gap.sum()
+    terms["loss/critic"] = terms["loss/critic"] + conservative
+    terms["loss/conservative"] = conservative.detach()
+    terms["stats/gap"] = gap.detach().mean()
+    return terms
+
+
+class CQL:
+    """Each gradient step: the critic step (Bellman and conservative terms), the conservative weight's
+    step with ``lagrange``, the actor and temperature step, and a Polyak update of the target critics."""
+
+    def __init__(self, cfg: CQLConfig, ctx: BuildContext, *, agent: CQLAgent):
+        self.cfg = cfg
+        self.agent = agent
+        spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=1)
+        self.replay = build_replay(cfg, ctx, spec, agent.obs_norm)
+        self.ingest_and_sample = self.replay.ingest_and_sample
+        self.critic_step = ctx.gradient_step(agent.critic.parameters())
+        tuned = [agent.log_alpha] if cfg.autotune_alpha else []
+        self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned], lr=cfg.actor_lr)
+        steps = {"critic_step": self.critic_step, "actor_step": self.actor_step}
+        if cfg.lagrange:
+            self.weight_step = ctx.gradient_step([agent.log_weight])
+            steps["weight_step"] = self.weight_step
+        self.learner = ReplayLearner(self.replay, steps, batch_size=cfg.batch_size, seed=ctx.seed)
+        self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
+        self.target_entropy = -float(ctx.act_dim)
+        self.noise_generator = torch.Generator(device=ctx.device)
+        self.noise_generator.manual_seed(ctx.seed + 1)
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        return self.agent.log_alpha.detach().exp()
+
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """``action`` for raw ``observation`` [N, ...]: a sample of the squashed Gaussian."""
+        action = self.agent.actions(observation, deterministic=False, generator=generator)
+        return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
+
+    def _actor_terms(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        action, log_prob = self.agent.actor(batch[keys.INPUT], self.noise_generator)
+        return sac_actor_loss(self.agent, batch, action, log_prob, alpha=self.alpha, actor_q="min",
+                              target_entropy=self.target_entropy)
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """Critic, actor and temperature losses of one minibatch; ``loss/total`` is their sum."""
+        terms = cql_critic_loss(self.agent, batch, gamma=self.cfg.gamma, alpha=self.alpha, cfg=self.cfg,
+                                generator=self.noise_generator) | self._actor_terms(batch)
+        terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"] + terms["loss/alpha"]
+        return terms
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """The iteration's gradient steps; returns each term's mean over them."""
+        stats = self.learner.learn(batch, timer, self.update)
+        stats["loss/total"] = stats["loss/critic"] + stats["loss/actor"] + stats["loss/alpha"]
+        stats["stats/alpha"] = float(self.alpha)
+        stats["stats/conservative_weight"] = (float(self.agent.log_weight.exp()) * self.cfg.conservative_weight
+                                              if self.cfg.lagrange else self.cfg.conservative_weight)
+        return stats
+
+    def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        with timer.phase("update.forward"):
+            terms = cql_critic_loss(self.agent, sample, gamma=cfg.gamma, alpha=self.alpha, cfg=cfg,
+                                    generator=self.noise_generator)
+        self.critic_step(terms["loss/critic"], timer)
+        if cfg.lagrange:
+            self.weight_step(terms["loss/weight"], timer)
+        with timer.phase("update.forward"):
+            terms |= self._actor_terms(sample)
+        self.actor_step(terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"],
+                        timer)
+        with timer.phase("update.target"):
+            self.target.step()
+        return {name: value.detach() for name, value in terms.items()}
+
+    def state_dict(self, *, replay: bool = True) -> dict:
+        return self.learner.state_dict(replay=replay) | {
+            "target": self.target.state_dict(), "noise_generator": self.noise_generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.learner.load_state_dict(state)
+        self.target.load_state_dict(state["target"])
+        self.noise_generator.set_state(state["noise_generator"])
+
+
+CONFIG = CQLConfig
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
+PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
+METRICS = ("loss/critic", "loss/conservative", "loss/weight", "loss/actor", "loss/alpha", "loss/total",
+           "stats/q_mean", "stats/gap", "stats/entropy", "stats/alpha", "stats/conservative_weight", "stats/td_abs",
+           "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+
+
+def build_agent(cfg: CQLConfig, ctx: BuildContext) -> CQLAgent:
+    """SAC's agent (:func:`rlcli.algos.sac.build_agent`) and the conservative weight, on the device."""
+    return CQLAgent(sac_agent(cfg, ctx), cfg.conservative_weight).to(ctx.device)
+
+
+def build(cfg: CQLConfig, ctx: BuildContext) -> CQL:
+    """CQL for ``ctx``'s spaces (a Box action space) and dataset: the agent, its optimizers and the dataset."""
+    return CQL(cfg, ctx, agent=build_agent(cfg, ctx))

@@ -1,0 +1,182 @@
+"""Implicit Q-Learning (Kostrikov et al., 2021): offline, never querying an action outside the dataset.
+
+A state value V is fitted by expectile regression to the target critics' minimum at the dataset's
+actions; the critics regress ``r + gamma * V(s')``; the policy regresses the dataset's actions,
+weighted by ``exp(beta * (Q - V))`` clipped at ``max_weight`` (advantage-weighted regression).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from gymnasium import spaces as gspaces
+from tensordict import TensorDict
+from torch import nn
+
+from rlcli import keys
+from rlcli.advantages import bootstrapped_target
+from rlcli.build_context import BuildContext
+from rlcli.config.algos import IQLConfig
+from rlcli.models.actors import BoundedGaussianActor
+from rlcli.models.critics import QEnsemble, ValueCritic, critic_regression
+from rlcli.models.mlp import mlp
+from rlcli.normalization import ObservationNormalizer
+from rlcli.replay import REPLAY_PHASES, ReplayLearner, build_replay, transition_spec
+from rlcli.target_networks import TargetSchedule
+from rlcli.timing import Timer
+
+
+class IQLAgent(nn.Module):
+    """Policy, value, critic ensemble and its target over one observation normalizer."""
+
+    def __init__(self, obs_norm: ObservationNormalizer, actor: BoundedGaussianActor, value: ValueCritic,
+                 critic: QEnsemble):
+        super().__init__()
+        self.obs_norm = obs_norm
+        self.actor = actor
+        self.value = value
+        self.critic = critic
+        self.critic_target = copy.deepcopy(critic).requires_grad_(False)
+
+    @torch.no_grad()
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
+                ) -> torch.Tensor:
+        """Evaluation actions [N, A] for raw ``observation``: the policy's mean, or a sample (the caller clips)."""
+        return self.actor.act(self.obs_norm(observation), deterministic=deterministic, generator=generator)
+
+
+def expectile_loss(difference: torch.Tensor, expectile: float) -> torch.Tensor:
+    """``mean |expectile - 1(u < 0)| * u^2`` over ``difference`` u = Q - V ([B]): the asymmetric squared
+    loss whose minimiser is the ``expectile`` of Q (Kostrikov et al., 2021, eq. 5)."""
+    weight = torch.where(difference < 0, 1.0 - expectile, expectile)
+    return (weight * difference.square()).mean()
+
+
+def iql_value_loss(agent: IQLAgent, batch: TensorDict, *, expectile: float) -> dict[str, torch.Tensor]:
+    """Expectile regression of V(s) to the target critics' minimum at the dataset's action.
+
+    Reads ``input`` and ``action``. Returns ``loss/value``, ``stats/v_mean`` and ``advantage``
+    ([B], detached: ``min Q'(s, a) - V(s)``, which the actor's weights read).
+    """
+    with torch.no_grad():
+        q = agent.critic_target(batch[keys.INPUT], batch[keys.ACTION]).min(0).values
+    v = agent.value(batch[keys.INPUT])
+    difference = q - v
+    return {"loss/value": expectile_loss(difference, expectile), "stats/v_mean": v.detach().mean(),
+            "advantage": difference.detach()}
+
+
+def iql_critic_loss(agent: IQLAgent, batch: TensorDict, *, gamma: float) -> dict[str, torch.Tensor]:
+    """Every critic regresses ``r + gamma * (1 - terminated) * V(s')``. Reads ``input``, ``action``,
+    ``reward``, ``next_input`` and ``terminated``; returns ``loss/critic``, ``stats/q_mean`` and
+    ``stats/td_abs``."""
+    with torch.no_grad():
+        target = bootstrapped_target(batch, agent.value(batch[keys.NEXT_INPUT]), gamma=gamma)
+    terms = critic_regression(agent.critic(batch[keys.INPUT], batch[keys.ACTION]), target, batch)
+    terms.pop("td_error")
+    return terms
+
+
+def iql_actor_loss(agent: IQLAgent, batch: TensorDict, advantage: torch.Tensor, *, beta: float,
+                   max_weight: float) -> dict[str, torch.Tensor]:
+    """Advantage-weighted regression: ``-mean min(exp(beta * A), max_weight) * log pi(a|s)``.
+
+    Reads ``input`` and ``action``; ``advantage`` [B] is detached. Returns ``loss/actor`` and
+    ``stats/weight_mean``.
+    """
+    weight = torch.exp(beta * advantage).clamp(max=max_weight)
+    log_prob = agent.actor.log_prob(batch[keys.INPUT], batch[keys.ACTION])
+    return {"loss/actor": -(weight * log_prob).mean(), "stats/weight_mean": weight.mean()}
+
+
+class IQL:
+    """Each gradient step: the value step, the critic step (on V as just updated), the actor step
+    (on the advantages the value step saw) and a Polyak update of the target critics."""
+
+    def __init__(self, cfg: IQLConfig, ctx: BuildContext, *, agent: IQLAgent):
+        self.cfg = cfg
+        self.agent = agent
+        spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=1)
+        self.replay = build_replay(cfg, ctx, spec, agent.obs_norm)
+        self.ingest_and_sample = self.replay.ingest_and_sample
+        self.value_step = ctx.gradient_step(agent.value.parameters())
+        self.critic_step = ctx.gradient_step(agent.critic.parameters())
+        self.actor_step = ctx.gradient_step(agent.actor.parameters())
+        self.learner = ReplayLearner(self.replay, {"value_step": self.value_step, "critic_step": self.critic_step,
+                                                   "actor_step": self.actor_step},
+                                     batch_size=cfg.batch_size, seed=ctx.seed)
+        self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
+
+    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+        """``action`` for raw ``observation`` [N, ...]: a sample of the policy."""
+        action = self.agent.actions(observation, deterministic=False, generator=generator)
+        return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """Value, critic and actor losses of one minibatch; ``loss/total`` is their sum."""
+        cfg = self.cfg
+        terms = iql_value_loss(self.agent, batch, expectile=cfg.expectile)
+        advantage = terms.pop("advantage")
+        terms |= iql_critic_loss(self.agent, batch, gamma=cfg.gamma)
+        terms |= iql_actor_loss(self.agent, batch, advantage, beta=cfg.beta, max_weight=cfg.max_weight)
+        terms["loss/total"] = terms["loss/value"] + terms["loss/critic"] + terms["loss/actor"]
+        return terms
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """The iteration's gradient steps; returns each term's mean over them."""
+        stats = self.learner.learn(batch, timer, self.update)
+        stats["loss/total"] = stats["loss/value"] + stats["loss/critic"] + stats["loss/actor"]
+        return stats
+
+    def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        with timer.phase("update.forward"):
+            terms = iql_value_loss(self.agent, sample, expectile=cfg.expectile)
+        advantage = terms.pop("advantage")
+        self.value_step(terms["loss/value"], timer)
+        with timer.phase("update.forward"):
+            terms |= iql_critic_loss(self.agent, sample, gamma=cfg.gamma)
+        self.critic_step(terms["loss/critic"], timer)
+        with timer.phase("update.forward"):
+            terms |= iql_actor_loss(self.agent, sample, advantage, beta=cfg.beta, max_weight=cfg.max_weight)
+        self.actor_step(terms["loss/actor"], timer)
+        with timer.phase("update.target"):
+            self.target.step()
+        return {name: value.detach() for name, value in terms.items()}
+
+    def state_dict(self, *, replay: bool = True) -> dict:
+        return self.learner.state_dict(replay=replay) | {"target": self.target.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.learner.load_state_dict(state)
+        self.target.load_state_dict(state["target"])
+
+
+CONFIG = IQLConfig
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
+PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
+METRICS = ("loss/value", "loss/critic", "loss/actor", "loss/total", "stats/q_mean", "stats/v_mean",
+           "stats/weight_mean", "stats/td_abs", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+
+
+def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:
+    """The Gaussian policy (``network.policy_sizes``), the value and ``num_critics`` critics
+    (``value_sizes`` each), the target critics and the observation statistics, on the device."""
+    network = ctx.network
+    orthogonal = network.init == "orthogonal"
+    encoder = ctx.encoder()
+    actor = BoundedGaussianActor(
+        encoder, mlp(encoder.out_features, network.policy_sizes, ctx.act_dim, activation=network.activation,
+                     orthogonal=orthogonal, out_gain=0.01),
+        ctx.action_space, log_std_init=network.log_std_init)
+    value_encoder = ctx.encoder()
+    value = ValueCritic(nn.Sequential(value_encoder, mlp(value_encoder.out_features, network.value_sizes, 1,
+                                                         activation=network.activation, orthogonal=orthogonal, out_gain=1.0)))
+    critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
+    return IQLAgent(ctx.observation_normalizer(), actor, value, critic).to(ctx.device)
+
+
+def build(cfg: IQLConfig, ctx: BuildContext) -> IQL:
+    """IQL for ``ctx``'s spaces (a Box action space) and dataset: the agent, its three optimizers and the dataset."""
+    return IQL(cfg, ctx, agent=build_agent(cfg, ctx))

@@ -1,0 +1,104 @@
+"""The bench's offline cases: the shipped offline presets on their datasets (or a stand-in of random
+actions where a dataset is not here), and IQL's and CQL's gradient steps beside their bare-torch floors."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from rlcli.bench.floors import BareCQL, BareIQL
+from rlcli.bench.measure import Case, Ratio
+from rlcli.config.load import load_config
+from rlcli.config.presets import available_presets
+from rlcli.run import build_run
+from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    from rlcli.bench.suites import BenchOptions
+    from rlcli.config.schema import RunConfig
+
+
+def offline_configs(opts: BenchOptions, *, steps_per_iteration: int = 64) -> dict[str, RunConfig]:
+    """Every shipped offline preset, on the bench device, ``steps_per_iteration`` gradient steps an
+    iteration, reading its dataset, or where that is not here (benchmarks/make_datasets.py makes them)
+    a stand-in of 10k random steps on its env: the cost of a gradient step does not depend on the data.
+    Empty when minari is not installed."""
+    try:
+        import minari  # noqa: F401
+    except ImportError:
+        return {}
+    from rlcli.config.errors import InputError
+    from rlcli.datasets import resolve
+    from rlcli.recording import record_random
+
+    configs = {}
+    for name in available_presets():
+        cfg = load_config(name, [f'run.device="{opts.device}"', "timing.enabled=false",
+                                 f"data.steps_per_iteration={steps_per_iteration}"]) if load_config(name).offline else None
+        if cfg is None:
+            continue
+        try:
+            resolve(cfg.data.dataset)
+            dataset = cfg.data.dataset
+        except InputError:
+            dataset = _stand_in_dataset(cfg.env, record_random)
+        configs[name] = cfg.model_copy(update={"data": cfg.data.model_copy(update={"dataset": dataset})})
+    return configs
+
+
+_STAND_INS: dict[str, str] = {}
+
+
+def _stand_in_dataset(env_cfg, record_random) -> str:
+    """The path of a dataset of random actions on ``env_cfg``'s env, written once per process."""
+    if env_cfg.id not in _STAND_INS:
+        folder = Path(tempfile.mkdtemp(prefix="rlcli-bench-data-"))
+        recorded = record_random(env_cfg, steps=10_000, out=str(folder / "random-v0"))
+        _STAND_INS[env_cfg.id] = str(recorded.path)
+    return _STAND_INS[env_cfg.id]
+
+
+def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
+    """IQL's and CQL's whole gradient step (their presets: batch 256, 256x256 networks) beside the same
+    maths in bare torch (:class:`BareIQL`, :class:`BareCQL`), on a minibatch of the preset's dataset."""
+    cases: list[Case] = []
+    ratios: list[Ratio] = []
+    floors = {"iql": lambda algo, a: BareIQL(algo, gamma=a.gamma, tau=a.tau, expectile=a.expectile, beta=a.beta,
+                                             max_weight=a.max_weight),
+              "cql": lambda algo, a: BareCQL(algo, gamma=a.gamma, tau=a.tau, weight=a.conservative_weight,
+                                             samples=a.num_random_actions)}
+    chosen = {}
+    for cfg in offline_configs(opts).values():
+        if cfg.algo.name in floors:
+            chosen.setdefault(cfg.algo.name, cfg)
+    for name, cfg in chosen.items():
+        run = build_run(cfg)
+        run.close()
+        algo, timer = run.algo, Timer(run.device)
+        sample = algo.replay.sample(cfg.algo.batch_size, torch.Generator(device=run.device).manual_seed(0))
+        params = {"batch": cfg.algo.batch_size, "hidden": "x".join(map(str, cfg.network.hidden_sizes))}
+        cases.append(Case("offpolicy", f"{name}.update", params, "calls/s", 1,
+                          lambda algo=algo, sample=sample, timer=timer: algo.update(sample, timer)))
+        bare = floors[name](algo, cfg.algo)
+        cases.append(Case("offpolicy", f"{name}.bare_torch_update", params, "calls/s", 1,
+                          lambda bare=bare, sample=sample: bare.step(sample)))
+        ratios.append(Ratio("offpolicy", f"{name}.update.slowdown_vs_bare_torch", params, "slowdown",
+                            cases[-1].key, cases[-2].key))
+    return cases, ratios
+
+
+def offline_iterations(opts: BenchOptions) -> list[Case]:
+    """An iteration of each offline preset (its gradient steps on its dataset), as gradient steps/s."""
+    cases = []
+    for name, cfg in offline_configs(opts).items():
+        run = build_run(cfg)
+        run.close()
+        algo, timer = run.algo, Timer(run.device)
+        batch = run.source.collect(timer)
+        steps = cfg.data.steps_per_iteration
+        cases.append(Case("update", name, {"steps_per_iteration": steps}, "gradient steps/s", steps,
+                          lambda algo=algo, batch=batch, timer=timer: algo.learn(batch, timer)))
+    return cases

@@ -1,0 +1,91 @@
+"""What the algorithms' config models share: the ``[algo.replay]`` table, fields defined once (each
+default stays at its use), and the cross-section checks and data-parallel split of the replay-based ones."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from rlcli.config.model import SECTION
+
+
+class ReplayConfig(BaseModel):
+    # Defaults follow Stable-Baselines3's (1M transitions) and Schaul et al. (2016) for the
+    # proportional variant (alpha 0.6, beta 0.4 annealed to 1).
+    model_config = SECTION
+
+    capacity: int = Field(1_000_000, ge=1, le=2**31 - 1, description="Transitions kept; the oldest are overwritten.")
+    storage: Literal["tensor", "memmap"] = Field(
+        "tensor",
+        description='"tensor": preallocated in memory; "memmap": memory-mapped files on disk, '
+        "for buffers larger than RAM.",
+    )
+    device: Literal["cpu", "auto"] = Field(
+        "cpu", description='Where "tensor" storage lives: "cpu", or "auto" for the training device.'
+    )
+    directory: str | None = Field(
+        None, min_length=1, description='Folder of "memmap" files (default: replay/ in the run folder).'
+    )
+    prioritized: bool = Field(False, description="Proportional prioritized replay (Schaul et al., 2016).")
+    frames: Literal["auto", "off"] = Field(
+        "auto", description='"auto": an Atari frame stack (an ALE/ env, n_step = 1) stores each frame once and '
+        'rebuilds the stacks when sampled (a seventh of the memory); "off": whole observations.'
+    )
+    alpha: float = Field(0.6, ge=0, le=1, description="Priority exponent: 0 samples uniformly.")
+    beta: float = Field(0.4, ge=0, le=1, description="Initial importance-sampling exponent.")
+    beta_frames: int = Field(100_000, ge=1, description="Frames over which beta anneals linearly to 1.")
+    priority_eps: float = Field(1e-6, gt=0, le=1, description="Added to |TD error| so no priority is 0.")
+
+
+# Fields several algorithms share, defined once: the default stays at each use.
+Discount = Annotated[float, Field(ge=0, le=1, description="Discount factor.")]
+NStep = Annotated[int, Field(ge=1, le=100, description="Steps of reward summed before bootstrapping.")]
+BatchSize = Annotated[int, Field(ge=1, le=1_000_000, description="Transitions per gradient step.")]
+LearningStarts = Annotated[
+    int, Field(ge=0, description="Frames of uniformly random actions before the first gradient step.")
+]
+Replay = Annotated[ReplayConfig, Field(default_factory=ReplayConfig, description="The replay buffer.")]
+TargetWeight = Annotated[float, Field(gt=0, le=1, description="Target update weight: 1 copies, below 1 averages.")]
+ExplorationNoise = Annotated[
+    Literal["gaussian", "ou"], Field(description="Exploration noise: gaussian or ou (Ornstein-Uhlenbeck).")
+]
+NoiseScale = Annotated[float, Field(ge=0, le=10, description="Exploration noise std (fraction of the half-range).")]
+OUTheta = Annotated[float, Field(gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")]
+
+
+Split = tuple[dict[str, Any], list[tuple[str, str]]]
+"""What one rank of a data-parallel run changes in an algorithm section, and why it cannot split."""
+
+
+def off_policy_per_rank(cfg, world_size: int) -> Split:
+    """One rank's share of a replay-based algorithm: its part of each gradient step's batch, of the
+    warm-up, of the buffer and of prioritized replay's annealing, with ``world_size`` times the
+    update-to-data ratio per local frame, so that the ranks together take the steps, of the batch
+    size, that one process would."""
+    problems = []
+    if cfg.batch_size % world_size:
+        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must be a multiple of the "
+                                            f"world size ({world_size}): each rank samples its share"))
+    # Each rank's buffer counts its own frames: beta anneals over its share of beta_frames.
+    replay = cfg.replay.model_copy(update={"capacity": -(-cfg.replay.capacity // world_size),
+                                           "beta_frames": -(-cfg.replay.beta_frames // world_size)})
+    return {"batch_size": cfg.batch_size // world_size, "learning_starts": -(-cfg.learning_starts // world_size),
+            "utd_ratio": cfg.utd_ratio * world_size, "replay": replay}, problems
+
+
+def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
+    """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
+    pairs: a warm-up inside the run and a batch that fits in the buffer (``collector`` None: an
+    offline run, whose dataset is the buffer)."""
+    problems = []
+    if collector is None:
+        return problems
+    if cfg.learning_starts > collector.frames:
+        problems.append(("algo.learning_starts",
+                         f"learning_starts ({cfg.learning_starts:,}) is larger than the run's "
+                         f"{collector.frames:,} frames (collector.total_frames): the run would never learn"))
+    if cfg.batch_size > cfg.replay.capacity:
+        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must not exceed "
+                                            f"algo.replay.capacity ({cfg.replay.capacity})"))
+    return problems

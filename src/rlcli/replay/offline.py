@@ -1,0 +1,120 @@
+"""The replay of an offline run: a loaded dataset is the buffer, sampled as an online buffer is, and
+its statistics are computed once over the whole of it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from rlcli import keys
+from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
+from rlcli.replay.storage import sample_batch
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+    from rlcli.datasets import Dataset
+    from rlcli.timing import Timer
+
+
+class DatasetBuffer:
+    """Uniform minibatches of a :class:`~rlcli.datasets.Dataset`'s transitions, on ``storage_device``.
+
+    Holds the dataset's tensors (moved there once) and gathers each sample's observation and next
+    observation from its rows: no observation is stored twice.
+    """
+
+    prioritized = False
+
+    def __init__(self, dataset: Dataset, *, device: torch.device, storage_device: torch.device):
+        self.device, self.storage_device = device, storage_device
+        self.observations = dataset.observations.to(storage_device)
+        self.rows = dataset.rows.to(storage_device)
+        self.actions = dataset.actions.to(storage_device)
+        self.terminated = dataset.terminated.to(storage_device)
+        self.truncated = dataset.truncated.to(storage_device)
+        self.rewards = dataset.rewards.to(storage_device)
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    def sample(self, size: int, generator: torch.Generator) -> TensorDict:
+        """``size`` transitions drawn uniformly with replacement: ``observation``, ``next_observation``,
+        ``action``, ``reward``, ``terminated``, ``truncated`` and ``index``, on the training device."""
+        index = torch.randint(len(self), (size,), generator=generator, device=self.storage_device)
+        row = self.rows[index]
+        return sample_batch({
+            keys.OBSERVATION: self.observations[row], keys.NEXT_OBSERVATION: self.observations[row + 1],
+            keys.ACTION: self.actions[index], keys.REWARD: self.rewards[index],
+            keys.TERMINATED: self.terminated[index], keys.TRUNCATED: self.truncated[index],
+        }, index, None, self.device)
+
+    def state_dict(self, *, storage: bool = True) -> dict:
+        """Nothing: the dataset is read again from its file when a run resumes."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+class OfflineReplay:
+    """What an off-policy algorithm's learner reads of its replay (:class:`~rlcli.replay.Replay`'s
+    interface), for a dataset.
+
+    ``observe`` only counts the gradient steps of the iteration's (empty) batch, and ``due`` pays
+    one step for each. The observation and reward statistics are folded in once, over the whole
+    dataset, when it is built: the normalizer and scaler then stay as they are for the whole run,
+    and are saved with the agent.
+    """
+
+    learning = True
+
+    def __init__(self, dataset: Dataset, obs_norm: ObservationNormalizer, reward_scaler: RewardScaler, *,
+                 device: torch.device, storage_device: torch.device, clip_reward: float | None = None):
+        self.obs_norm, self.reward_scaler = obs_norm, reward_scaler
+        self.clip_reward = clip_reward
+        rewards = clip_rewards(dataset.rewards, clip_reward)
+        obs_norm.observe(dataset.observations)
+        if reward_scaler.enabled:
+            # The scaler's statistic, the std of the discounted return, over every episode at once.
+            padded, mask = dataset.padded(rewards)
+            ended = torch.zeros_like(mask)
+            episodes = RewardScaler(dataset.episodes, gamma=reward_scaler.gamma, enabled=True)
+            episodes.observe(padded, ended, mask)
+            reward_scaler.stats.load_state_dict(episodes.stats.state_dict())
+        self.buffer = DatasetBuffer(dataset, device=device, storage_device=storage_device)
+        if clip_reward is not None:
+            self.buffer.rewards = rewards.to(storage_device)
+        self.frames = 0
+
+    def observe(self, batch: TensorDict) -> None:
+        """Count the iteration's gradient steps (the rows of its empty ``batch``)."""
+        self.frames += batch.batch_size.numel()
+
+    def due(self, frames: int) -> int:
+        """One gradient step per step of progress."""
+        return frames
+
+    def sample(self, size: int, generator: torch.Generator) -> TensorDict:
+        """A minibatch with ``input``, ``next_input`` and ``reward`` normalized by the dataset's statistics."""
+        sample = self.buffer.sample(size, generator)
+        sample[keys.INPUT] = self.obs_norm(sample[keys.OBSERVATION])
+        sample[keys.NEXT_INPUT] = self.obs_norm(sample[keys.NEXT_OBSERVATION])
+        sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
+        return sample
+
+    def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
+        """Count ``batch`` as :meth:`observe` does, then :meth:`sample` ``size`` transitions."""
+        self.observe(batch)
+        return self.sample(size, generator)
+
+    def prioritize(self, sample: TensorDict, td_error: torch.Tensor, timer: Timer) -> None:
+        """Nothing: a dataset is sampled uniformly."""
+
+    def state_dict(self, *, storage: bool = True) -> dict:
+        """The step count; the dataset is not saved (a resumed run reads its file again)."""
+        return {"frames": self.frames}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.frames = state["frames"]
