@@ -1,6 +1,6 @@
 """Make the Pendulum datasets the offline presets read, with rlcli itself (no downloads).
 
-One ``sac_pendulum`` run (seed fixed) trains its whole 20k-frame budget, evaluating 10 episodes and
+One ``sac_pendulum`` run (seed fixed) trains its whole 20k-frame budget (``--frames``), evaluating 10 episodes and
 saving a checkpoint (replay buffer included) every 1,000 frames. From it:
 
 - ``pendulum/expert-v0``: the final policy, played for ``--steps`` steps with Gaussian noise of 0.1
@@ -34,11 +34,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100_000, help="steps of each played dataset")
     parser.add_argument("--overwrite", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--frames", type=int, default=20_000,
+                        help="frames the sac_pendulum run trains (the expert is its last policy)")
     args = parser.parse_args()
     runs = tempfile.mkdtemp(prefix="rlcli-datasets-")
     # Pendulum's best return is 0, so the threshold is never met and the whole budget is trained.
     cfg = load_config("sac_pendulum", [f'run.output_dir="{runs}"', f"run.seed={args.seed}", "timing.enabled=false",
-                                       "run.stop_at_return=0.0", "eval.every_frames=1000", "eval.episodes=10",
+                                       "run.stop_at_return=0.0", f"collector.total_frames={args.frames}",
+                                       "eval.every_frames=1000", "eval.episodes=10",
                                        "checkpoint.every_frames=1000", "checkpoint.keep_last=1000"])
     medium: dict = {}
 

@@ -128,6 +128,7 @@ def test_discrete_actions_for_iql_and_a_dataset_of_another_env_are_refused(tmp_p
     with pytest.raises(ConfigError) as info:
         build_run(validate_data(offline_config(tmp_path, cartpole, env="CartPole-v1")))
     assert "iql does not support" in info.value.render() and "Box" in info.value.render()
+    assert "the algorithms that learn from a dataset with such actions: bc" in info.value.render()
     with pytest.raises(ConfigError) as info:
         build_run(validate_data(offline_config(tmp_path, cartpole, env="Pendulum-v1")))
     assert "was collected on CartPole-v1" in info.value.render() and "env.id" in info.value.render()

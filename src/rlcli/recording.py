@@ -295,6 +295,7 @@ def write_dataset(out: str, episodes: list[Episode], *, env_spec: Any, algorithm
     final = root / dataset_id
     if final.exists() and not overwrite:
         raise InputError(what, f"{final} already exists; choose another id, or pass --overwrite to replace it")
+    check_disk(root, episodes, what=what)
     buffers = [EpisodeBuffer(observations=e["observations"], actions=e["actions"], rewards=e["rewards"],
                              terminations=e["terminations"], truncations=e["truncations"], infos={})
                for e in episodes]
@@ -310,8 +311,10 @@ def write_dataset(out: str, episodes: list[Episode], *, env_spec: Any, algorithm
             minari.create_dataset_from_buffers(dataset_id, buffers, env=env_spec, algorithm_name=algorithm,
                                                description=description)
         _replace(staging / dataset_id, final)
-    except OSError as exc:
-        raise InputError(what, f"cannot write the dataset {final}: {exc.strerror or exc}; nothing was written "
+    # h5py reports a failed write as an OSError or a RuntimeError (a full disk, a file-size limit).
+    except (OSError, RuntimeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200]
+        raise InputError(what, f"cannot write the dataset {final}: {reason}; nothing was written "
                                "(check the free space and permissions of the folder)") from None
     finally:
         if previous is None:
@@ -321,6 +324,25 @@ def write_dataset(out: str, episodes: list[Episode], *, env_spec: Any, algorithm
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return final
+
+
+def check_disk(root: Path, episodes: list[Episode], *, what: str = "--out") -> None:
+    """Raise an InputError, before anything is written, when the disk holding ``root`` has less free space
+    than the episodes' arrays need (with a fifth more for the file's own structure)."""
+    needed = int(1.2 * sum(_nbytes(value) for episode in episodes for value in episode.values())) + 2**20
+    folder = root
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if needed > free:
+        from rlcli.replay.storage import human_bytes
+
+        raise InputError(what, f"the dataset needs about {human_bytes(needed)} but {folder} has only "
+                               f"{human_bytes(free)} free; nothing was written")
+
+
+def _nbytes(value: Any) -> int:
+    return sum(_nbytes(v) for v in value.values()) if isinstance(value, dict) else np.asarray(value).nbytes
 
 
 def _replace(new: Path, final: Path) -> None:

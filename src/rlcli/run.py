@@ -232,7 +232,7 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
             obs_space, act_space = envs.single_observation_space, envs.single_action_space
         module = ALGORITHMS[cfg.algo.name]
         check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source,
-                     encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation)
+                     encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation, offline=cfg.offline)
         dataset = None if opened is None else load_dataset(opened)
         ctx = BuildContext(obs_space, act_space, network=cfg.network, env=local.env, collector=local.collector,
                            optim=cfg.optim, device=device, seed=seed, run_folder=rank_folder, source=source,

@@ -102,7 +102,29 @@ def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_s
         for case in cases:
             case.close()
     assert {r.name for r in ratios} == {"sac.update.slowdown_vs_bare_torch", "critic_ensemble.E10_vs_E2",
-                                        "critic_python_loop.E10_vs_ensemble_E2"}
+                                        "critic_python_loop.E10_vs_ensemble_E2", "iql.update.slowdown_vs_bare_torch",
+                                        "cql.update.slowdown_vs_bare_torch"}
+
+
+def test_offline_update_cases_run_their_own_algorithm_beside_its_floor():
+    from rlcli.bench.offline import offline_updates
+
+    cases, ratios = offline_updates(QUICK)
+    try:
+        assert [case.name for case in cases] == ["cql.update", "cql.bare_torch_update", "iql.update",
+                                                 "iql.bare_torch_update"]
+        for update in (cases[0], cases[2]):
+            algo = update.run.__defaults__[0]
+            before = [p.detach().clone() for p in algo.agent.parameters()]
+            terms = update.run()
+            assert "loss/critic" in terms and "loss/actor" in terms
+            assert any(not torch.equal(a, b) for a, b in zip(before, algo.agent.parameters()))
+        for floor in (cases[1], cases[3]):
+            floor.run()
+    finally:
+        for case in cases:
+            case.close()
+    assert [r.name for r in ratios] == ["cql.update.slowdown_vs_bare_torch", "iql.update.slowdown_vs_bare_torch"]
 
 
 def test_the_torch_free_suite_names_match_the_suites():

@@ -87,3 +87,20 @@ def test_ctrl_c_leaves_no_half_written_dataset(sac_run, tmp_path):
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_disk_without_room_is_refused_before_anything_is_written(sac_run, tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from rlcli.config.errors import InputError
+    from rlcli.recording import record_policy
+
+    usage = namedtuple("usage", "total used free")
+    real = shutil.disk_usage
+    # The disk of tmp_path reports 100 kB free: 2,000 steps of Pendulum need more.
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(real(path).total, real(path).used, 100_000))
+    with pytest.raises(InputError) as info:
+        record_policy(sac_run, steps=2000, out=str(tmp_path / "full-v0"))
+    assert "free; nothing was written" in str(info.value) and str(tmp_path) in str(info.value)
+    assert list(tmp_path.iterdir()) == []

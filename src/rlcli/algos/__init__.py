@@ -94,6 +94,12 @@ class Benchable(Protocol):
         ...
 
 
+def _serves(supports: dict, role: str, space: spaces.Space) -> bool:
+    """Whether a module's ``SUPPORTS`` takes ``space`` in ``role`` (Box actions must be 1-D)."""
+    flat_ok = role == "observation" or not isinstance(space, spaces.Box) or len(space.shape) == 1
+    return isinstance(space, supports[role]) and flat_ok
+
+
 # Derived, so that ALGO_CONFIGS stays the one list while reading a config stays torch-free. STYLE's
 # rule against importlib keeps config files from naming code: these names are this package's own,
 # fixed by each config model's Literal, and a config can only choose one of them.
@@ -104,20 +110,25 @@ can only pick one of them)."""
 
 
 def check_spaces(name: str, env_id: str, observation: spaces.Space, action: spaces.Space,
-                 source: str | None, *, encoder: str = "auto", normalize: bool = False) -> None:
-    """Raise a ConfigError naming the env, the space and what is supported, unless algorithm ``name``'s
+                 source: str | None, *, encoder: str = "auto", normalize: bool = False, offline: bool = False) -> None:
+    """Raise a ConfigError naming the env, the space, what is supported and which algorithms (of those
+    that learn from envs, or with ``offline`` from a dataset) serve it, unless algorithm ``name``'s
     ``SUPPORTS`` serves both spaces, ``encoder`` (``[network] encoder``) can read the observations,
     and observation normalization (``normalize``) applies to them. Normalizing images is allowed,
     with one warning: their encoder scales raw frames by 1/255 itself."""
     supports = ALGORITHMS[name].SUPPORTS
     for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
-        allowed = supports[role]
-        flat_ok = role == "observation" or not isinstance(space, spaces.Box) or len(space.shape) == 1
-        if not isinstance(space, allowed) or not flat_ok:
+        if not _serves(supports, role, space):
+            allowed = supports[role]
             names = ", ".join(f"1-D {c.__name__}" if c is spaces.Box and role == "action" else c.__name__
                               for c in allowed)
+            kind = "dataset" if offline else "collector"
+            others = [other for other, module in ALGORITHMS.items()
+                      if _serves(module.SUPPORTS, role, space) and kind in module.CONFIG.SOURCES]
+            serving = (f"; the algorithms that learn from {'a dataset' if offline else 'envs'} with such "
+                       f"{role}s: {', '.join(others)}" if others else "")
             raise single(source, f"{env_id} has {role} space {space}, which {name} does not support; "
-                                 f"supported {role} spaces: {names}", path=path)
+                                 f"supported {role} spaces: {names}{serving}", path=path)
     problem = space_problem(observation, encoder)
     if problem:
         raise single(source, f"{env_id} has observation space {observation}: {problem}", path="network.encoder")

@@ -84,7 +84,7 @@ def conservative_gap(agent: CQLAgent, batch: TensorDict, q_data: torch.Tensor, *
 
 def cql_critic_loss(agent: CQLAgent, batch: TensorDict, *, gamma: float, alpha: torch.Tensor, cfg: CQLConfig,
                     generator: torch.Generator) -> dict[str, torch.Tensor]:
-    """The soft Bellman loss of every critic plus the conservative term, and with ``lagrange`` the
+    """The Bellman loss of every critic plus the conservative term, and with ``lagrange`` the
     weight's loss. Reads what :func:`rlcli.algos.sac.sac_critic_loss` reads. Returns ``loss/critic``
     (both terms), ``loss/conservative``, ``stats/gap``, ``stats/q_mean``, ``stats/td_abs`` and, with
     ``lagrange``, ``loss/weight``."""
@@ -97,6 +97,9 @@ def cql_critic_loss(agent: CQLAgent, batch: TensorDict, *, gamma: float, alpha: 
     q_data = agent.critic(batch[keys.INPUT], batch[keys.ACTION])
     terms = critic_regression(q_data, target, batch)
     terms.pop("td_error")
+    # The Bellman term at full weight, sum_e mean (Q_e - y)^2, as CQL's reference code, CORL and d3rlpy
+    # weigh it against the conservative term (critic_regression halves it, as SAC's code does).
+    terms["loss/critic"] = 2 * terms["loss/critic"]
     gap = conservative_gap(agent, batch, q_data, samples=cfg.num_random_actions, temperature=cfg.temperature,
                            generator=generator)
     if cfg.lagrange:

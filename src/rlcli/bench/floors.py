@@ -103,6 +103,10 @@ class BareSAC:
         self.critic_opt.zero_grad(set_to_none=True)
         loss.backward()
         self.critic_opt.step()
+        self.actor_and_targets(obs, alpha)
+
+    def actor_and_targets(self, obs: torch.Tensor, alpha: torch.Tensor) -> None:
+        """The actor and temperature step on ``obs``, then the targets' Polyak update."""
         new_action, log_prob = self._policy(obs)
         x = torch.cat([obs, new_action], -1)
         for c in self.critics:
@@ -228,21 +232,8 @@ class BareCQL:
             q_sampled = critic(torch.cat([torch.cat([states, states, states]), sampled], -1)).squeeze(-1)
             scores = (q_sampled - density).view(3, size, n).permute(1, 0, 2).reshape(size, 3 * n)
             gap = torch.logsumexp(scores, -1).mean() - q_data.mean()
-            loss = loss + 0.5 * ((q_data - y) ** 2).mean() + self.weight * gap
+            loss = loss + ((q_data - y) ** 2).mean() + self.weight * gap
         sac.critic_opt.zero_grad(set_to_none=True)
         loss.backward()
         sac.critic_opt.step()
-        new_action, log_prob = sac._policy(obs)
-        x = torch.cat([obs, new_action], -1)
-        for c in sac.critics:
-            c.requires_grad_(False)
-        q = torch.min(sac.critics[0](x), sac.critics[1](x)).squeeze(-1)
-        for c in sac.critics:
-            c.requires_grad_(True)
-        actor_loss = (alpha * log_prob - q).mean()
-        alpha_loss = -(sac.log_alpha * (log_prob.detach() + sac.target_entropy)).mean()
-        sac.actor_opt.zero_grad(set_to_none=True)
-        (actor_loss + alpha_loss).backward()
-        sac.actor_opt.step()
-        with torch.no_grad():
-            torch._foreach_lerp_(sac.target_params, sac.critic_params, sac.tau)
+        sac.actor_and_targets(obs, alpha)

@@ -16,7 +16,7 @@ from rlcli.models.encoders import is_image
 from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
 from rlcli.replay.frames import FrameStackBuffer, frame_storage_bytes
 from rlcli.replay.offline import OfflineReplay
-from rlcli.replay.storage import ReplayBuffer, Spec, check_storage
+from rlcli.replay.storage import ReplayBuffer, Spec, check_storage, normalized
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
@@ -189,11 +189,7 @@ class Replay:
 
     def sample(self, size: int, generator: torch.Generator) -> TensorDict:
         """A minibatch with ``input``, ``next_input`` and ``reward`` normalized by the current statistics."""
-        sample = self.buffer.sample(size, generator)
-        sample[keys.INPUT] = self.obs_norm(sample[keys.OBSERVATION])
-        sample[keys.NEXT_INPUT] = self.obs_norm(sample[keys.NEXT_OBSERVATION])
-        sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
-        return sample
+        return normalized(self.buffer.sample(size, generator), self.obs_norm, self.reward_scaler)
 
     def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """Store ``batch`` as :meth:`observe` does, then :meth:`sample` ``size`` transitions."""

@@ -9,7 +9,7 @@ import torch
 
 from rlcli import keys
 from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
-from rlcli.replay.storage import sample_batch
+from rlcli.replay.storage import normalized, sample_batch
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
@@ -98,11 +98,7 @@ class OfflineReplay:
 
     def sample(self, size: int, generator: torch.Generator) -> TensorDict:
         """A minibatch with ``input``, ``next_input`` and ``reward`` normalized by the dataset's statistics."""
-        sample = self.buffer.sample(size, generator)
-        sample[keys.INPUT] = self.obs_norm(sample[keys.OBSERVATION])
-        sample[keys.NEXT_INPUT] = self.obs_norm(sample[keys.NEXT_OBSERVATION])
-        sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
-        return sample
+        return normalized(self.buffer.sample(size, generator), self.obs_norm, self.reward_scaler)
 
     def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """Count ``batch`` as :meth:`observe` does, then :meth:`sample` ``size`` transitions."""

@@ -304,6 +304,15 @@ def sample_batch(out: dict, index: torch.Tensor, weight: torch.Tensor | None, de
     return TensorDict(out, batch_size=[index.numel()], device=device)
 
 
+def normalized(sample: TensorDict, obs_norm, reward_scaler) -> TensorDict:
+    """``sample`` with ``input`` and ``next_input`` (its observations normalized by ``obs_norm``) and its
+    ``reward`` scaled by ``reward_scaler``: a raw sample as the algorithms read it."""
+    sample[keys.INPUT] = obs_norm(sample[keys.OBSERVATION])
+    sample[keys.NEXT_INPUT] = obs_norm(sample[keys.NEXT_OBSERVATION])
+    sample[keys.REWARD] = reward_scaler(sample[keys.REWARD])
+    return sample
+
+
 def _file_name(key) -> str:
     """The memmap file stem of a spec key: the key, or a nested key's parts joined by dots."""
     return key if isinstance(key, str) else ".".join(key)
