@@ -94,6 +94,15 @@ def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
     return problems
 
 
+# The estimators of rlcli.advantages.ESTIMATORS, whose keys a test holds to these names.
+ValueTarget = Annotated[
+    Literal["gae", "td0", "td1", "td_lambda"],
+    Field(description="Estimator of the value targets and advantages: gae, td0 (one-step), "
+                      "td1 (Monte Carlo, bootstrapped at truncation and at the batch end) or "
+                      "td_lambda (lambda-returns); gae and td_lambda read gae_lambda."),
+]
+
+
 class PPOConfig(BaseModel):
     # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
     # MuJoCo runs); presets override them with RL-Zoo's tuned values.
@@ -117,6 +126,7 @@ class PPOConfig(BaseModel):
     target_kl: float | None = Field(
         None, gt=0, description="Stop the epochs of an update once the approximate KL exceeds this."
     )
+    value_target: ValueTarget = "gae"
 
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
@@ -146,6 +156,7 @@ class A2CConfig(BaseModel):
     entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
     value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
     normalize_advantage: bool = Field(False, description="Normalize advantages over the batch.")
+    value_target: ValueTarget = "gae"
 
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
