@@ -227,14 +227,15 @@ def test_every_config_names_exactly_the_estimators_of_the_table():
     names = set(ESTIMATORS)
     assert names == {"gae", "td0", "td1", "td_lambda"}
     users = [model for model in ALGO_CONFIGS.values() if "value_target" in model.model_fields]
-    assert {model.model_fields["name"].annotation.__args__[0] for model in users} >= {"ppo", "a2c"}
+    assert {model.model_fields["name"].annotation.__args__[0] for model in users} >= {"ppo", "a2c", "reinforce"}
     for model in users:
         assert set(typing.get_args(model.model_fields["value_target"].annotation)) == names
 
 
-def test_gae_is_the_default_estimator_of_ppo_and_a2c():
+def test_gae_is_the_default_estimator_of_ppo_and_a2c_and_td1_of_reinforce():
     assert ALGO_CONFIGS["ppo"].model_fields["value_target"].default == "gae"
     assert ALGO_CONFIGS["a2c"].model_fields["value_target"].default == "gae"
+    assert ALGO_CONFIGS["reinforce"].model_fields["value_target"].default == "td1"
 
 
 def test_episode_ended_is_false_only_at_the_steps_of_episodes_the_rollout_cut():

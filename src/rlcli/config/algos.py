@@ -168,6 +168,39 @@ class A2CConfig(BaseModel):
         return {}, []
 
 
+class REINFORCEConfig(BaseModel):
+    # Defaults follow the PyTorch examples' REINFORCE (examples/reinforcement_learning/reinforce.py:
+    # gamma 0.99, standardized returns) and Spinning Up's VPG (a learned value baseline), with
+    # Monte-Carlo returns (td1) where VPG uses GAE(0.97).
+    model_config = SECTION
+
+    name: Literal["reinforce"] = Field(
+        description="REINFORCE (Williams, 1992): the Monte-Carlo policy gradient, with or without a learned baseline."
+    )
+    gamma: Discount = 0.99
+    baseline: bool = Field(
+        True, description="Subtract a learned value baseline (the critic, trained on the value targets); "
+                          "without it the steps of episodes the batch cuts are left out of the loss."
+    )
+    value_target: ValueTarget = "td1"
+    gae_lambda: float = Field(1.0, ge=0, le=1, description="Lambda of value_target gae or td_lambda.")
+    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss (with a baseline).")
+    normalize_advantage: bool = Field(True, description="Normalize advantages (returns, without a baseline) "
+                                                        "over the batch.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        if not self.baseline and self.value_target != "td1":
+            return [("algo.value_target", f'value_target "{self.value_target}" needs a critic; without a baseline '
+                                          'the returns are Monte Carlo: set value_target = "td1" or baseline = true')]
+        return []
+
+    def per_rank(self, world_size: int) -> Split:
+        """Nothing to split: each rank's step is on its share of the rollout."""
+        return {}, []
+
+
 class DQNConfig(BaseModel):
     # Defaults follow Stable-Baselines3's DQN defaults (lr and max_grad_norm live in [optim]);
     # presets override them with RL-Zoo's tuned values.
@@ -327,6 +360,7 @@ ALGO_CONFIGS: dict[str, type[BaseModel]] = {
     "sac": SACConfig,
     "td3": TD3Config,
     "ddpg": DDPGConfig,
+    "reinforce": REINFORCEConfig,
 }
 """Config model of each algorithm, by its ``name``: the one list of algorithms. ``rlcli.algos.ALGORITHMS``
 takes its modules, ``rlcli.algos.<name>``, from it in this order."""
