@@ -99,8 +99,8 @@ def td0(
     Returns:
         (advantage, value_target), each [T, N] float32, ``advantage = value_target - value``.
     """
-    work = torch.float64
-    target = (reward.to(work) + gamma * next_value.to(work) * (~terminated)).to(reward.dtype)
+    # One multiply-add: nothing accumulates, so no float64 as in the multi-step estimators.
+    target = reward + gamma * next_value * (~terminated)
     return target - value, target
 
 
