@@ -81,7 +81,7 @@ def main() -> None:
     seconds = statistics.median(r["seconds"] for r in runs)
     first = runs[0]
     print(f"{first['transitions']:,} transitions: load median {seconds:.2f} s "
-          f"(runs {', '.join(f'{r['seconds']:.2f}' for r in runs)}); held {first['bytes'] / 2**20:,.0f} MiB = "
+          f"(runs {', '.join(format(r['seconds'], '.2f') for r in runs)}); held {first['bytes'] / 2**20:,.0f} MiB = "
           f"{first['bytes'] / first['raw_bytes']:.3f}x the raw arrays' {first['raw_bytes'] / 2**20:,.0f} MiB; "
           f"peak memory above the start {statistics.median(r['peak_above_start'] for r in runs) / 2**20:,.0f} MiB")
 

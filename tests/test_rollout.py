@@ -1,23 +1,24 @@
-"""What PPO and A2C share: the rollout made ready for the loss, its rows, minibatches of its valid
+"""What PPO, A2C and REINFORCE share: the rollout made ready for the loss, its rows, minibatches of its valid
 rows, the end of an iteration and the state kept."""
 
+import pytest
 import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.advantages import gae
+from rlcli.advantages import ESTIMATORS, gae
 from rlcli.config.load import validate_data
 from rlcli.rollout import evaluate_minibatch
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
 
-def ppo_run(**env):
+def ppo_run(algo=None, **env):
     return build_run(validate_data({
         "run": {"seed": 7, "device": "cpu"},
         "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point",
                 "max_episode_steps": 10, **env},
-        "algo": {"name": "ppo", "minibatch_size": 16, "gamma": 0.9, "gae_lambda": 0.8},
+        "algo": {"name": "ppo", "minibatch_size": 16, "gamma": 0.9, "gae_lambda": 0.8, **(algo or {})},
         "collector": {"frames_per_batch": 64, "total_frames": 640},
     }))
 
@@ -36,6 +37,27 @@ def test_rows_write_advantages_of_the_rollout_and_flatten_every_row_with_valid()
     torch.testing.assert_close(rows[keys.ADVANTAGE], advantage.reshape(-1))
     torch.testing.assert_close(rows[keys.VALUE_TARGET], target.reshape(-1))
     assert "update.advantage" in timer.current
+
+
+@pytest.mark.parametrize("estimator", ["td0", "td1", "td_lambda"])
+def test_rows_write_the_targets_of_the_estimator_value_target_names(estimator):
+    # Episodes of at most 10 steps in 16-step rollouts: truncations, terminations and cut episodes.
+    run = ppo_run({"value_target": estimator}, normalize_reward=False)
+    try:
+        timer = Timer(run.device)
+        batch = run.source.collect(timer)
+        rows = run.algo.rollout.rows(batch, timer)
+    finally:
+        run.close()
+    rollout = [batch[k] for k in (keys.REWARD, keys.VALUE, keys.NEXT_VALUE, keys.TERMINATED, keys.TRUNCATED)]
+    advantage, target = ESTIMATORS[estimator](*rollout, gamma=0.9, lam=0.8)
+    assert bool(batch[keys.TRUNCATED].any())
+    torch.testing.assert_close(rows[keys.VALUE_TARGET], target.reshape(-1))
+    torch.testing.assert_close(rows[keys.ADVANTAGE], advantage.reshape(-1))
+    # On a real rollout next_value[t] is value[t + 1] inside episodes: lambda-returns are gae's targets,
+    # and TD(0) and TD(1) targets are not.
+    same_as_gae = torch.allclose(target, gae(*rollout, gamma=0.9, lam=0.8)[1], rtol=1e-5, atol=1e-5)
+    assert same_as_gae == (estimator == "td_lambda")
 
 
 def test_ingest_and_sample_draws_valid_rows_only():

@@ -18,22 +18,6 @@ if TYPE_CHECKING:
 _CHUNK = 32
 
 
-def add_gae(batch: TensorDict, *, gamma: float, lam: float, reward: torch.Tensor | None = None) -> TensorDict:
-    """Write ``advantage`` and ``value_target`` into a ``[T, N]`` rollout by :func:`gae`.
-
-    Reads ``reward`` (unless a scaled ``reward`` [T, N] is given), ``value``,
-    ``next_value``, ``terminated`` and ``truncated``.
-    """
-    advantage, target = gae(
-        batch[keys.REWARD] if reward is None else reward, batch[keys.VALUE], batch[keys.NEXT_VALUE],
-        batch[keys.TERMINATED], batch[keys.TRUNCATED],
-        gamma=gamma, lam=lam,
-    )
-    batch[keys.ADVANTAGE] = advantage
-    batch[keys.VALUE_TARGET] = target
-    return batch
-
-
 def masked_mean(valid: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
     """The mean over the rows where ``valid`` ([B] bool) is True, 0 when there are none; the plain
     mean without ``valid``. A loss over every row of a fixed-size batch, invalid ones masked, has
@@ -85,23 +69,190 @@ def gae(
     Returns:
         (advantage, value_target), each [T, N] float32.
     """
-    steps = reward.shape[0]
     work = torch.float64
     delta = reward.to(work) + gamma * next_value.to(work) * (~terminated) - value.to(work)
-    decay = gamma * lam
-    discounted = _discounted_reverse_sum(delta, decay)
-    # F_t sums d_k over all k >= t. Cut it at e_t, the last step of t's episode:
-    # A_t = F_t - decay^(e_t + 1 - t) * F_{e_t + 1}.
+    advantage = _episode_reverse_sum(delta, gamma * lam, terminated | truncated).to(reward.dtype)
+    return advantage, advantage + value
+
+
+def td0(
+    reward: torch.Tensor,
+    value: torch.Tensor,
+    next_value: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    *,
+    gamma: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-step TD targets and their advantages for a rollout (Sutton, 1988).
+
+    ``G_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1})``: every step bootstraps from
+    ``next_value``, truncated ones too (the clock ended the episode, not the task).
+
+    Args:
+        reward, value, next_value: [T, N] float32. ``next_value[t]`` is the value
+            of the observation after step t (the final observation on truncation).
+        terminated, truncated: [T, N] bool. Only termination drops the bootstrap;
+            ``truncated`` changes nothing for a one-step target and is taken so that
+            every estimator has the same arguments.
+
+    Returns:
+        (advantage, value_target), each [T, N] float32, ``advantage = value_target - value``.
+    """
+    # One multiply-add: nothing accumulates, so no float64 as in the multi-step estimators.
+    target = reward + gamma * next_value * (~terminated)
+    return target - value, target
+
+
+def td1(
+    reward: torch.Tensor,
+    value: torch.Tensor,
+    next_value: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    *,
+    gamma: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Monte-Carlo returns and their advantages for a rollout: TD(1) targets (Sutton, 1988).
+
+    ``G_t = r_t + gamma * G_{t+1}`` inside an episode; a terminated step ends with ``r_t``,
+    a truncated step and the rollout's last step end with ``r_t + gamma * V(s_{t+1})``:
+    the critic stands in only for the rewards the rollout did not see.
+
+    Args:
+        reward, value, next_value: [T, N] float32. ``next_value[t]`` is the value
+            of the observation after step t (the final observation on truncation).
+        terminated, truncated: [T, N] bool. Both end the return; only termination
+            drops the bootstrap.
+
+    Returns:
+        (advantage, value_target), each [T, N] float32, ``advantage = value_target - value``.
+    """
+    work = torch.float64
+    carried = _carried(terminated, truncated)
+    # Only where the return stops here does the critic's value enter it.
+    bootstrap = torch.where(carried, 0.0, next_value.to(work) * (~terminated))
+    step = reward.to(work) + gamma * bootstrap
+    target = _episode_reverse_sum(step, gamma, terminated | truncated).to(reward.dtype)
+    return target - value, target
+
+
+def td_lambda(
+    reward: torch.Tensor,
+    value: torch.Tensor,
+    next_value: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    *,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """lambda-returns and their advantages for a rollout: TD(lambda) targets (Sutton, 1988;
+    Sutton and Barto, 2018, section 12.1).
+
+    ``G_t = r_t + gamma * ((1 - lam) * V(s_{t+1}) + lam * G_{t+1})`` inside an episode; a
+    terminated step ends with ``r_t``, a truncated step and the rollout's last step end with
+    ``r_t + gamma * V(s_{t+1})``. ``lam = 0`` gives :func:`td0`, ``lam = 1`` :func:`td1`;
+    where ``next_value[t] == value[t + 1]`` inside episodes, the targets are :func:`gae`'s.
+
+    Args:
+        reward, value, next_value: [T, N] float32. ``next_value[t]`` is the value
+            of the observation after step t (the final observation on truncation).
+        terminated, truncated: [T, N] bool. Both end the return; only termination
+            drops the bootstrap.
+
+    Returns:
+        (advantage, value_target), each [T, N] float32, ``advantage = value_target - value``.
+    """
+    work = torch.float64
+    carried = _carried(terminated, truncated)
+    # Where the return goes on, (1 - lam) of it is the critic's now and lam the next step's return.
+    weight = torch.where(carried, 1.0 - lam, (~terminated).to(work))
+    step = reward.to(work) + gamma * weight * next_value.to(work)
+    target = _episode_reverse_sum(step, gamma * lam, terminated | truncated).to(reward.dtype)
+    return target - value, target
+
+
+Estimator = Callable[..., tuple[torch.Tensor, torch.Tensor]]
+
+# Each called the same way, (reward, value, next_value, terminated, truncated, gamma=, lam=):
+# TD(0) and TD(1) have no lambda.
+ESTIMATORS: dict[str, Estimator] = {
+    "gae": gae,
+    "td0": lambda *rollout, gamma, lam: td0(*rollout, gamma=gamma),
+    "td1": lambda *rollout, gamma, lam: td1(*rollout, gamma=gamma),
+    "td_lambda": td_lambda,
+}
+"""Each estimator by its name, the configs' ``value_target``: a function of a ``[T, N]`` rollout
+that returns (advantage, value_target)."""
+
+
+def add_advantages(batch: TensorDict, *, estimator: str = "gae", gamma: float, lam: float,
+                   reward: torch.Tensor | None = None, value: torch.Tensor | None = None,
+                   next_value: torch.Tensor | None = None) -> TensorDict:
+    """Write ``advantage`` and ``value_target`` into a ``[T, N]`` rollout by ``estimator`` of
+    :data:`ESTIMATORS` (``lam`` is read by ``gae`` and ``td_lambda`` only).
+
+    Reads ``terminated`` and ``truncated``, and ``reward``, ``value`` and ``next_value`` unless
+    they are given ([T, N] float32 each: a scaled reward, or zeros where there is no critic).
+    """
+    advantage, target = ESTIMATORS[estimator](
+        batch[keys.REWARD] if reward is None else reward,
+        batch[keys.VALUE] if value is None else value,
+        batch[keys.NEXT_VALUE] if next_value is None else next_value,
+        batch[keys.TERMINATED], batch[keys.TRUNCATED],
+        gamma=gamma, lam=lam,
+    )
+    batch[keys.ADVANTAGE] = advantage
+    batch[keys.VALUE_TARGET] = target
+    return batch
+
+
+def _carried(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+    """[T, N] bool: True where the return goes on to the next step of the rollout (no episode end
+    and not the rollout's last step)."""
+    carried = ~(terminated | truncated)
+    carried[-1] = False
+    return carried
+
+
+def episode_ended(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+    """[T, N] bool: True at the steps whose episode ends inside the rollout (terminated or
+    truncated at that step or a later one), False at the steps of episodes the rollout cut.
+
+    Args:
+        terminated, truncated: [T, N] bool.
+    """
     done = terminated | truncated
-    time = torch.arange(steps, device=reward.device).unsqueeze(1).expand_as(done)
+    return done.gather(0, _episode_end(done))
+
+
+def _episode_end(done: torch.Tensor) -> torch.Tensor:
+    """[T, N] int64: the index of the last step of each step's episode, T - 1 for the steps of
+    an episode the rollout cut (``done`` [T, N] bool)."""
+    steps = done.shape[0]
+    time = torch.arange(steps, device=done.device).unsqueeze(1).expand_as(done)
     end_index = torch.where(done, time, torch.full_like(time, steps - 1))
-    episode_end = torch.flip(torch.cummin(torch.flip(end_index, (0,)), 0).values, (0,))
-    after = episode_end + 1
+    return torch.flip(torch.cummin(torch.flip(end_index, (0,)), 0).values, (0,))
+
+
+def _episode_reverse_sum(x: torch.Tensor, decay: float, done: torch.Tensor) -> torch.Tensor:
+    """``S_t = sum_{k=t}^{e_t} decay^(k - t) x_k`` over dim 0, ``e_t`` the last step of t's
+    episode: the recursion ``S_t = x_t + decay * (1 - done_t) * S_{t+1}`` (``S_T = 0``) without
+    a Python loop over time.
+
+    Args:
+        x: [T, N] float64.
+        done: [T, N] bool, where episodes end.
+    """
+    steps = x.shape[0]
+    discounted = _discounted_reverse_sum(x, decay)
+    # F_t sums x_k over all k >= t. Cut it at e_t: S_t = F_t - decay^(e_t + 1 - t) * F_{e_t + 1}.
+    time = torch.arange(steps, device=x.device).unsqueeze(1).expand_as(done)
+    after = _episode_end(done) + 1
     padded = torch.cat([discounted, discounted.new_zeros(1, discounted.shape[1])])
     tail = padded.gather(0, after)
-    advantage = discounted - torch.pow(decay, (after - time).to(work)) * tail
-    advantage = advantage.to(reward.dtype)
-    return advantage, advantage + value
+    return discounted - torch.pow(decay, (after - time).to(x.dtype)) * tail
 
 
 def _discounted_reverse_sum(x: torch.Tensor, decay: float) -> torch.Tensor:

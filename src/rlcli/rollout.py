@@ -1,7 +1,7 @@
-"""What the on-policy algorithms (PPO, A2C) share around their losses: the actor-critic and reward
-scaler built for a run, a collected rollout made ready for the update (normalized inputs, bootstrap
-values, scaled rewards, advantages), its rows for the loss, and the :class:`RolloutLearner` that
-holds them with the gradient step."""
+"""What the on-policy algorithms (PPO, A2C, REINFORCE) share around their losses: the actor-critic
+and reward scaler built for a run, a collected rollout made ready for the update (normalized inputs,
+bootstrap values, scaled rewards, advantages), its rows for the loss, and the
+:class:`RolloutLearner` that holds them with the gradient step."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 
 from rlcli import keys
-from rlcli.advantages import add_gae, masked_mean, normalized_advantage
+from rlcli.advantages import add_advantages, episode_ended, masked_mean, normalized_advantage
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
 from rlcli.normalization import RewardScaler, clip_rewards
 
@@ -29,23 +29,35 @@ def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
 
 @torch.no_grad()
 def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: TensorDict, *,
-                    gamma: float, lam: float, clip_reward: float | None = None) -> TensorDict:
+                    gamma: float, lam: float, value_target: str = "gae", baseline: bool = True,
+                    clip_reward: float | None = None) -> TensorDict:
     """Make a raw on-policy ``[T, N]`` batch ready for the update.
 
     Writes ``input`` (the observations normalized with the statistics the
     rollout was collected under, so the update sees exactly what produced
     ``log_prob`` and ``value``), ``next_value`` (the critic on
     ``next_observation``, the true final observation at episode ends),
-    ``advantage`` and ``value_target``. Rewards are scaled by ``reward_scaler``
+    ``advantage`` and ``value_target`` by the estimator ``value_target`` names
+    (:data:`rlcli.advantages.ESTIMATORS`). Rewards are scaled by ``reward_scaler``
     after it has seen this rollout's returns, and clipped to ``clip_reward`` before that; the
     batch's ``reward`` stays raw.
+
+    Without ``baseline`` the critic takes no part: no ``next_value`` is written, and the
+    estimator sees values of 0, so that ``advantage`` and ``value_target`` are the discounted
+    returns themselves, bootstrapped from nothing (``td1``: Monte-Carlo returns).
     """
     norm = agent.obs_norm
     batch[keys.INPUT] = norm(batch[keys.OBSERVATION])
-    batch[keys.NEXT_VALUE] = next_values(agent, batch)
+    if baseline:
+        batch[keys.NEXT_VALUE] = next_values(agent, batch)
     reward = clip_rewards(batch[keys.REWARD], clip_reward)
     reward_scaler.observe(reward, batch[keys.TERMINATED] | batch[keys.TRUNCATED], batch[keys.VALID])
-    return add_gae(batch, gamma=gamma, lam=lam, reward=reward_scaler(reward))
+    reward = reward_scaler(reward)
+    if baseline:
+        return add_advantages(batch, estimator=value_target, gamma=gamma, lam=lam, reward=reward)
+    zeros = torch.zeros_like(reward)
+    return add_advantages(batch, estimator=value_target, gamma=gamma, lam=lam, reward=reward,
+                          value=zeros, next_value=zeros)
 
 
 @torch.no_grad()
@@ -77,11 +89,6 @@ def _differs(a, b) -> torch.Tensor:
     if isinstance(a, torch.Tensor):
         return (a != b).flatten(2).any(-1)
     return torch.stack([_differs(a.get(key), b.get(key)) for key in a.keys()]).any(0)
-
-
-def valid_rows(batch: TensorDict, *names: str) -> TensorDict:
-    """The rows of a ``[T, N]`` batch whose ``valid`` is True, flattened to [B], with only ``names``."""
-    return batch.select(*names)[batch[keys.VALID]]
 
 
 class Evaluated(NamedTuple):
@@ -118,26 +125,28 @@ class RolloutLearner:
 
     Builds the actor-critic and reward scaler of ``cfg`` for ``ctx`` and one gradient step over
     every weight; :meth:`rows` makes a fresh rollout ready for the loss, :meth:`finish` ends the
-    iteration. ``names`` are the keys the algorithm's loss reads.
+    iteration. ``names`` are the keys the algorithm's loss reads. Without ``baseline`` the
+    critic takes no part in the targets (see :func:`prepare_rollout`) and the steps of episodes
+    the rollout cut are left out of the loss.
     """
 
-    def __init__(self, cfg, ctx: BuildContext, *, names: tuple[str, ...]):
+    def __init__(self, cfg, ctx: BuildContext, *, names: tuple[str, ...], baseline: bool = True):
         self.agent = build_agent(cfg, ctx)
         self.reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
                                           group=ctx.group).to(ctx.device)
         self.step = ctx.gradient_step(self.agent.parameters())
         self.gamma, self.lam, self.names = cfg.gamma, cfg.gae_lambda, names
+        self.value_target, self.baseline = cfg.value_target, baseline
         self.clip_reward = ctx.env.clip_reward
 
     def rows(self, batch: TensorDict, timer: Timer) -> TensorDict:
         """Every row of the ``[T, N]`` ``batch`` flattened to [T * N] with ``names`` and ``valid``,
         after its advantages are written into it (timed as ``update.advantage``)."""
         with timer.phase("update.advantage"):
-            prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam,
-                            clip_reward=self.clip_reward)
+            self._prepare(batch)
         # Every row, invalid ones masked in the loss: the same rows on every rank (NEXT_STEP envs have
         # a varying number of reset steps), and a batch of only reset steps is a loss of 0, not a NaN.
-        return batch.select(*self.names, keys.VALID).reshape(-1)
+        return self._loss_rows(batch).reshape(-1)
 
     def finish(self, batch: TensorDict) -> None:
         """Advance the schedule and fold the rollout's valid observations into the statistics."""
@@ -147,10 +156,24 @@ class RolloutLearner:
 
     def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """``size`` random valid rows of ``batch`` after its advantages are written into it."""
-        prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam,
-                            clip_reward=self.clip_reward)
-        flat = valid_rows(batch, *self.names)
+        self._prepare(batch)
+        rows = self._loss_rows(batch)
+        flat = rows.exclude(keys.VALID)[rows[keys.VALID]]
         return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
+
+    def _prepare(self, batch: TensorDict) -> None:
+        prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam,
+                        value_target=self.value_target, baseline=self.baseline, clip_reward=self.clip_reward)
+
+    def _loss_rows(self, batch: TensorDict) -> TensorDict:
+        """The ``[T, N]`` rows of a prepared ``batch`` with ``names`` and ``valid``, the rows the loss
+        counts: without a baseline, not the steps of episodes the rollout cut, whose returns lack
+        the rewards after it and have no critic to stand in for them. The batch's own ``valid``
+        stays as it is (the statistics take in every valid observation)."""
+        rows = batch.select(*self.names, keys.VALID)
+        if not self.baseline:
+            rows[keys.VALID] = rows[keys.VALID] & episode_ended(batch[keys.TERMINATED], batch[keys.TRUNCATED])
+        return rows
 
     def state_dict(self) -> dict:
         return {"step": self.step.state_dict(), "reward_scaler": self.reward_scaler.state_dict()}

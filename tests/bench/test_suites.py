@@ -20,8 +20,9 @@ def test_loss_cases_call_their_own_algorithm():
                 assert "loss/total" in terms, case.key
                 # PPO's loss reports its KL estimate; the others have none.
                 assert ("stats/approx_kl" in terms) == case.name.startswith("ppo"), case.key
-                # Q-learning losses report their Q-values; PPO's, A2C's and behaviour cloning's have none.
-                assert ("stats/q_mean" in terms) != case.name.startswith(("ppo", "a2c", "bc")), case.key
+                # Q-learning losses report their Q-values; the policy-gradient ones (PPO, A2C, REINFORCE) and
+                # behaviour cloning's have none.
+                assert ("stats/q_mean" in terms) != case.name.startswith(("ppo", "a2c", "reinforce", "bc")), case.key
         assert {r.name for r in ratios} == {"ppo.slowdown_vs_bare_torch"}
     finally:
         for case in cases:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rlcli.config.schema import RunConfig
 
 
-def offline_configs(opts: BenchOptions, *, steps_per_iteration: int = 64) -> dict[str, RunConfig]:
+def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 64) -> dict[str, RunConfig]:
     """Every shipped offline preset, on the bench device, ``steps_per_iteration`` gradient steps an
     iteration, reading its dataset, or where that is not here (benchmarks/make_datasets.py makes them)
     a stand-in of 10k random steps on its env: the cost of a gradient step does not depend on the data.
@@ -37,7 +37,8 @@ def offline_configs(opts: BenchOptions, *, steps_per_iteration: int = 64) -> dic
     configs = {}
     for name in available_presets():
         cfg = load_config(name, [f'run.device="{opts.device}"', "timing.enabled=false",
-                                 f"data.steps_per_iteration={steps_per_iteration}"]) if load_config(name).offline else None
+                                 f"data.steps_per_iteration={steps_per_iteration}", *extra]
+                          ) if load_config(name).offline else None
         if cfg is None:
             continue
         try:
@@ -62,8 +63,9 @@ def _stand_in_dataset(env_cfg, record_random) -> str:
 
 
 def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
-    """IQL's and CQL's whole gradient step (their presets: batch 256, 256x256 networks) beside the same
-    maths in bare torch (:class:`BareIQL`, :class:`BareCQL`), on a minibatch of the preset's dataset."""
+    """IQL's and CQL's whole gradient step (their presets, with 256x256 networks as SAC's case and the
+    papers') beside the same maths in bare torch (:class:`BareIQL`, :class:`BareCQL`), on a minibatch of
+    the preset's dataset."""
     cases: list[Case] = []
     ratios: list[Ratio] = []
     floors = {"iql": lambda algo, a: BareIQL(algo, gamma=a.gamma, tau=a.tau, expectile=a.expectile, beta=a.beta,
@@ -71,7 +73,7 @@ def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
               "cql": lambda algo, a: BareCQL(algo, gamma=a.gamma, tau=a.tau, weight=a.conservative_weight,
                                              samples=a.num_random_actions)}
     chosen = {}
-    for cfg in offline_configs(opts).values():
+    for cfg in offline_configs(opts, "network.hidden_sizes=[256,256]").values():
         if cfg.algo.name in floors:
             chosen.setdefault(cfg.algo.name, cfg)
     for name, cfg in chosen.items():

@@ -1,11 +1,8 @@
-"""The algorithms' config models: one pydantic model per algorithm (the fields and ``[algo.replay]``
-table they share are in :mod:`rlcli.config.fields`), and the ``AlgoConfig`` union over them.
-
-They live apart from the algorithms themselves so that reading and checking a config
-(``rlcli validate``, ``show-config``, ``schema``) never imports torch. Each algorithm module
-names its model as ``CONFIG``; ``ALGO_CONFIGS`` is the one list of algorithms: the union and
-the error messages read it, and ``rlcli.algos.ALGORITHMS`` is derived from it.
-"""
+"""The algorithms' config models, one per algorithm (the fields and ``[algo.replay]`` table they share are
+in :mod:`rlcli.config.fields`), and the ``AlgoConfig`` union over them. They live apart from the algorithms
+so that reading and checking a config never imports torch. Each algorithm module names its model as
+``CONFIG``; ``ALGO_CONFIGS`` is the one list of algorithms, which the union, the error messages and
+``rlcli.algos.ALGORITHMS`` read."""
 
 from __future__ import annotations
 
@@ -24,6 +21,7 @@ from rlcli.config.fields import (
     Replay,
     Split,
     TargetWeight,
+    ValueTarget,
     off_policy_per_rank,
     off_policy_problems,
 )
@@ -55,6 +53,7 @@ class PPOConfig(BaseModel):
     target_kl: float | None = Field(
         None, gt=0, description="Stop the epochs of an update once the approximate KL exceeds this."
     )
+    value_target: ValueTarget = "gae"
 
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
@@ -86,10 +85,46 @@ class A2CConfig(BaseModel):
     entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
     value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
     normalize_advantage: bool = Field(False, description="Normalize advantages over the batch.")
+    value_target: ValueTarget = "gae"
 
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs: none for A2C."""
+        return []
+
+    def per_rank(self, world_size: int) -> Split:
+        """Nothing to split: each rank's step is on its share of the rollout."""
+        return {}, []
+
+
+class REINFORCEConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow the PyTorch examples' REINFORCE (examples/reinforcement_learning/reinforce.py:
+    # gamma 0.99, standardized returns) and Spinning Up's VPG (a learned value baseline), with
+    # Monte-Carlo returns (td1) where VPG uses GAE(0.97).
+    model_config = SECTION
+
+    name: Literal["reinforce"] = Field(
+        description="REINFORCE (Williams, 1992): the Monte-Carlo policy gradient, with or without a learned baseline."
+    )
+    gamma: Discount = 0.99
+    baseline: bool = Field(
+        True, description="Subtract a learned value baseline (the critic, trained on the value targets); "
+                          "without it the steps of episodes the batch cuts are left out of the loss."
+    )
+    value_target: ValueTarget = "td1"
+    gae_lambda: float = Field(1.0, ge=0, le=1, description="Lambda of value_target gae or td_lambda.")
+    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss (with a baseline).")
+    normalize_advantage: bool = Field(True, description="Normalize advantages (returns, without a baseline) "
+                                                        "over the batch.")
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        if not self.baseline and self.value_target != "td1":
+            return [("algo.value_target", f'value_target "{self.value_target}" needs a critic; without a baseline '
+                                          'the returns are Monte Carlo: set value_target = "td1" or baseline = true')]
         return []
 
     def per_rank(self, world_size: int) -> Split:
@@ -350,6 +385,7 @@ ALGO_CONFIGS: dict[str, type[BaseModel]] = {
     "sac": SACConfig,
     "td3": TD3Config,
     "ddpg": DDPGConfig,
+    "reinforce": REINFORCEConfig,
     "bc": BCConfig,
     "iql": IQLConfig,
     "cql": CQLConfig,

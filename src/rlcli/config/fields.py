@@ -89,3 +89,12 @@ def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
         problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must not exceed "
                                             f"algo.replay.capacity ({cfg.replay.capacity})"))
     return problems
+
+
+# The estimators of rlcli.advantages.ESTIMATORS, whose keys a test holds to these names.
+ValueTarget = Annotated[
+    Literal["gae", "td0", "td1", "td_lambda"],
+    Field(description="Estimator of the value targets and advantages: gae, td0 (one-step), "
+                      "td1 (Monte Carlo, bootstrapped at truncation and at the batch end) or "
+                      "td_lambda (lambda-returns); gae and td_lambda read gae_lambda."),
+]

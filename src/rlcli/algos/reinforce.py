@@ -1,0 +1,99 @@
+"""REINFORCE, the Monte-Carlo policy gradient (Williams, 1992), with or without a learned baseline.
+
+Each batch's returns are Monte Carlo (``value_target = "td1"``) over the steps it holds. An episode
+the batch cuts has no return past the batch end: with a baseline the critic stands in for it (the
+return bootstraps from ``next_value``, as at a truncation); without one its steps are left out of
+the loss (``valid`` masks them), and their episode counts from the next batch on. Without a
+baseline a truncation ends the return with nothing added (the return of the episode as played),
+and the value head is still built (evaluation and checkpoints see one network shape) but takes
+no loss and no gradient. One gradient step per batch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from gymnasium import spaces as gspaces
+
+from rlcli import keys
+from rlcli.build_context import BuildContext
+from rlcli.config.algos import REINFORCEConfig
+from rlcli.rollout import RolloutLearner, evaluate_minibatch
+# The actor-critic alone, for evaluation: this module's build_agent.
+from rlcli.rollout import build_agent as build_agent
+from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+    from rlcli.models.actor_critic import ActorCritic
+
+
+# What reinforce_loss reads.
+LOSS_KEYS = (keys.INPUT, keys.ACTION, keys.ADVANTAGE, keys.VALUE_TARGET)
+
+
+def reinforce_loss(agent: ActorCritic, batch: TensorDict, *, baseline: bool, normalize_advantage: bool
+                   ) -> dict[str, torch.Tensor]:
+    """The score-function policy loss, the baseline's value loss and the entropy of a batch.
+
+    Reads ``input``, ``action`` and ``advantage`` (the return, less the baseline's value when there
+    is one), ``value_target`` with a baseline (each [B, ...]), and ``valid`` ([B] bool) when present:
+    every mean (and the advantage normalization) is then over the valid rows only. Returns
+    ``loss/policy``, ``loss/entropy`` (the mean entropy) and, with a baseline only, ``loss/value``.
+    """
+    out = evaluate_minibatch(agent, batch, normalize_advantage=normalize_advantage)
+    terms = {"loss/policy": -out.mean(out.log_prob * out.advantage), "loss/entropy": out.mean(out.entropy)}
+    if baseline:
+        terms["loss/value"] = out.mean((out.value - batch[keys.VALUE_TARGET]).square())
+    return terms
+
+
+class REINFORCE:
+    """REINFORCE's learning step: returns, then one gradient step per batch."""
+
+    def __init__(self, cfg: REINFORCEConfig, ctx: BuildContext):
+        self.cfg = cfg
+        self.rollout = RolloutLearner(cfg, ctx, names=LOSS_KEYS, baseline=cfg.baseline)
+        self.agent, self.step = self.rollout.agent, self.rollout.step
+        self.act, self.ingest_and_sample = self.agent.act, self.rollout.ingest_and_sample
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """:func:`reinforce_loss` terms of a batch plus ``loss/total``, the scalar to minimise."""
+        cfg = self.cfg
+        terms = reinforce_loss(self.agent, batch, baseline=cfg.baseline, normalize_advantage=cfg.normalize_advantage)
+        total = terms["loss/policy"] - cfg.entropy_coef * terms["loss/entropy"]
+        if cfg.baseline:
+            total = total + cfg.value_coef * terms["loss/value"]
+        terms["loss/total"] = total
+        return terms
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Returns, one gradient step on the rows of ``batch`` the loss counts, then the statistics update."""
+        lr = self.step.lr
+        flat = self.rollout.rows(batch, timer)
+        with timer.phase("update.forward"):
+            terms = self.loss(flat)
+        # Across ranks each counted row weighs the same, whatever each rank's count of them.
+        self.step(terms["loss/total"], timer, rows=flat[keys.VALID].sum())
+        self.rollout.finish(batch)
+        return {name: float(value.detach()) for name, value in terms.items()} | {"optim/lr": lr}
+
+    def state_dict(self, *, replay: bool = True) -> dict:
+        return self.rollout.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rollout.load_state_dict(state)
+
+
+CONFIG = REINFORCEConfig
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
+PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
+
+
+def build(cfg: REINFORCEConfig, ctx: BuildContext) -> REINFORCE:
+    """REINFORCE with an actor-critic sized from ``ctx``'s spaces, its optimizer and reward scaler
+    (REINFORCE draws no random numbers of its own: ``ctx.seed`` is unused)."""
+    return REINFORCE(cfg, ctx)
