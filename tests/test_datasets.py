@@ -145,3 +145,32 @@ def test_bc_on_discrete_actions_fits_the_dataset_actions_distribution(tmp_path):
     row = json.loads((state.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     # Random actions of CartPole: the cross-entropy of a clone falls to log 2, and no lower.
     assert row["loss/actor"] == pytest.approx(np.log(2), abs=0.05)
+
+
+def test_rlcli_train_reports_an_offline_run_in_gradient_steps_and_its_evaluation(rlcli, tmp_path):
+    dataset = random_dataset("Pendulum-v1")
+    config = tmp_path / "iql.toml"
+    config.write_text(f"""
+[run]
+output_dir = "{tmp_path.as_posix()}"
+[env]
+id = "Pendulum-v1"
+num_envs = 2
+[network]
+hidden_sizes = [16, 16]
+[algo]
+name = "iql"
+batch_size = 16
+[data]
+dataset = "{dataset}"
+total_steps = 30
+steps_per_iteration = 20
+[eval]
+episodes = 2
+""", encoding="utf-8")
+    result = rlcli("train", config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    # 30 steps round up to 2 iterations of 20; the return column is the evaluation's.
+    assert "40 gradient steps from" in out and "total_steps 30 rounded up to 2 whole iterations of 20" in out
+    assert "last return (last evaluation)" in out and "eval return (2 episodes at 40 gradient steps)" in out

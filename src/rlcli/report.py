@@ -26,14 +26,29 @@ def frames_planned(collector) -> str:
     return text
 
 
+def steps_planned(data) -> str:
+    """The gradient steps an offline run takes (``[data]``), and why when that is more than ``total_steps``."""
+    text = f"{data.steps:,} gradient steps from {data.dataset}"
+    if data.steps != data.total_steps:
+        text += (f" (total_steps {data.total_steps:,} rounded up to {data.iterations:,} whole iterations of "
+                 f"{data.steps_per_iteration:,})")
+    return text
+
+
+def _return_label(state: TrainState) -> str:
+    """What the return column averages: the last ``run.return_window`` training episodes, or offline
+    the last evaluation."""
+    return "last evaluation" if state.run.cfg.offline else f"last {state.run.cfg.run.return_window}"
+
+
 def timing_table(state: TrainState) -> Table:
     """Phase, ms this iteration, mean ms so far and share of the iteration."""
     timer = state.timer
     total = state.phases.get("iteration", 0.0) or 1e-12
     table = Table(
         title=f"iteration {state.iteration}/{state.run.iterations}",
-        caption=(f"frames {state.frames:,}  ·  {state.fps:,.0f} frames/s  ·  "
-                 f"return (last {state.run.cfg.run.return_window}) {_fmt_return(state.last_return)}"),
+        caption=(f"{state.run.source.unit} {state.frames:,}  ·  {state.fps:,.0f}/s  ·  "
+                 f"return ({_return_label(state)}) {_fmt_return(state.last_return)}"),
         title_justify="left",
         caption_justify="left",
         min_width=64,
@@ -74,21 +89,22 @@ def summary_table(state: TrainState) -> Table:
     table = Table(title=f"run {state.status}", show_header=False, title_justify="left")
     table.add_column("what")
     table.add_column("value", justify="right")
-    table.add_row("frames", f"{state.frames:,}")
+    unit = state.run.source.unit
+    table.add_row(unit, f"{state.frames:,}")
     table.add_row("iterations", f"{state.iteration:,}")
     table.add_row("wall time", f"{state.wall_time:.2f} s")
-    table.add_row("mean frames/s", f"{state.fps:,.0f}")
-    window = state.run.cfg.run.return_window
-    table.add_row(f"best return (last {window})", _fmt_return(state.best_return))
-    table.add_row(f"last return (last {window})", _fmt_return(state.last_return))
+    table.add_row(f"mean {unit}/s", f"{state.fps:,.0f}")
+    window = _return_label(state)
+    table.add_row(f"best return ({window})", _fmt_return(state.best_return))
+    table.add_row(f"last return ({window})", _fmt_return(state.last_return))
     target = state.run.cfg.run.stop_at_return
     if target is not None:
-        reached = (f"{state.solved_at[0]:,} frames, {state.solved_at[1]:.2f} s"
+        reached = (f"{state.solved_at[0]:,} {unit}, {state.solved_at[1]:.2f} s"
                    if state.solved_at else "not reached")
         table.add_row(f"return >= {target:g}", reached)
     if state.last_eval:
         cfg = state.run.cfg.eval
-        table.add_row(f"eval return ({cfg.episodes} episodes at {state.eval_frames:,} frames)",
+        table.add_row(f"eval return ({cfg.episodes} episodes at {state.eval_frames:,} {unit})",
                       f"{state.last_eval['eval/return_mean']:.1f} ± {state.last_eval['eval/return_std']:.1f}")
     if state.checkpoint_path is not None:
         table.add_row("checkpoint", escape(str(state.checkpoint_path.relative_to(state.run_dir))))
@@ -122,7 +138,7 @@ class ConsoleReport:
         if self.quiet:
             return
         world = state.run.group.world_size
-        frames = (frames_planned(cfg.collector) if world == 1 else
+        frames = (steps_planned(cfg.data) if cfg.offline else frames_planned(cfg.collector) if world == 1 else
                   f"{state.run.planned_frames:,} frames on {world} ranks ({cfg.run.parallel}: "
                   f"{state.run.planned_frames // (world * state.run.iterations):,} per rank and iteration)")
         self.console.print(
@@ -132,7 +148,7 @@ class ConsoleReport:
         if self.console.is_terminal:
             self.progress = Progress(
                 TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("frames · {task.fields[fps]} fps · return {task.fields[ret]}"),
+                TextColumn(f"{state.run.source.unit} · {{task.fields[fps]}}/s · return {{task.fields[ret]}}"),
                 TimeRemainingColumn(), console=self.console,
             )
             self.task = self.progress.add_task("train", total=state.run.planned_frames, fps="-", ret="-")
@@ -149,8 +165,9 @@ class ConsoleReport:
         if state.run.cfg.timing.enabled:
             self.console.print(timing_table(state))
         elif self.progress is None:
-            self.console.print(f"iteration {state.iteration}: frames {state.frames:,}, "
-                               f"{state.fps:,.0f} frames/s, return {_fmt_return(state.last_return)}")
+            unit = state.run.source.unit
+            self.console.print(f"iteration {state.iteration}: {unit} {state.frames:,}, "
+                               f"{state.fps:,.0f} {unit}/s, return {_fmt_return(state.last_return)}")
 
     def _due(self, state: TrainState) -> bool:
         """Whether a table is due: every ``timing.every`` iterations when set, else once
