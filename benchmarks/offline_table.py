@@ -89,10 +89,16 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"random": random, "expert": expert, "rows": rows}, indent=2))
     if args.readme:
-        write_readme(args.readme, rows, args.seeds, random, expert)
+        write_readme(args.readme, rows, args.seeds, random, expert, jobs=args.jobs)
 
 
-def write_readme(path: Path, rows: list[dict], seeds: int, random: float, expert: float) -> None:
+def write_readme(path: Path, rows: list[dict], seeds: int, random: float, expert: float, *, jobs: int = 1) -> None:
+    import datetime
+    import os
+    import platform
+
+    import torch
+
     lines = [BEGIN, "",
              f"Normalized scores (0: random actions, {random:.1f}; 100: the expert dataset, {expert:.1f}), "
              f"median (min to max) over {seeds} seeds of the deterministic evaluation (10 episodes) that ends "
@@ -103,7 +109,9 @@ def write_readme(path: Path, rows: list[dict], seeds: int, random: float, expert
         algo, data = row["cell"].split(":")
         lines.append(f"| {algo} | {data} | {row['dataset_score']:.1f} | {row['median']:.1f} ({row['min']:.1f} to "
                      f"{row['max']:.1f}) | {row['above_dataset']}/{seeds} | {row['steps']:,} | {row['seconds']:.0f} |")
-    lines += ["", END]
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+               f"{jobs} run(s) at a time, {datetime.date.today().isoformat()}")
+    lines += ["", f"Machine: {machine}. Seconds are training wall time, evaluation included.", "", END]
     text = path.read_text(encoding="utf-8")
     if BEGIN in text:
         head, rest = text.split(BEGIN, 1)
