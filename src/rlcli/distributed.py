@@ -32,6 +32,11 @@ RANK_LOST_STATUS = 3
 """The exit status of a rank that ends with :class:`RankLost`: it is never the cause of a failed run,
 so that the launcher reports the rank that is, even when both end within the same second."""
 
+RANK_LOST_GRACE_S = 3.0
+"""How long a rank that lost its peers waits before it exits: the rank that failed on its own (still
+printing its error and tearing down) exits first, so the launcher, which stops every other rank as soon
+as one exits, sees that rank's own status rather than stopping it before it could report one."""
+
 
 class RankLost(Exception):
     """A collective failed: another rank died, stopped or went silent past the timeout."""

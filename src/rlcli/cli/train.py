@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -112,7 +113,7 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
         cfg = load_config(config_file, overrides)
     # Imported only now: a bad config is reported without loading the training stack.
     from rlcli.report import ConsoleReport
-    from rlcli.distributed import RANK_LOST_STATUS, RankLost
+    from rlcli.distributed import RANK_LOST_GRACE_S, RANK_LOST_STATUS, RankLost
     from rlcli.run import build_run
     from rlcli.trainer import TrainingError
     from rlcli.trainer import train as train_run
@@ -131,6 +132,7 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
     except RankLost as exc:
         # The launcher (or torchrun) names the rank that failed first; this one only lost it.
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        time.sleep(RANK_LOST_GRACE_S)
         raise typer.Exit(RANK_LOST_STATUS) from None
     if state.status == "interrupted":
         world = run.group.world_size
