@@ -1,7 +1,7 @@
 """The per-rank shares of a config (config/ranks.py): what each of N ranks trains on, and the sizes
 that do not split."""
 
-from rlcli.config.load import load_config
+from rlcli.config.load import load_config, validate_data
 from rlcli.config.presets import find_preset
 from rlcli.config.ranks import rank_config, rank_problems
 
@@ -40,3 +40,11 @@ def test_replicate_keeps_the_config_and_counts_every_ranks_frames():
     # 10,000 frames over 2 ranks of 512 per iteration: 10 iterations (10,240 frames in all).
     assert local.collector.iterations == 10
     assert rank_config(cfg, 1) is cfg
+
+
+def test_an_offline_run_is_refused_on_several_ranks_and_runs_as_is_on_one():
+    cfg = validate_data({"env": {"id": "Pendulum-v1"}, "algo": {"name": "iql"},
+                         "data": {"dataset": "pendulum/medium-v0"}})
+    assert rank_problems(cfg, 1) == [] and rank_config(cfg, 1) is cfg
+    ((path, message),) = rank_problems(cfg, 2)
+    assert path == "data" and "one process" in message
