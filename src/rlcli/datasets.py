@@ -37,6 +37,10 @@ EXTRA = "minari"
 """The extra that installs minari (with h5py)."""
 
 
+class DatasetNotFound(InputError):
+    """No dataset by that name: neither a path nor an id under :func:`datasets_root`."""
+
+
 def import_minari(what: str) -> Any:
     """The ``minari`` module; an InputError naming the extra when it is not installed.
 
@@ -86,7 +90,7 @@ def resolve(name: str, *, what: str = "data.dataset") -> Path:
     hint = (f"; did you mean {', '.join(repr(c) for c in close)}?" if close
             else f"; datasets there: {', '.join(known[:8])}" + (" ..." if len(known) > 8 else "") if known
             else "; none are there (minari download <id>, or rlcli collect, puts one there)")
-    raise InputError(what, f"no dataset {name!r}: not a path to a dataset folder, and not an id under "
+    raise DatasetNotFound(what, f"no dataset {name!r}: not a path to a dataset folder, and not an id under "
                            f"{root} (MINARI_DATASETS_PATH{' is set' if 'MINARI_DATASETS_PATH' in os.environ else ' unset'})"
                            + hint)
 
@@ -123,6 +127,8 @@ class Dataset:
     env_id: str | None
     """The id of the env the data came from, from the dataset's env spec (None when it has none)."""
     env_spec: Any = None
+    stand_in: bool = False
+    """True for :func:`stand_in`'s random transitions, which no file holds."""
 
     @property
     def transitions(self) -> int:
@@ -245,6 +251,26 @@ def load_dataset(opened: DatasetFile, *, what: str = "data.dataset") -> Dataset:
     except Exception as exc:  # noqa: BLE001 - a damaged episode
         raise InputError(what, f"{opened.path} is damaged: {type(exc).__name__}: "
                                f"{(str(exc).splitlines() or [''])[0][:200]}") from None
+    return dataset
+
+
+def stand_in(name: str, observation_space: spaces.Space, action_space: spaces.Space, *, steps: int = 2) -> Dataset:
+    """A dataset of one episode of ``steps`` random transitions on the given spaces (seeded), with no file:
+    what ``rlcli validate --build`` builds an offline run on when its dataset is not on this machine."""
+    dataset = _allocate(name, Path(name), observation_space, action_space, steps, 1, None)
+    observation_space.seed(0)
+    action_space.seed(0)
+    observations.write(observations.numpy_view(dataset.observations), slice(0, steps + 1),
+                       observations.stack([observation_space.sample() for _ in range(steps + 1)]))
+    dataset.actions.copy_(torch.as_tensor(np.stack([action_space.sample() for _ in range(steps)]))
+                          .reshape(dataset.actions.shape))
+    dataset.rewards.copy_(torch.linspace(-1.0, 1.0, steps))
+    dataset.terminated.zero_()
+    dataset.truncated.zero_()
+    dataset.truncated[-1] = True
+    dataset.rows.copy_(torch.arange(steps))
+    dataset.episode_ends.fill_(steps)
+    dataset.stand_in = True
     return dataset
 
 

@@ -16,7 +16,8 @@ from gymnasium import spaces
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces
 from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
-from rlcli.datasets import Dataset, DatasetSource, check_env, load_dataset, open_dataset
+from rlcli.datasets import (Dataset, DatasetFile, DatasetNotFound, DatasetSource, check_env, datasets_root,
+                            load_dataset, open_dataset, stand_in)
 from rlcli.config.errors import ConfigError, ConfigIssue, folder_error, single
 from rlcli.config.ranks import rank_config, rank_problems
 from rlcli.config.schema import RunConfig
@@ -155,12 +156,15 @@ class Run:
 
 
 def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = (),
-              env_packages: Sequence[str] = (), config_file: str | Path | None = None) -> Run:
+              env_packages: Sequence[str] = (), config_file: str | Path | None = None,
+              stand_in_data: bool = False) -> Run:
     """Build envs, networks, algorithm and collector for ``cfg``.
 
     ``source`` names the config in errors. ``overrides`` (the command-line changes),
     ``env_packages`` (the modules ``--env-package`` imported) and ``config_file`` (whose
-    repository's git commit is recorded) only go into ``run.json``.
+    repository's git commit is recorded) only go into ``run.json``. With ``stand_in_data``, an offline
+    run whose dataset is not on this machine is built on a two-step random stand-in with the env's
+    spaces (:func:`rlcli.datasets.stand_in`; what ``rlcli validate --build`` checks), never trained.
 
     Networks are initialised from ``run.seed`` inside a forked RNG, and actions
     and minibatches are drawn from generators of their own, so torch's global
@@ -190,7 +194,8 @@ def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[
     group = from_environment(device)
     try:
         return _build(cfg, rank_config(cfg, group.world_size), group, device, source,
-                      {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file})
+                      {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file},
+                      stand_in_data)
     except BaseException:
         group.close(orderly=False)
         raise
@@ -209,11 +214,11 @@ def _rank_device(device: torch.device, source: str | None) -> torch.device:
 
 
 def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device, source: str | None,
-           origin: dict[str, Any]) -> Run:
+           origin: dict[str, Any], stand_in_data: bool = False) -> Run:
     """The components of one rank, from its share ``local`` of ``cfg``."""
     # Rank r steps the envs that ranks 0..r-1 do not: the seeds one process would give them.
     seed = cfg.run.seed + group.rank * local.env.num_envs
-    opened = open_dataset(cfg.data.dataset) if cfg.offline else None
+    opened = _open_dataset(cfg, stand_in_data)
     envs = None if cfg.offline else make_envs(local.env, return_window=cfg.run.return_window, source=source)
     folder = RunFolder(cfg.run.output_dir, cfg.run.name)
     # Files of ranks other than 0 (their memmap replay) go to a folder of their own inside the run's.
@@ -228,12 +233,15 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
         if opened is not None:
             check_env(opened, cfg.env.id, evaluator.observation_space, evaluator.action_space, source)
             obs_space, act_space = opened.observation_space, opened.action_space
+        elif envs is None:
+            obs_space, act_space = evaluator.observation_space, evaluator.action_space
         else:
             obs_space, act_space = envs.single_observation_space, envs.single_action_space
         module = ALGORITHMS[cfg.algo.name]
         check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source,
                      encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation, offline=cfg.offline)
-        dataset = None if opened is None else load_dataset(opened)
+        dataset = (None if not cfg.offline else stand_in(cfg.data.dataset, obs_space, act_space) if opened is None
+                   else load_dataset(opened))
         ctx = BuildContext(obs_space, act_space, network=cfg.network, env=local.env, collector=local.collector,
                            optim=cfg.optim, device=device, seed=seed, run_folder=rank_folder, source=source,
                            group=group, iterations=local.iterations, dataset=dataset,
@@ -268,6 +276,18 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
                tuple(dict.fromkeys(phases)), tuple(module.METRICS), origin, evaluator, group)
 
 
+def _open_dataset(cfg: RunConfig, stand_in_data: bool) -> DatasetFile | None:
+    """The offline run's dataset, opened; None online, or when ``stand_in_data`` and it is not here."""
+    if not cfg.offline:
+        return None
+    try:
+        return open_dataset(cfg.data.dataset)
+    except DatasetNotFound:
+        if stand_in_data:
+            return None
+        raise
+
+
 def _dataset_device(cfg: RunConfig, dataset: Dataset, device: torch.device, source: str | None) -> torch.device:
     """Where the dataset's tensors go (``[data] device``); a ConfigError when the training device has too
     little free memory for them."""
@@ -282,7 +302,7 @@ def _dataset_device(cfg: RunConfig, dataset: Dataset, device: torch.device, sour
 
 def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
     """Build every component of ``cfg`` without training and close it; returns a one-line summary."""
-    run = build_run(cfg, source=source)
+    run = build_run(cfg, source=source, stand_in_data=True)
     try:
         agent = run.algo.agent
         params = sum(p.numel() for p in agent.parameters())
@@ -292,7 +312,15 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
                                                                 if is_image(space) else "off")
         return (f"{cfg.algo.name} on {cfg.env.id}: observation {describe_space(space)}, action "
                 f"{describe_space(run.source.action_space)}, {params:,} parameters, {run.device}; "
-                f"encoders: {encoders}; observation normalization {normalize}")
+                f"encoders: {encoders}; observation normalization {normalize}" + _stand_in_note(run))
     finally:
         run.close()
 
+
+def _stand_in_note(run: Run) -> str:
+    dataset = getattr(run.source, "dataset", None)
+    if dataset is None or not dataset.stand_in:
+        return ""
+    return (f"; dataset {dataset.name!r} is not on this machine (not a path, nor an id under {datasets_root()}): "
+            "built on a random stand-in with the env's spaces; training needs the dataset (minari download "
+            "<id>, rlcli collect, or for the shipped pendulum/* ids python benchmarks/make_datasets.py)")

@@ -117,6 +117,21 @@ def test_presets_build(rlcli, tmp_path, monkeypatch):
         assert "encoders: " in entry["summary"] and "observation normalization" in entry["summary"], entry
 
 
+def test_an_offline_preset_builds_on_a_stand_in_where_its_dataset_is_absent(rlcli, tmp_path, monkeypatch):
+    # A CI machine has no datasets: --build checks the env and the networks on random transitions with the
+    # env's spaces, says so, and training still refuses.
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    result = rlcli("validate", "--build", "--json", "presets/iql_pendulum_medium.toml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (entry,) = json.loads(result.stdout)["files"]
+    assert "parameters" in entry["summary"], entry
+    assert "'pendulum/medium-v0' is not on this machine" in entry["summary"], entry
+    assert "stand-in" in entry["summary"] and str(tmp_path) in entry["summary"], entry
+    train = rlcli("train", "presets/iql_pendulum_medium.toml", "--set", f"run.output_dir={tmp_path / 'runs'}")
+    assert_bad_input(train, "data.dataset", "no dataset 'pendulum/medium-v0'")
+    assert not (tmp_path / "runs").exists()
+
+
 def test_build_rejects_an_env_whose_observation_space_is_unsupported(rlcli, tmp_path):
     text = MINIMAL_TOML.replace("CartPole-v1", "Blackjack-v1")
     (tmp_path / "blackjack.toml").write_text(text, encoding="utf-8")
