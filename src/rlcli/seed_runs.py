@@ -174,7 +174,7 @@ def train_seeds(
     jobs = min(jobs or default_jobs(len(seeds)), len(seeds))
     group = _group_folder(Path(cfg.run.output_dir), cfg.run.name)
     result = SeedsResult(str(preset), group, cfg.run.stop_at_return, jobs, [SeedRun(s) for s in seeds])
-    pool = _SeedProcesses(_train_command(path, overrides, env_packages), group, cfg.run.name, on_event)
+    pool = _SeedProcesses(train_command(path, overrides, env_packages), group, cfg.run.name, on_event)
     try:
         pool.run(result.runs, jobs)
     finally:
@@ -185,11 +185,11 @@ def train_seeds(
     return result
 
 
-def _train_command(path: Path, overrides: Sequence[str | Override], env_packages: Sequence[str]) -> list[str]:
+def train_command(path: Path, overrides: Sequence[str | Override], env_packages: Sequence[str]) -> list[str]:
     """The ``rlcli train`` command line that every seed shares."""
     texts = [item.text if isinstance(item, Override) else item for item in overrides]
     # `python -m rlcli` would put the working folder first on sys.path; this does not.
-    command = [sys.executable, "-c", _CHILD, "train", str(path.resolve()), "--quiet"]
+    command = [sys.executable, "-c", CHILD, "train", str(path.resolve()), "--quiet"]
     for package in env_packages:
         command += ["--env-package", package]
     for text in texts:
@@ -255,12 +255,12 @@ class _SeedProcesses:
                 continue
             handle.close()
             del self.running[seed]
-            _read_outcome(run, self.group, self.name, code, time.perf_counter() - started)
+            read_outcome(run, self.group, self.name, code, time.perf_counter() - started)
             self.notify("end", run)
 
 
 # Runs the CLI without the working folder on sys.path, as the `rlcli` script would.
-_CHILD = ("import sys; sys.path[:] = [p for p in sys.path if p != '']; sys.argv[0] = 'rlcli'; "
+CHILD = ("import sys; sys.path[:] = [p for p in sys.path if p != '']; sys.argv[0] = 'rlcli'; "
           "from rlcli.cli import main; main()")
 
 
@@ -281,7 +281,7 @@ def _group_folder(output_dir: Path, name: str) -> Path:
                              f"cannot create it: {exc.strerror or exc}; choose another with --out DIR") from None
 
 
-def _read_outcome(run: SeedRun, group: Path, name: str, code: int, wall_s: float) -> None:
+def read_outcome(run: SeedRun, group: Path, name: str, code: int, wall_s: float) -> None:
     run.exit_code, run.wall_s = code, round(wall_s, 3)
     folders = sorted(group.glob(f"{name}-seed{run.seed}-*"))
     info: dict[str, Any] = {}

@@ -14,6 +14,7 @@ from rlcli.cli.plot import plot
 from rlcli.cli.schema import schema
 from rlcli.cli.show_config import show_config
 from rlcli.cli.train import train
+from rlcli.cli.tune import tune
 from rlcli.cli.validate import validate
 from rlcli.console import console
 
@@ -50,3 +51,4 @@ app.command("bench")(bench)
 app.command("eval")(eval_)
 app.command("collect")(collect)
 app.command("plot")(plot)
+app.command("tune")(tune)

@@ -19,6 +19,7 @@ from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset, run_config_file
 from rlcli.console import console, err_console
 from rlcli.envs import check_run_packages, import_env_packages
+from rlcli.tune.reporter import TrialReporter, TrialSpec
 from rlcli.seed_runs import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
 
 EXIT_TRAINING_FAILED = 1
@@ -53,6 +54,8 @@ def train(
         metavar="N", help="Train data-parallel on N local processes started through torchrun's launcher "
         "(gloo on CPU, nccl on CUDA); each steps its share of the envs and batches.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="Print only the final summary.")] = False,
+    tune_trial: Annotated[Optional[Path], typer.Option(
+        metavar="FILE", hidden=True, help="Run as a trial of rlcli tune, which wrote FILE.")] = None,
 ) -> None:
     """Train an agent; Ctrl-C or SIGTERM saves a checkpoint and stops; --resume continues."""
     overrides = _overrides(set_, device=device, seed=seed, out=out)
@@ -66,7 +69,7 @@ def train(
     elif nproc is not None:
         _launch(nproc, preset, resume, overrides, packages, quiet)
     else:
-        _train_one(preset, resume, overrides, packages, quiet)
+        _train_one(preset, resume, overrides, packages, quiet, tune_trial)
 
 
 def _overrides(set_: list[str] | None, *, device: str | None, seed: int | None,
@@ -105,12 +108,13 @@ def _check_flags(preset: str | None, resume: Path | None, *, seed: int | None, s
 
 
 def _train_one(preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str],
-               quiet: bool) -> None:
+               quiet: bool, tune_trial: Path | None = None) -> None:
     """Train in this process (or as one rank of a torchrun launch); its status becomes the exit status."""
     with user_errors(preset):
         import_env_packages(packages)
         config_file = find_preset(preset)
         cfg = load_config(config_file, overrides)
+        reporter = None if tune_trial is None else TrialReporter(TrialSpec.read(tune_trial))
     # Imported only now: a bad config is reported without loading the training stack.
     from rlcli.report import ConsoleReport
     from rlcli.distributed import RANK_LOST_GRACE_S, RANK_LOST_STATUS, RankLost
@@ -124,6 +128,8 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
                             env_packages=packages, config_file=config_file)
         # Rank 0 alone reports a data-parallel run.
         hooks = ConsoleReport(console, quiet=quiet).hooks() if run.group.is_main else None
+        if reporter is not None and hooks is not None:
+            hooks.on_iteration_end.append(reporter)
         with user_errors(preset):
             state = train_run(run, hooks=hooks, resume=resume)
     except TrainingError as exc:

@@ -61,7 +61,7 @@ def issues_of(err: dict[str, Any], chain: list[Path], overrides: dict[str, str])
     path = ""
     for part in _without_tags(loc):
         path += f"[{part}]" if part.isdigit() and path else ("." if path else "") + part
-    return [issue_at(path, _message(err["type"], err, loc), chain, overrides)]
+    return [issue_at(path, field_message(err["type"], err, loc), chain, overrides)]
 
 
 def issue_at(path: str, message: str, chain: list[Path], overrides: dict[str, str]) -> ConfigIssue:
@@ -79,12 +79,12 @@ def _without_tags(loc: tuple[str, ...]) -> list[str]:
     return list(loc)
 
 
-def _message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
+def field_message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
     from rlcli.config.algos import ALGO_CONFIGS
 
     known_algos = ", ".join(ALGO_CONFIGS)
     if kind == "extra_forbidden":
-        return _unknown_key(loc)
+        return unknown_key(loc)
     if kind == "union_tag_invalid":
         name = (err.get("input") or {}).get("name") if isinstance(err.get("input"), dict) else None
         if name is not None and not isinstance(name, str):
@@ -158,7 +158,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _unknown_key(loc: tuple[str, ...]) -> str:
+def unknown_key(loc: tuple[str, ...]) -> str:
     from rlcli.config.algos import ALGO_CONFIGS
 
     key = loc[-1]

@@ -38,7 +38,8 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
     The folder holds ``config.toml``, ``metrics.csv``/``metrics.jsonl`` (one row
     per logged iteration), ``checkpoints/`` (see ``[checkpoint]``), ``final.pt`` and
     ``run.json`` with the final status: ``completed``, ``solved`` (``run.stop_at_return``
-    reached), ``interrupted`` (SIGINT or SIGTERM; a checkpoint is saved first) or ``failed``.
+    reached), ``interrupted`` (SIGINT or SIGTERM; a checkpoint is saved first), ``pruned`` (a hook's
+    stop for the tuner; a checkpoint too) or ``failed``.
 
     With ``resume`` (a run folder), ``run`` continues that run in its folder from its latest
     checkpoint. ``run`` must be built from the folder's ``config.toml``, changed at most in
@@ -121,7 +122,7 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
                 loggers.flush()
                 saving.save_checkpoint(state)
         if stop and state.status == "running":
-            state.status = "interrupted"
+            state.status = state.stop_status
         if state.status == "running":
             state.status = "completed"
     except KeyboardInterrupt:

@@ -69,6 +69,9 @@ class TrainState:
     status: str = "running"
     error: str | None = None
     stop_requested: bool = False
+    stop_status: str = "interrupted"
+    """The status a stop request ends the run with: "interrupted" (a signal), or what the hook that asked
+    for it set ("pruned": the tuner's pruner)."""
     stop_signal: str | None = None
     """The signal that stopped the run: "SIGINT" (Ctrl-C) or "SIGTERM" (a scheduler, docker stop)."""
     checkpoint_frames: int = 0
