@@ -38,7 +38,7 @@ def test_quickstart_commands_and_ci_agree():
     assert "pip install torch==2.13.0 -e . && rlcli train presets/ppo_cartpole.toml" in README
 
 
-@pytest.mark.parametrize("command", ["train", "validate", "show-config", "schema", "bench", "eval", "collect"])
+@pytest.mark.parametrize("command", ["train", "validate", "show-config", "schema", "bench", "eval", "collect", "tune"])
 def test_every_command_is_documented(command):
     assert f"### `rlcli {command}" in README
 

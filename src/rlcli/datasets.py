@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,16 +50,10 @@ def import_minari(what: str) -> Any:
     try:
         import minari
     except ImportError as exc:
-        hint = (" (minari needs Python 3.11 or newer)" if _old_python() else "")
+        hint = " (minari needs Python 3.11 or newer)" if sys.version_info < (3, 11) else ""
         raise InputError(what, f"datasets are read and written with minari, which is not installed{hint}: "
                                f"pip install 'rlcli[{EXTRA}]' ({type(exc).__name__}: {exc})") from None
     return minari
-
-
-def _old_python() -> bool:
-    import sys
-
-    return sys.version_info < (3, 11)
 
 
 def datasets_root() -> Path:
@@ -127,8 +122,7 @@ class Dataset:
     env_id: str | None
     """The id of the env the data came from, from the dataset's env spec (None when it has none)."""
     env_spec: Any = None
-    stand_in: bool = False
-    """True for :func:`stand_in`'s random transitions, which no file holds."""
+    stand_in: bool = False  # True for stand_in()'s random transitions, which no file holds
 
     @property
     def transitions(self) -> int:
@@ -255,19 +249,16 @@ def load_dataset(opened: DatasetFile, *, what: str = "data.dataset") -> Dataset:
 
 
 def stand_in(name: str, observation_space: spaces.Space, action_space: spaces.Space, *, steps: int = 2) -> Dataset:
-    """A dataset of one episode of ``steps`` random transitions on the given spaces (seeded), with no file:
-    what ``rlcli validate --build`` builds an offline run on when its dataset is not on this machine."""
+    """One seeded episode of random transitions on these spaces, no file behind it (validate --build's)."""
     dataset = _allocate(name, Path(name), observation_space, action_space, steps, 1, None)
-    observation_space.seed(0)
-    action_space.seed(0)
+    observation_space.seed(0), action_space.seed(0)
     observations.write(observations.numpy_view(dataset.observations), slice(0, steps + 1),
                        observations.stack([observation_space.sample() for _ in range(steps + 1)]))
     dataset.actions.copy_(torch.as_tensor(np.stack([action_space.sample() for _ in range(steps)]))
                           .reshape(dataset.actions.shape))
     dataset.rewards.copy_(torch.linspace(-1.0, 1.0, steps))
     dataset.terminated.zero_()
-    dataset.truncated.zero_()
-    dataset.truncated[-1] = True
+    dataset.truncated.copy_(torch.arange(steps) == steps - 1)
     dataset.rows.copy_(torch.arange(steps))
     dataset.episode_ends.fill_(steps)
     dataset.stand_in = True

@@ -240,8 +240,7 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
         module = ALGORITHMS[cfg.algo.name]
         check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source,
                      encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation, offline=cfg.offline)
-        dataset = (None if not cfg.offline else stand_in(cfg.data.dataset, obs_space, act_space) if opened is None
-                   else load_dataset(opened))
+        dataset = _dataset(cfg, opened, obs_space, act_space)
         ctx = BuildContext(obs_space, act_space, network=cfg.network, env=local.env, collector=local.collector,
                            optim=cfg.optim, device=device, seed=seed, run_folder=rank_folder, source=source,
                            group=group, iterations=local.iterations, dataset=dataset,
@@ -274,6 +273,13 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
               "iteration")
     return Run(cfg, device, data_source, algo, local.iterations, folder,
                tuple(dict.fromkeys(phases)), tuple(module.METRICS), origin, evaluator, group)
+
+
+def _dataset(cfg: RunConfig, opened: DatasetFile | None, obs_space: Any, act_space: Any) -> Dataset | None:
+    """The offline run's data in memory (a stand-in when its file is not here); None online."""
+    if not cfg.offline:
+        return None
+    return load_dataset(opened) if opened is not None else stand_in(cfg.data.dataset, obs_space, act_space)
 
 
 def _open_dataset(cfg: RunConfig, stand_in_data: bool) -> DatasetFile | None:

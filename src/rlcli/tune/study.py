@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,22 +100,50 @@ def open_storage(url: str) -> Any:
     if "://" not in url:
         raise InputError(what, "not a storage URL; give sqlite:///PATH, postgresql://USER:PASSWORD@HOST/DB, "
                                "mysql://USER:PASSWORD@HOST/DB or journal:///PATH")
+    lock = None
     if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        database = Path(url[len("sqlite:///"):]).expanduser()
+        try:
+            database.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(what, f"cannot create {database.parent}: {exc.strerror or exc}") from None
+        # Tuners started together on one new SQLite file would each create its tables.
+        lock = database.with_name(database.name + ".lock")
     # Several tuners on one SQLite file wait for each other's writes instead of failing at once.
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S,
-                                          grace_period=GRACE_S)
-    except ModuleNotFoundError as exc:
-        raise InputError(what, f"the database driver {exc.name!r} is not installed: pip install "
-                               f"{_DRIVERS.get(exc.name or '', exc.name)}") from None
+        with locked(lock) if lock is not None else nullcontext():
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S,
+                                              grace_period=GRACE_S)
+    except ImportError as exc:
+        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__ or exc.__context__
+        module = getattr(cause, "name", None) or _SCHEME_DRIVERS.get(url.split("://", 1)[0], "its driver")
+        raise InputError(what, f"the database driver {module!r} is not installed: pip install "
+                               f"{_DRIVERS.get(module, module)}") from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy's many errors: a URL that cannot be opened
         first = (str(exc).splitlines() or [""])[0][:300]
         raise InputError(what, f"Optuna cannot open it: {type(exc).__name__}: {first}") from None
 
 
-_DRIVERS = {"psycopg2": "psycopg2-binary", "MySQLdb": "mysqlclient", "pymysql": "pymysql"}
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` for the block (nothing where the platform has none)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_DRIVERS = {"psycopg2": "psycopg2-binary", "psycopg": "'psycopg[binary]'", "MySQLdb": "mysqlclient", "pymysql": "pymysql"}
+# The module SQLAlchemy's default driver of each URL scheme imports.
+_SCHEME_DRIVERS = {"postgresql": "psycopg2", "mysql": "MySQLdb", "mysql+pymysql": "pymysql"}
 
 
 def open_study(name: str, storage: Any, *, direction: str, preset: str, objective: str, sampler: Any,
@@ -184,9 +214,8 @@ def load_existing(name: str, storage: Any) -> Any:
 
 def fail_stale(study: Any) -> None:
     """Mark FAIL the RUNNING trials whose tuner stopped beating (killed): Optuna's own check."""
-    optuna = import_optuna()
-    if isinstance(study._storage, optuna.storages.RDBStorage):
-        optuna.storages.fail_stale_trials(study)
+    # A no-op on a storage without heartbeats (the journal file).
+    import_optuna().storages.fail_stale_trials(study)
 
 
 def requeue_failed(study: Any) -> list[int]:
@@ -200,6 +229,14 @@ def requeue_failed(study: Any) -> list[int]:
     if again:
         study.set_user_attr("requeued", sorted(done | {t.number for t in again}))
     return [t.number for t in again]
+
+
+def heartbeat(study: Any, trials: list) -> None:
+    """Record a heartbeat for each of ``trials`` (running), on a storage that keeps them."""
+    record = getattr(study._storage, "record_heartbeat", None)
+    if record is not None and study._storage.get_heartbeat_interval() is not None:
+        for trial in trials:
+            record(trial._trial_id)
 
 
 def counts(study: Any) -> tuple[int, int]:

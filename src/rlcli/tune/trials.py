@@ -16,8 +16,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,16 +115,14 @@ def tune(preset: str | Path, space_file: Path, *, trials: int = 24, jobs: int = 
                                    sampler=the_sampler, pruner=the_pruner)
     studies.check_space(the_study, list(space.params), name)
     folder.mkdir(parents=True, exist_ok=True)
-    studies.fail_stale(the_study)
-    result = TuneResult(name, url, folder, objective, direction,
-                        requeued=studies.requeue_failed(the_study) if requeue else [])
+    result = TuneResult(name, url, folder, objective, direction)
     pool = _Pool(the_study, optuna, space, path, list(set_), list(env_packages),
                  seeds=[cfg.run.seed + i for i in range(seeds)], jobs=jobs, trials=trials, objective=objective,
-                 report_every=report_every, folder=folder, on_event=on_event)
+                 report_every=report_every, folder=folder, requeue=requeue, on_event=on_event)
     try:
         pool.run(timeout)
     finally:
-        result.ran = pool.ran
+        result.ran, result.requeued = pool.ran, pool.requeued
         if pool.signals:
             result.stop_signal = signal.Signals(pool.signals[0]).name
     _read_back(result, the_study, space, path, list(set_))
@@ -183,14 +180,15 @@ class _Pool:
 
     def __init__(self, study: Any, optuna: Any, space: Space, preset: Path, set_: list, packages: list, *,
                  seeds: list[int], jobs: int, trials: int, objective: str, report_every: int, folder: Path,
-                 on_event: Event | None):
+                 requeue: bool, on_event: Event | None):
         self.study, self.optuna, self.space, self.preset, self.set_ = study, optuna, space, preset, set_
         self.packages, self.seeds, self.jobs, self.trials = packages, seeds, jobs, trials
         self.objective, self.report_every, self.folder, self.on_event = objective, report_every, folder, on_event
         self.running: list[_Running] = []
         self.signals: list[int] = []
         self.ran = 0
-        self.beats = isinstance(study._storage, optuna.storages.RDBStorage)
+        self.requeued: list[int] = []
+        self.requeue = requeue
         self.last_beat = self.last_fill = self.last_stale = 0.0
 
     def run(self, timeout: float | None) -> None:
@@ -220,12 +218,14 @@ class _Pool:
         if now - self.last_fill < 0.25:
             return -1
         self.last_fill = now
-        if now - self.last_stale > studies.GRACE_S / 2:
+        if now - self.last_stale > studies.GRACE_S / 4:
             studies.fail_stale(self.study)
+            if self.requeue:
+                self.requeued += studies.requeue_failed(self.study)
             self.last_stale = now
         # Workers on one machine count and ask one at a time, so that together they ask no more than the
         # study's trials; workers on other machines can overshoot by a trial.
-        with _locked(self.folder / ".ask.lock"):
+        with studies.locked(self.folder / ".ask.lock"):
             finished, running = studies.counts(self.study)
             while len(self.running) < self.jobs and finished + running < self.trials:
                 self.ask()
@@ -280,9 +280,8 @@ class _Pool:
 
     def heartbeat(self) -> None:
         now = time.monotonic()
-        if self.beats and now - self.last_beat > studies.HEARTBEAT_S / 2:
-            for running in self.running:
-                self.study._storage.record_heartbeat(running.trial._trial_id)
+        if now - self.last_beat > studies.HEARTBEAT_S / 2:
+            studies.heartbeat(self.study, [running.trial for running in self.running])
             self.last_beat = now
 
     def poll(self, running: _Running) -> None:
@@ -356,22 +355,6 @@ class _Pool:
 
     def row(self, number: int) -> studies.TrialRow:
         return next(r for r in studies.rows(self.study) if r.number == number)
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` for the block (nothing where the platform has none)."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _run_json(run_dir: str | None) -> dict:

@@ -1,0 +1,227 @@
+"""``rlcli tune``: real studies on CartPole-v1 (a few trials of a few thousand frames), each trial a real
+``rlcli train`` process; the study read back from its SQLite storage with Optuna."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, assert_bad_input, rlcli_executable
+
+optuna = pytest.importorskip("optuna")
+
+FRAMES = "collector.total_frames=2048"
+SPACE = """
+[tune]
+report_every = 512
+startup_trials = 1
+
+[space]
+"optim.lr" = { low = 1e-4, high = 1e-2, log = true }
+"algo.clip_epsilon" = { choices = [0.1, 0.2, 0.3] }
+"algo.epochs" = { low = 2, high = 6 }
+"network.hidden_sizes" = { choices = [[32, 32], [64, 64]] }
+"""
+
+
+def space_file(tmp_path: Path, text: str = SPACE, name: str = "space.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load(folder: Path, study: str = "ppo_cartpole"):
+    return optuna.load_study(study_name=study, storage=f"sqlite:///{folder / study / 'study.db'}")
+
+
+def states(study) -> list[str]:
+    return [t.state.name for t in study.get_trials(deepcopy=False)]
+
+
+def start_tune(*args: str | Path) -> subprocess.Popen:
+    env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb"}
+    return subprocess.Popen([rlcli_executable(), "tune", *map(str, args)], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def wait_for(predicate, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_a_study_runs_trials_as_train_runs_and_writes_a_best_config_that_trains(rlcli, tmp_path):
+    space = space_file(tmp_path)
+    result = rlcli("tune", "ppo_cartpole", "--space", space, "--trials", "3", "--jobs", "2", "--set", FRAMES,
+                   "--out", tmp_path / "tune", timeout=240)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    study = load(tmp_path / "tune")
+    assert states(study) == ["COMPLETE"] * 3
+    for trial in study.trials:
+        # Each sampled value is inside its range or among its choices.
+        assert 1e-4 <= trial.params["optim.lr"] <= 1e-2 and 2 <= trial.params["algo.epochs"] <= 6
+        assert trial.params["network.hidden_sizes"] in ("[32, 32]", "[64, 64]")
+        (run_dir,) = (tmp_path / "tune" / "ppo_cartpole" / f"trial-{trial.number:04d}").glob("trial-*-seed0-*")
+        info = json.loads((run_dir / "run.json").read_text())
+        assert info["status"] == "completed" and info["frames"] == 2048
+        # The trial's value is its run's rolling return (no [eval] in the preset), its config the sampled one.
+        assert trial.value == pytest.approx(info["last_return"])
+        config = (run_dir / "config.toml").read_text()
+        assert f"epochs = {trial.params['algo.epochs']}" in config
+        assert f"hidden_sizes = {trial.params['network.hidden_sizes']}" in config
+        assert f"trial {trial.number}: complete" in output
+    best = max(study.trials, key=lambda t: t.value)
+    assert f"best trial: {best.number}" in output
+    best_toml = tmp_path / "tune" / "ppo_cartpole" / "best.toml"
+    text = best_toml.read_text()
+    assert f"epochs = {best.params['algo.epochs']}" in text and f"lr = {best.params['optim.lr']!r}" in text
+    assert rlcli("validate", best_toml).returncode == 0
+    trained = rlcli("train", best_toml, "--set", "collector.total_frames=512", "--out", tmp_path / "runs", "-q")
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    shown = rlcli("tune", "--show", "--study", "ppo_cartpole", "--storage",
+                  f"sqlite:///{tmp_path / 'tune' / 'ppo_cartpole' / 'study.db'}")
+    assert shown.returncode == 0 and shown.stdout.count("complete") == 3, shown.stdout + shown.stderr
+
+
+def test_a_trial_below_the_median_is_pruned_with_a_checkpoint_and_the_study_resumes(rlcli, tmp_path):
+    # One trial that learns, then, in the same study, one whose learning rate learns nothing: the median
+    # pruner stops it after the warm-up third of its budget.
+    good = space_file(tmp_path, '[tune]\nreport_every = 512\nstartup_trials = 1\n'
+                                '[space]\n"optim.lr" = { low = 3e-3, high = 3e-3 }\n', "good.toml")
+    bad = space_file(tmp_path, good.read_text().replace("3e-3", "1e-7"), "bad.toml")
+    common = ("--set", "collector.total_frames=8192", "--out", tmp_path / "tune")
+    first = rlcli("tune", "ppo_cartpole", "--space", good, "--trials", "1", *common, timeout=240)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = rlcli("tune", "ppo_cartpole", "--space", bad, "--trials", "2", *common, timeout=240)
+    assert second.returncode == 0, second.stdout + second.stderr
+    study = load(tmp_path / "tune")
+    assert states(study) == ["COMPLETE", "PRUNED"]
+    pruned = study.trials[1]
+    (run_dir,) = (tmp_path / "tune" / "ppo_cartpole" / "trial-0001").glob("trial-*")
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "pruned" and info["frames"] < 8192
+    assert info["checkpoint"]["frames"] == info["frames"]
+    assert pruned.user_attrs["frames"] == info["frames"]
+    assert max(pruned.intermediate_values) <= info["frames"]
+
+
+def test_sigterm_stops_the_running_trials_with_a_checkpoint_and_marks_them_failed(tmp_path):
+    space = space_file(tmp_path)
+    proc = start_tune("ppo_cartpole", "--space", space, "--trials", "4", "--jobs", "2", "--set",
+                      "collector.total_frames=200000", "--out", tmp_path / "tune")
+    folder = tmp_path / "tune" / "ppo_cartpole"
+    # Both trials have reported once: their runs are training.
+    wait_for(lambda: len(list(folder.glob("trial-*/seed-0.reports.jsonl"))) == 2
+             and all(p.stat().st_size for p in folder.glob("trial-*/seed-0.reports.jsonl")))
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 143, output
+    assert "Traceback" not in output
+    study = load(tmp_path / "tune")
+    assert states(study) == ["FAIL", "FAIL"]
+    for trial in study.trials:
+        assert "SIGTERM" in trial.user_attrs["reason"]
+        (run_dir,) = (folder / f"trial-{trial.number:04d}").glob("trial-*")
+        info = json.loads((run_dir / "run.json").read_text())
+        assert info["status"] == "interrupted" and info["checkpoint"]["frames"] == info["frames"] > 0
+
+
+def test_a_killed_tuner_leaves_trials_that_the_next_one_fails_and_requeues(rlcli, tmp_path):
+    space = space_file(tmp_path)
+    args = ("ppo_cartpole", "--space", space, "--trials", "2", "--set", "collector.total_frames=200000",
+            "--out", tmp_path / "tune")
+    proc = start_tune(*args)
+    folder = tmp_path / "tune" / "ppo_cartpole"
+    wait_for(lambda: any(p.stat().st_size for p in folder.glob("trial-*/seed-0.reports.jsonl")))
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert states(load(tmp_path / "tune")) == ["RUNNING"]
+    # The orphaned trial notices its tuner is gone and stops, its folder complete.
+    (run_dir,) = (folder / "trial-0000").glob("trial-*")
+    wait_for(lambda: json.loads((run_dir / "run.json").read_text())["status"] != "running", timeout=30)
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    again = rlcli("tune", *args[:-4], "--set", "collector.total_frames=1024", "--out", tmp_path / "tune",
+                  "--requeue-failed", timeout=240)
+    output = again.stdout + again.stderr
+    assert again.returncode == 0, output
+    study = load(tmp_path / "tune")
+    # Trial 0 failed once its heartbeat went stale, and its parameters ran again: 2 finished, none twice.
+    assert states(study)[0] == "FAIL" and sorted(states(study)[1:]) == ["COMPLETE", "COMPLETE"], output
+    (again_0,) = [t for t in study.trials if t.user_attrs.get("requeued_from") == 0]
+    assert again_0.params == study.trials[0].params and again_0.state.name == "COMPLETE"
+
+
+def test_two_tuners_share_one_study_without_running_a_trial_twice(tmp_path):
+    space = space_file(tmp_path)
+    args = ("ppo_cartpole", "--space", space, "--trials", "4", "--set", FRAMES, "--out", tmp_path / "tune")
+    procs = [start_tune(*args), start_tune(*args)]
+    outputs = [p.communicate(timeout=240)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    study = load(tmp_path / "tune")
+    assert states(study) == ["COMPLETE"] * 4
+    started = [line.split(":")[0] for out in outputs for line in out.splitlines() if line.endswith(")")
+               and ": started (" in line]
+    assert sorted(started) == [f"trial {n}" for n in range(4)], outputs
+    assert all(":" in out and "trial" in out for out in outputs)
+
+
+@pytest.mark.parametrize(("space", "fragments"), [
+    ('[space]\n"optim.lrr" = { low = 1e-4, high = 1e-2 }\n', ["space.optim.lrr", "did you mean lr?"]),
+    ('[space]\n"algo.gamma" = { low = 0.9, high = 1.5 }\n', ["space.algo.gamma", "high = 1.5", "allowed: 0 to 1"]),
+    ('[space]\n"algo.epochs" = { low = 8, high = 2 }\n', ["space.algo.epochs", "low (8) is above high (2)"]),
+    ('[space]\n"optim.lr" = { low = 0.0, high = 1e-2, log = true }\n', ["space.optim.lr", "log = true needs low > 0"]),
+    ('[space]\n"algo.clip_epsilon" = { choices = [] }\n', ["space.algo.clip_epsilon", "choices is empty"]),
+    ('[space]\n"network.activation" = { choices = ["tanh", 3] }\n', ["space.network.activation", "choice 3"]),
+    ('[space]\n"algo.epochs" = { low = 2.5, high = 6 }\n', ["space.algo.epochs", "must be whole numbers"]),
+])
+def test_a_bad_space_is_refused_before_anything_is_written(rlcli, tmp_path, space, fragments):
+    path = space_file(tmp_path, space)
+    result = rlcli("tune", "ppo_cartpole", "--space", path, "--out", tmp_path / "tune")
+    assert_bad_input(result, str(path), *fragments)
+    assert not (tmp_path / "tune").exists()
+
+
+@pytest.mark.parametrize(("flags", "fragments"), [
+    (("--sampler", "grid"), ["--sampler grid", "allowed: tpe, random, cmaes"]),
+    (("--pruner", "asha"), ["--pruner asha", "allowed: median, hyperband, none"]),
+    (("--jobs", "0"), ["--jobs 0", "at least 1"]),
+    (("--objective", "speed"), ["--objective speed", "allowed: return, frames"]),
+    # No server there (or no PostgreSQL driver installed: then the message names it).
+    (("--storage", "postgresql://user:pw@127.0.0.1:1/db"), ["--storage postgresql://"]),
+    (("--storage", "mysql://user:pw@127.0.0.1:1/db"), ["--storage mysql://", "driver", "pip install"]),
+    (("--storage", "study.db"), ["--storage study.db", "not a storage URL"]),
+])
+def test_bad_flags_are_refused_before_anything_is_written(rlcli, tmp_path, flags, fragments):
+    result = rlcli("tune", "ppo_cartpole", "--space", space_file(tmp_path), "--out", tmp_path / "tune", *flags)
+    output = assert_bad_input(result, *fragments)
+    if flags[0] == "--storage" and flags[1].startswith("postgresql"):
+        assert "cannot open" in output or ("driver" in output and "pip install" in output), output
+    assert not (tmp_path / "tune").exists()
+
+
+def test_a_study_of_another_preset_is_refused(rlcli, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    optuna.create_study(study_name="mine", storage=storage, direction="maximize").set_user_attr(
+        "preset", "/elsewhere/sac_pendulum.toml")
+    result = rlcli("tune", "ppo_cartpole", "--space", space_file(tmp_path), "--study", "mine", "--storage", storage,
+                   "--out", tmp_path / "tune")
+    assert_bad_input(result, "--study mine", "sac_pendulum.toml", "choose another --study")
+    assert not (tmp_path / "tune").exists()
+
+
+def test_without_optuna_the_command_names_the_extra(rlcli, tmp_path, monkeypatch):
+    blocker = tmp_path / "blocked" / "optuna"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('optuna is blocked for this test')\n")
+    monkeypatch.setenv("PYTHONPATH", str(blocker.parent))
+    result = rlcli("tune", "ppo_cartpole", "--space", space_file(tmp_path), "--out", tmp_path / "tune")
+    assert_bad_input(result, "optuna", "pip install 'rlcli[tune]'")
+    assert not (tmp_path / "tune").exists()
