@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -111,6 +113,21 @@ def test_a_trial_below_the_median_is_pruned_with_a_checkpoint_and_the_study_resu
     assert info["checkpoint"]["frames"] == info["frames"]
     assert pruned.user_attrs["frames"] == info["frames"]
     assert max(pruned.intermediate_values) <= info["frames"]
+
+
+def test_a_trial_that_crashes_is_failed_with_its_error_and_the_study_goes_on(rlcli, tmp_path):
+    # A value loss weighted by 1e38 overflows: the run stops with exit 1 and its error in run.json.
+    space = space_file(tmp_path, '[space]\n"algo.value_coef" = { low = 1e38, high = 1e38 }\n')
+    result = rlcli("tune", "ppo_cartpole", "--space", space, "--trials", "2", "--set", FRAMES,
+                   "--out", tmp_path / "tune", timeout=240)
+    output = result.stdout + result.stderr
+    # Every trial failed: the tuner ran its --trials, then says so with exit 1.
+    assert result.returncode == 1 and "every trial this search ran failed (2)" in output, output
+    assert "Traceback" not in output
+    study = load(tmp_path / "tune")
+    assert states(study) == ["FAIL", "FAIL"]
+    for trial in study.trials:
+        assert "seed 0: iteration 1: loss/" in trial.user_attrs["reason"] and "training stopped" in trial.user_attrs["reason"]
 
 
 def test_sigterm_stops_the_running_trials_with_a_checkpoint_and_marks_them_failed(tmp_path):
@@ -225,3 +242,50 @@ def test_without_optuna_the_command_names_the_extra(rlcli, tmp_path, monkeypatch
     result = rlcli("tune", "ppo_cartpole", "--space", space_file(tmp_path), "--out", tmp_path / "tune")
     assert_bad_input(result, "optuna", "pip install 'rlcli[tune]'")
     assert not (tmp_path / "tune").exists()
+
+
+@pytest.fixture
+def postgres_url():
+    """A PostgreSQL server of the OS packages, started in a temporary folder (as the postgres user when
+    this runs as root, which PostgreSQL refuses to be); skipped where there is none or no driver."""
+    pytest.importorskip("psycopg")
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        pytest.skip("no PostgreSQL server here (initdb, pg_ctl)")
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    folder = Path(tempfile.mkdtemp(prefix="rlcli-pg-", dir="/tmp"))
+    folder.chmod(0o755)
+    if as_user:
+        shutil.chown(folder, "postgres")
+    data, port = folder / "data", free_port()
+    subprocess.run([*as_user, initdb, "-D", str(data), "-U", "postgres", "--auth=trust"], check=True,
+                   capture_output=True)
+    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-w", "-l", str(folder / "log"), "-o",
+                    f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"], check=True,
+                   capture_output=True)
+    yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_two_tuners_share_one_study_on_postgresql(tmp_path, postgres_url):
+    # The README's line for several machines: each worker names the same study and storage URL.
+    space = space_file(tmp_path)
+    args = ("ppo_cartpole", "--space", space, "--trials", "3", "--study", "cartpole", "--storage", postgres_url,
+            "--set", "collector.total_frames=1024")
+    procs = [start_tune(*args, "--out", tmp_path / "a"), start_tune(*args, "--out", tmp_path / "b")]
+    outputs = [p.communicate(timeout=240)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    study = optuna.load_study(study_name="cartpole", storage=postgres_url)
+    finished = [t for t in study.trials if t.state.name in ("COMPLETE", "PRUNED")]
+    numbers = [t.number for t in study.trials]
+    # Workers on two machines may overshoot by a trial; none runs a trial twice.
+    assert 3 <= len(finished) <= 4 and len(set(numbers)) == len(numbers), outputs

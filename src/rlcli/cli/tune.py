@@ -73,6 +73,9 @@ def tune(
         err_console.print("interrupted: each running trial stopped with a checkpoint and is marked failed in the "
                           "study; the same command continues the study")
         raise typer.Exit(EXIT_TERMINATED if result.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
+    if result.ran and result.failed == result.ran:
+        err_console.print(f"error: every trial this search ran failed ({result.failed}); see the reasons above")
+        raise typer.Exit(1)
 
 
 def _progress(event: str, payload: Any) -> None:

@@ -15,6 +15,7 @@ import gymnasium as gym
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from rlcli.config.algos import AlgoConfig
+from rlcli.config.logger import LoggerConfig
 from rlcli.config.model import SECTION, cross_field_error
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
 from rlcli.envs import register_family, vector_kwargs_problems
@@ -236,16 +237,6 @@ class OptimConfig(BaseModel):
     )
     alpha: float = Field(0.99, gt=0, lt=1, description="Smoothing constant of rmsprop.")
     momentum: float = Field(0.0, ge=0, lt=1, description="Momentum of sgd and rmsprop.")
-
-
-class LoggerConfig(BaseModel):
-    model_config = SECTION
-
-    backends: list[Literal["csv", "jsonl", "tensorboard"]] = Field(
-        default_factory=lambda: ["csv", "jsonl"],
-        description='Where metrics go: "csv", "jsonl", "tensorboard" (needs the tensorboard extra).',
-    )
-    interval: int = Field(1, ge=1, description="Write metrics every this many iterations.")
 
 
 class TimingConfig(BaseModel):

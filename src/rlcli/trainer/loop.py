@@ -75,7 +75,8 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
         if main:
             saving.write_status(state)
         loggers = (make_loggers(cfg.logger, run_dir, columns(run),
-                                resume=None if restored is None else kept_rows(state))
+                                resume=None if restored is None else kept_rows(state),
+                                config=cfg.model_dump(mode="json"))
                    if main else MetricLoggers([]))
     except OSError as exc:
         release(lock)
@@ -149,7 +150,7 @@ def _finish(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | 
     for row in (pending, state.row):
         if row and row["iteration"] > loggers.last_iteration:
             loggers.write(row)
-    loggers.close()
+    loggers.flush()
     # A further signal during these saves cuts the one it lands in short (its old file stays)
     # and the folder is still completed.
     # Only after whole iterations: a second signal or an error leaves the last checkpoint as it was.
@@ -165,6 +166,8 @@ def _finish(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | 
     finally:
         if run.group.is_main:
             saving.write_status(state)
+        # After the folder is complete: a tracking server receives run.json and final.pt.
+        loggers.close()
         release(state.lock)
         run.close(orderly=together)
 

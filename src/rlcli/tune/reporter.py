@@ -44,10 +44,11 @@ class TrialSpec:
 
 
 def trial_value(state) -> float:
-    """The return a trial is judged by so far: the last evaluation's mean when the run evaluates,
-    else the rolling training return (NaN before the first episode)."""
-    if state.run.evaluator is not None:
-        return float(state.last_eval.get("eval/return_mean", math.nan))
+    """The return a trial is judged by so far: the last evaluation's mean once the run has evaluated,
+    else the rolling training return (NaN before the first episode). A run that evaluates only at
+    the end (RL-Zoo's setting for short searches) is thus pruned on its training return."""
+    if "eval/return_mean" in state.last_eval:
+        return float(state.last_eval["eval/return_mean"])
     return float(state.last_return)
 
 

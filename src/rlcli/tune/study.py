@@ -8,7 +8,9 @@ parameter importances.
 
 from __future__ import annotations
 
+import json
 import math
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcli.config.errors import InputError
+from rlcli.config.load import Override
 
 EXTRA = "tune"
 HEARTBEAT_S = 2
@@ -113,8 +116,7 @@ def open_storage(url: str) -> Any:
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
     try:
         with locked(lock) if lock is not None else nullcontext():
-            return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S,
-                                              grace_period=GRACE_S)
+            return _rdb_storage(optuna, url, engine)
     except ImportError as exc:
         cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__ or exc.__context__
         module = getattr(cause, "name", None) or _SCHEME_DRIVERS.get(url.split("://", 1)[0], "its driver")
@@ -123,6 +125,23 @@ def open_storage(url: str) -> Any:
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy's many errors: a URL that cannot be opened
         first = (str(exc).splitlines() or [""])[0][:300]
         raise InputError(what, f"Optuna cannot open it: {type(exc).__name__}: {first}") from None
+
+
+def _rdb_storage(optuna: Any, url: str, engine: dict) -> Any:
+    """Optuna's RDBStorage at ``url``. Workers on other machines that start together race to create the
+    database's tables; the one that loses (a duplicate key or table) tries again, 5 times at most."""
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    for attempt in range(4):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S,
+                                              grace_period=GRACE_S)
+        except (IntegrityError, ProgrammingError):
+            if url.startswith("sqlite"):
+                raise
+            time.sleep(1.0 + attempt)
+    return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S,
+                                      grace_period=GRACE_S)
 
 
 @contextmanager
@@ -160,7 +179,8 @@ def open_study(name: str, storage: Any, *, direction: str, preset: str, objectiv
         existing = None
     if existing is not None:
         theirs = existing.user_attrs.get("preset"), existing.user_attrs.get("objective")
-        if existing.direction.name.lower() != direction or theirs != (preset, objective):
+        # A study another worker has just created may not have its attributes yet.
+        if existing.direction.name.lower() != direction or (theirs[0] is not None and theirs != (preset, objective)):
             raise InputError(f"--study {name}", f"this study exists for preset {theirs[0]!r}, objective "
                                                 f"{theirs[1]!r} ({existing.direction.name.lower()}); this search is "
                                                 f"{preset!r}, {objective!r} ({direction}): choose another --study")
@@ -210,6 +230,21 @@ def load_existing(name: str, storage: Any) -> Any:
         names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
         raise InputError(f"--study {name}", "no such study in this storage; studies there: "
                                             + (", ".join(names) if names else "none")) from None
+
+
+def grouping(logger: Any, study: Any, name: str) -> tuple[list, str | None]:
+    """The ``--set`` items that group the trials' tracking runs by study (a W&B group, an MLflow parent run
+    kept in the study's attributes), and that parent run's id."""
+    items, parent = [], None
+    if "wandb" in logger.backends and logger.group is None:
+        items.append(Override(f"logger.group={json.dumps(name)}", f"rlcli tune: the W&B group {name}"))
+    if "mlflow" in logger.backends and logger.mlflow_parent is None:
+        from rlcli.loggers.tracking import study_run
+
+        parent = study_run(logger, name, study.user_attrs.get("mlflow_parent"))
+        study.set_user_attr("mlflow_parent", parent)
+        items.append(Override(f"logger.mlflow_parent={json.dumps(parent)}", "rlcli tune: the MLflow study run"))
+    return items, parent
 
 
 def fail_stale(study: Any) -> None:

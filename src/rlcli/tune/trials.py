@@ -27,6 +27,7 @@ from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset
 from rlcli.envs import import_env_packages
 from rlcli.interrupts import on_stop_signals
+from rlcli.loggers import check_backends
 from rlcli.seed_runs import SeedRun, read_outcome, train_command
 from rlcli.tune import study as studies
 from rlcli.tune.reporter import TrialSpec
@@ -51,6 +52,8 @@ class TuneResult:
     requeued: list[int] = field(default_factory=list)
     ran: int = 0
     """Trials this tuner ran (others may have run on other workers)."""
+    failed: int = 0
+    """Of those, the ones that failed."""
     stop_signal: str | None = None
     """"SIGINT" or "SIGTERM" when a signal stopped the search."""
 
@@ -99,6 +102,7 @@ def tune(preset: str | Path, space_file: Path, *, trials: int = 24, jobs: int = 
     path = find_preset(preset)
     cfg = load_config(path, set_)
     space = read_space(Path(space_file), cfg)
+    check_backends(cfg.logger, source=str(path))
     if objective == "frames" and cfg.run.stop_at_return is None:
         raise InputError("--objective frames", "needs run.stop_at_return in the preset (or --set it)")
     budget = cfg.data.total_steps if cfg.offline else cfg.collector.total_frames
@@ -116,16 +120,22 @@ def tune(preset: str | Path, space_file: Path, *, trials: int = 24, jobs: int = 
     studies.check_space(the_study, list(space.params), name)
     folder.mkdir(parents=True, exist_ok=True)
     result = TuneResult(name, url, folder, objective, direction)
-    pool = _Pool(the_study, optuna, space, path, list(set_), list(env_packages),
+    grouping, parent = studies.grouping(cfg.logger, the_study, name)
+    pool = _Pool(the_study, optuna, space, path, [*set_, *grouping], list(env_packages),
                  seeds=[cfg.run.seed + i for i in range(seeds)], jobs=jobs, trials=trials, objective=objective,
                  report_every=report_every, folder=folder, requeue=requeue, on_event=on_event)
     try:
         pool.run(timeout)
     finally:
-        result.ran, result.requeued = pool.ran, pool.requeued
+        result.ran, result.requeued, result.failed = pool.ran, pool.requeued, pool.failed
         if pool.signals:
             result.stop_signal = signal.Signals(pool.signals[0]).name
     _read_back(result, the_study, space, path, list(set_))
+    if parent is not None:
+        from rlcli.loggers.tracking import end_study_run
+
+        best = None if result.best is None else {"value": result.best.value, "params": result.best.params}
+        end_study_run(cfg.logger, parent, best)
     return result
 
 
@@ -186,7 +196,7 @@ class _Pool:
         self.objective, self.report_every, self.folder, self.on_event = objective, report_every, folder, on_event
         self.running: list[_Running] = []
         self.signals: list[int] = []
-        self.ran = 0
+        self.ran = self.failed = 0
         self.requeued: list[int] = []
         self.requeue = requeue
         self.last_beat = self.last_fill = self.last_stale = 0.0
@@ -227,10 +237,11 @@ class _Pool:
         # study's trials; workers on other machines can overshoot by a trial.
         with studies.locked(self.folder / ".ask.lock"):
             finished, running = studies.counts(self.study)
-            while len(self.running) < self.jobs and finished + running < self.trials:
+            # A tuner asks at most --trials trials itself: a space whose every trial fails ends.
+            while len(self.running) < self.jobs and finished + running < self.trials and self.ran < self.trials:
                 self.ask()
                 running += 1
-        return finished
+        return finished if self.ran < self.trials else self.trials
 
     def ask(self) -> None:
         trial = self.study.ask()
@@ -351,6 +362,7 @@ class _Pool:
                 self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
         else:
             self.study.tell(trial, state=state)
+        self.failed += self.row(trial.number).state == "FAIL"
         self.emit("end", self.row(trial.number))
 
     def row(self, number: int) -> studies.TrialRow:

@@ -1,4 +1,5 @@
-"""Metric backends: one row per logged iteration to csv, jsonl and tensorboard."""
+"""Metric backends: one row per logged iteration to csv, jsonl and tensorboard files in the run folder,
+and to the tracking servers of :mod:`rlcli.loggers.tracking` (W&B, MLflow)."""
 
 from __future__ import annotations
 
@@ -158,24 +159,50 @@ class MetricLoggers:
             backend.close()
 
 
+def _import_tensorboard() -> None:
+    import tensorboard  # noqa: F401
+
+
+def _import_wandb() -> None:
+    import wandb  # noqa: F401
+
+
+def _import_mlflow() -> None:
+    import mlflow  # noqa: F401
+
+
+# backend -> what imports its package; the package and the extra that installs it share its name.
+_PACKAGES = {"tensorboard": _import_tensorboard, "wandb": _import_wandb, "mlflow": _import_mlflow}
+
+
 def check_backends(cfg, *, source: str | None = None) -> None:
-    """Raise a ConfigError when a backend of ``cfg`` (a LoggerConfig) cannot run here."""
-    if "tensorboard" in cfg.backends:
+    """Raise a ConfigError when a backend of ``cfg`` (a LoggerConfig) cannot run here: its package
+    is missing (the error names the extra)."""
+    for backend in dict.fromkeys(cfg.backends):
+        if backend not in _PACKAGES:
+            continue
         try:
-            import tensorboard  # noqa: F401
-        except ImportError:
-            raise single(source, "the tensorboard backend needs the tensorboard package: "
-                                 "pip install 'rlcli[tensorboard]'", path="logger.backends") from None
+            _PACKAGES[backend]()
+        except ImportError as exc:
+            raise single(source, f"the {backend} backend needs the {backend} package: pip install "
+                                 f"'rlcli[{backend}]' ({type(exc).__name__}: {exc})", path="logger.backends") from None
 
 
-def make_loggers(cfg, run_dir: Path, columns: list[str], *, resume: tuple[int, int] | None = None) -> MetricLoggers:
+def make_loggers(cfg, run_dir: Path, columns: list[str], *, resume: tuple[int, int] | None = None,
+                 config: dict | None = None) -> MetricLoggers:
     """The backends named by ``cfg`` (a LoggerConfig), writing rows of ``columns`` under ``run_dir``.
 
     ``resume`` = (iteration, frames) of the checkpoint a resumed run continues from: its files
-    keep their rows up to it and are appended to.
+    keep their rows up to it and are appended to. ``config`` (the run's resolved config, nested)
+    goes to the tracking servers.
     """
     backends: list[MetricLogger] = []
     for name in dict.fromkeys(cfg.backends):
+        if name in ("wandb", "mlflow"):
+            from rlcli.loggers.tracking import TRACKERS
+
+            backends.append(TRACKERS[name](run_dir, cfg, config or {}, None if resume is None else resume[1]))
+            continue
         # TensorBoard hides events at and past purge_step: the checkpoint's own point stays.
         after = None if resume is None else resume[1] + 1 if name == "tensorboard" else resume[0]
         backends.append(LOGGERS[name](run_dir, columns, after))
