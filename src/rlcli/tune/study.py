@@ -8,6 +8,7 @@ parameter importances.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import time
@@ -250,7 +251,17 @@ def grouping(logger: Any, study: Any, name: str) -> tuple[list, str | None]:
 def fail_stale(study: Any) -> None:
     """Mark FAIL the RUNNING trials whose tuner stopped beating (killed): Optuna's own check."""
     # A no-op on a storage without heartbeats (the journal file).
-    import_optuna().storages.fail_stale_trials(study)
+    optuna = import_optuna()
+    optuna.storages.fail_stale_trials(study)
+    # A tuner killed between asking for a trial and its first heartbeat left one that Optuna never finds
+    # stale: a live tuner names itself on a trial within milliseconds of asking.
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=3 * GRACE_S)
+    for trial in study.get_trials(deepcopy=False, states=[optuna.trial.TrialState.RUNNING]):
+        if "tuner" not in trial.user_attrs and trial.datetime_start is not None and trial.datetime_start < cutoff:
+            try:
+                study._storage.set_trial_state_values(trial._trial_id, state=optuna.trial.TrialState.FAIL)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                pass
 
 
 def requeue_failed(study: Any) -> list[int]:

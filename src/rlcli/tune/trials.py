@@ -14,6 +14,7 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -245,6 +246,8 @@ class _Pool:
 
     def ask(self) -> None:
         trial = self.study.ask()
+        studies.heartbeat(self.study, [trial])
+        trial.set_user_attr("tuner", f"{socket.gethostname()}:{os.getpid()}")
         self.ran += 1
         try:
             values = {param.key: param.suggest(trial) for param in self.space.params}
