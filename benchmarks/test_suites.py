@@ -3,8 +3,12 @@
     pip install -e '.[bench]' && python -m pytest benchmarks/ --benchmark-only
 
 The cases are the ones ``rlcli bench --quick`` times, built by the same suite
-functions; pytest-benchmark does the timing and the statistics here.
+functions; pytest-benchmark does the timing and the statistics here. The train cases, which time
+windows of a training run themselves, are left to ``rlcli bench``.
 """
+
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,8 +16,9 @@ import torch
 from rlcli.bench.suites import SUITES, BenchOptions
 
 torch.set_num_threads(1)
-OPTIONS = BenchOptions(device=torch.device("cpu"), quick=True, compile=False)
-CASES = [case for suite in SUITES.values() for case in suite(OPTIONS)[0]]
+SCRATCH = tempfile.TemporaryDirectory(prefix="rlcli-bench-")
+OPTIONS = BenchOptions(device=torch.device("cpu"), quick=True, compile=False, scratch=Path(SCRATCH.name))
+CASES = [case for suite in SUITES.values() for case in suite(OPTIONS)[0] if case.run is not None]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -21,6 +26,7 @@ def close_cases():
     yield
     for case in CASES:
         case.close()
+    SCRATCH.cleanup()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.key for case in CASES])

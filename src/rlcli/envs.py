@@ -200,6 +200,7 @@ def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
     vector_kwargs = {}
     if cfg.vectorization in ("sync", "async"):
         vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
+    mujoco_warnings_once(cfg.id)
     try:
         envs = gym.make_vec(cfg.id, num_envs=num_envs, vectorization_mode=cfg.vectorization,
                             vector_kwargs=vector_kwargs, **kwargs)
@@ -262,8 +263,11 @@ def env_kwargs(cfg) -> dict:
 def _cannot_make(cfg, exc: Exception, source: str | None) -> Exception:
     """The ConfigError of an env that gymnasium cannot make, with the extra to install when known."""
     hint = ""
-    if isinstance(exc, gym.error.DependencyNotInstalled) and "mujoco" in str(exc).lower():
-        hint = "; install the mujoco extra: pip install 'rlcli[mujoco]' (pip install -e '.[mujoco]' in a clone)"
+    if isinstance(exc, gym.error.DependencyNotInstalled):
+        for extra in ("mujoco", "box2d"):
+            if extra in str(exc).lower():
+                hint = (f"; install the {extra} extra: pip install 'rlcli[{extra}]' "
+                        f"(pip install -e '.[{extra}]' in a clone)")
     return single(source, f"cannot make {cfg.id!r}: {type(exc).__name__}: {exc}{hint}", path="env")
 
 
@@ -300,6 +304,7 @@ def _make(cfg, render_mode: str | None, source: str | None) -> gym.Env:
     kwargs = env_kwargs(cfg)
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
+    mujoco_warnings_once(cfg.id)
     try:
         return gym.make(cfg.id, **kwargs)
     # As in make_envs: anything an env constructor raises is bad input here.
@@ -307,6 +312,37 @@ def _make(cfg, render_mode: str | None, source: str | None) -> gym.Env:
         if render_mode is not None:
             raise
         raise _cannot_make(cfg, exc, source) from None
+
+
+_MUJOCO_WARNED: set[str] | None = None
+
+
+def mujoco_warnings_once(env_id: str) -> None:
+    """Before a MuJoCo env is made: route MuJoCo's warnings through a handler that prints each one once
+    per process (its own prints every one: HalfCheetah's model prints a deprecation at every compile)."""
+    global _MUJOCO_WARNED
+    if _MUJOCO_WARNED is not None:
+        return
+    try:
+        entry = gym.spec(env_id).entry_point
+    except gym.error.Error:
+        return
+    if not (isinstance(entry, str) and "mujoco" in entry):
+        return
+    try:
+        import mujoco
+    except ImportError:
+        return
+    import sys
+
+    _MUJOCO_WARNED = set()
+
+    def warn_once(message: str, seen=_MUJOCO_WARNED) -> None:
+        if message not in seen:
+            seen.add(message)
+            sys.stderr.write(f"MuJoCo warning: {message}\n")
+
+    mujoco.set_mju_user_warning(warn_once)
 
 
 def autoreset_mode(envs: VectorEnv) -> AutoresetMode:

@@ -31,6 +31,10 @@ from ``run.seed`` on, and evaluation episodes should not replay their starting s
 FrameSink = Callable[[np.ndarray], None]
 
 
+class Stopped(Exception):
+    """An evaluation ended before its episodes: its ``stop`` callable asked for it."""
+
+
 @dataclass(frozen=True)
 class EvalResult:
     """Undiscounted returns and lengths of finished evaluation episodes, in the env's own reward units."""
@@ -135,7 +139,8 @@ class Evaluator:
         """The env's metadata (``render_fps`` for a video)."""
         return self.envs[0].metadata
 
-    def __call__(self, seed_offset: int = 0, *, frames_sink: FrameSink | None = None) -> EvalResult:
+    def __call__(self, seed_offset: int = 0, *, frames_sink: FrameSink | None = None,
+                 stop: Callable[[], bool] | None = None) -> EvalResult:
         """Play exactly ``episodes`` episodes; the same ``seed_offset`` plays the same episodes.
 
         The envs are reset with seeds spawned from ``seed + seed_offset`` (numpy's SeedSequence,
@@ -143,8 +148,11 @@ class Evaluator:
         from it. ``frames_sink`` receives each rgb_array frame ([H, W, 3] uint8) of the first
         episode, from the reset on (the evaluator must have been made with ``render``).
 
+        ``stop`` is asked after each step; once it says yes, :class:`Stopped` is raised.
+
         Raises:
             InputError: the env fails to render a frame.
+            Stopped: ``stop`` said so.
         """
         if frames_sink is not None and not self.render:
             raise ValueError("frames_sink needs an Evaluator made with render=True")
@@ -161,6 +169,8 @@ class Evaluator:
             frames_sink(self._frame())
         active = list(range(len(self.envs)))
         while active:
+            if stop is not None and stop():
+                raise Stopped
             batch = observations.batch_tensor(self.observation_space, [obs[i] for i in active], self.device)
             actions = self.agent.actions(batch, deterministic=self.deterministic, generator=self.generator)
             actions = actions.cpu().numpy()

@@ -106,6 +106,11 @@ def summary_table(state: TrainState) -> Table:
         cfg = state.run.cfg.eval
         table.add_row(f"eval return ({cfg.episodes} episodes at {state.eval_frames:,} {unit})",
                       f"{state.last_eval['eval/return_mean']:.1f} ± {state.last_eval['eval/return_std']:.1f}")
+    final = state.final_eval
+    if final is not None:
+        how = "deterministic" if final.get("deterministic") else "sampled"
+        table.add_row(f"final eval ({final['episodes']} episodes, {how})" if "mean" in final else "final eval",
+                      f"{final['mean']:.1f} ± {final['std']:.1f}" if "mean" in final else escape(final["error"]))
     if state.checkpoint_path is not None:
         table.add_row("checkpoint", escape(str(state.checkpoint_path.relative_to(state.run_dir))))
     if state.error:

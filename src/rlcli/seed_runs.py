@@ -28,7 +28,8 @@ _SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 MAX_SEEDS = 1000
 
 # Columns of the table and seeds.json that get a median and an interquartile range.
-FIGURES = ("frames", "solved_frames", "solved_s", "solved_process_s", "last_return", "best_return")
+FIGURES = ("frames", "solved_frames", "solved_s", "solved_process_s", "last_return", "best_return", "final_eval",
+           "train_s")
 
 
 def parse_seeds(spec: str) -> list[int]:
@@ -79,6 +80,10 @@ class SeedRun:
     """The same, counted from the start of the seed's process (start-up included)."""
     last_return: float | None = None
     best_return: float | None = None
+    final_eval: float | None = None
+    """The mean return of the final evaluation (``eval.final_episodes``)."""
+    train_s: float | None = None
+    """Seconds of training (``run.json``'s ``wall_time_s``: no start-up, no final evaluation)."""
     wall_s: float | None = None
     """Seconds the seed's process ran."""
 
@@ -301,6 +306,8 @@ def read_outcome(run: SeedRun, group: Path, name: str, code: int, wall_s: float)
     if run.solved_s is not None and info.get("startup_s") is not None:
         run.solved_process_s = round(info["startup_s"] + run.solved_s, 3)
     run.last_return, run.best_return = info.get("last_return"), info.get("best_return")
+    run.final_eval = (info.get("final_eval") or {}).get("mean")
+    run.train_s = info.get("wall_time_s")
     if run.status == "failed":
         run.reason = info.get("error") or _killed_by(code) or _error_line(run.log) or f"exit status {code}"
 

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from rlcli.algos import ALGORITHMS
@@ -6,11 +7,13 @@ from rlcli.bench.measure import Case, measure
 from rlcli.bench.suites import SUITES, BenchOptions
 from rlcli.advantages import gae
 
-QUICK = BenchOptions(device=torch.device("cpu"), quick=True, compile=False)
+@pytest.fixture
+def quick(tmp_path):
+    return BenchOptions(device=torch.device("cpu"), quick=True, compile=False, scratch=tmp_path)
 
 
-def test_loss_cases_call_their_own_algorithm():
-    cases, ratios = SUITES["loss"](QUICK)
+def test_loss_cases_call_their_own_algorithm(quick):
+    cases, ratios = SUITES["loss"](quick)
     try:
         names = {case.name.split(".")[0] for case in cases}
         assert set(ALGORITHMS) <= names
@@ -57,8 +60,8 @@ def test_cli_help_names_every_suite():
         assert name in option.help
 
 
-def test_update_cases_run_learn_past_the_warm_up_for_every_preset():
-    cases, _ = SUITES["update"](QUICK)
+def test_update_cases_run_learn_past_the_warm_up_for_every_preset(quick):
+    cases, _ = SUITES["update"](quick)
     try:
         names = {case.name for case in cases}
         assert {"ppo_cartpole", "dqn_cartpole"} <= names
@@ -73,8 +76,8 @@ def test_update_cases_run_learn_past_the_warm_up_for_every_preset():
     assert algo.updates > 0
 
 
-def test_buffer_cases_cover_extend_samples_and_priorities_beside_the_floor():
-    cases, ratios = SUITES["buffer"](QUICK)
+def test_buffer_cases_cover_extend_samples_and_priorities_beside_the_floor(quick):
+    cases, ratios = SUITES["buffer"](quick)
     try:
         names = [case.name for case in cases]
         assert names == ["extend", "bare_torch_sample", "sample_uniform", "sample_prioritized", "update_priorities"]
@@ -87,8 +90,8 @@ def test_buffer_cases_cover_extend_samples_and_priorities_beside_the_floor():
     assert ratios[0].numerator == cases[1].key and ratios[0].denominator == cases[2].key
 
 
-def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_size():
-    cases, ratios = SUITES["offpolicy"](QUICK)
+def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_size(quick):
+    cases, ratios = SUITES["offpolicy"](quick)
     try:
         names = [(case.name, case.params.get("E"), case.params.get("hidden")) for case in cases]
         assert names[:2] == [("sac.update", None, "256x256"), ("sac.bare_torch_update", None, "256x256")]
@@ -107,10 +110,10 @@ def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_s
                                         "cql.update.slowdown_vs_bare_torch"}
 
 
-def test_offline_update_cases_run_their_own_algorithm_beside_its_floor():
+def test_offline_update_cases_run_their_own_algorithm_beside_its_floor(quick):
     from rlcli.bench.offline import offline_updates
 
-    cases, ratios = offline_updates(QUICK)
+    cases, ratios = offline_updates(quick)
     try:
         assert [case.name for case in cases] == ["cql.update", "cql.bare_torch_update", "iql.update",
                                                  "iql.bare_torch_update"]

@@ -1,6 +1,15 @@
 """``rlcli bench`` through the real command: quick suite, JSON report, compare and gate."""
 
 import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import rlcli_executable, sigint_default
 
 
 def test_quick_advantage_suite_json_round_trips_through_compare(rlcli, tmp_path):
@@ -47,3 +56,63 @@ def test_foreign_baseline_and_unknown_suite_are_bad_input(rlcli, tmp_path):
     unknown = rlcli("bench", "--suite", "nope")
     assert unknown.returncode == 2
     assert "unknown suite" in unknown.stderr and "advantage" in unknown.stderr
+
+
+def _bench_stopped(tmp_path, args, sig, *, when_exists=None, after=0.0):
+    """Start ``rlcli bench ARGS --json`` with its own temp dir, send ``sig`` once ``when_exists`` (a glob
+    in that dir, or "partner": the distributed suite's partner process) exists and ``after`` more seconds
+    passed; returns the exit, its stderr, the seconds from the signal to the exit, and what the temp
+    dir and the --json path hold afterwards."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out.json"
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "400", "NO_COLOR": "1"}
+    bench = subprocess.Popen([rlcli_executable(), "bench", *args, "--json", str(out)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
+    started = time.monotonic()
+    while when_exists and not (_partners() if when_exists == "partner" else list(tmp.glob(when_exists))):
+        assert bench.poll() is None, bench.communicate()
+        assert time.monotonic() - started < 120, f"{when_exists} never appeared in {tmp}"
+        time.sleep(0.05)
+    time.sleep(after)
+    assert bench.poll() is None, "the bench ended before the signal"
+    sent = time.monotonic()
+    bench.send_signal(sig)
+    _, stderr = bench.communicate(timeout=60)
+    left = sorted(p.name for p in tmp.iterdir() if p.name.startswith("rlcli-bench"))
+    return bench.returncode, stderr, time.monotonic() - sent, left, out.exists()
+
+
+@pytest.mark.parametrize("sig, args, when_exists, after", [
+    # During start-up: torch's import (held to its end) or the imports after it.
+    (signal.SIGTERM, ["--suite", "advantage"], None, 0.4),
+    (signal.SIGINT, ["--suite", "advantage"], None, 1.2),
+    # Inside a train case: the trainer's own handler must not turn it into the end of that run alone.
+    (signal.SIGINT, ["--quick", "--suite", "train"], "rlcli-bench-*/train/*/metrics.csv", 0.3),
+    (signal.SIGTERM, ["--quick", "--suite", "train"], "rlcli-bench-*/train/*/metrics.csv", 0.3),
+    # Between and inside the cases of a suite with async envs (forked workers inherit the handlers).
+    (signal.SIGINT, ["--suite", "env"], "rlcli-bench-*", 4.0),
+    # With the distributed suite's partner process joined.
+    (signal.SIGTERM, ["--suite", "distributed"], "partner", 0.5),
+])
+def test_a_stop_signal_ends_the_bench_at_once_with_nothing_left(tmp_path, sig, args, when_exists, after):
+    code, stderr, seconds, left, wrote = _bench_stopped(tmp_path, args, sig, when_exists=when_exists, after=after)
+    assert code == (143 if sig == signal.SIGTERM else 130), stderr
+    assert "Traceback" not in stderr and "Fatal" not in stderr, stderr
+    # The bar is 2 s on an idle machine; a loaded test machine gets slack.
+    assert seconds < 5, f"{seconds:.1f} s from the signal to the exit"
+    assert not wrote, "a stopped bench wrote a report"
+    assert left == [], f"left in the temp dir: {left}"
+    assert _partners() == [], "the partner process outlived the bench"
+
+
+def _partners() -> list[Path]:
+    """The processes of the distributed suite's partner rank on this machine."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"rlcli.bench.partner" in (proc / "cmdline").read_bytes():
+                found.append(proc)
+        except OSError:
+            pass
+    return found

@@ -60,7 +60,7 @@ def test_run_json_of_a_run_that_has_just_started(run, tmp_path):
     assert info == {
         "status": "running", "error": None, "signal": None, "algo": "ppo", "env": "CartPole-v1", "device": "cpu",
         "iterations": 0, "frames": 0, "planned_iterations": 5, "planned_frames": 320, "world_size": 1,
-        "wall_time_s": 0.0, "fps": 0.0, "best_return": None, "last_return": None, "last_eval": None,
+        "wall_time_s": 0.0, "fps": 0.0, "best_return": None, "last_return": None, "last_eval": None, "final_eval": None,
         "solved_at_frames": None, "solved_at_seconds": None, "timing": {}, "compile_s": None,
         "started_at": state.started_at, "startup_s": None, "checkpoint": None, "resumes": [],
     }

@@ -13,6 +13,16 @@ SUITE_NAMES = ("env", "collector", "advantage", "loss", "update", "buffer", "off
 """The suites of :mod:`rlcli.bench.suites`, in their order."""
 
 
+class BenchStopped(BaseException):
+    """A SIGINT or SIGTERM ended the bench: raised where the bench was when the signal came, so that
+    it unwinds at once through every clean-up (envs, the partner process, the scratch folder). A
+    BaseException: no ``except Exception`` on the way turns it into a failed case."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def check_suites(names: Sequence[str]) -> None:
     """Raise an InputError naming every unknown suite in ``names`` and the known ones."""
     unknown = [name for name in names if name not in SUITE_NAMES]

@@ -15,15 +15,21 @@ from rlcli.bench import UNITS
 
 @dataclass
 class Case:
-    """Something to time: ``run()`` does ``work`` units of work (frames, elements, calls)."""
+    """Something to time: ``run()`` does ``work`` units of work (frames, elements, calls).
+
+    A case that times itself (a whole training run, timed past its warm-up) gives ``timed``
+    instead: ``timed(repeat, min_seconds)`` returns up to ``repeat`` rates, each over at least
+    ``min_seconds``.
+    """
 
     suite: str
     name: str
     params: dict[str, Any]
     unit: str
     work: float
-    run: Callable[[], Any]
+    run: Callable[[], Any] | None
     close: Callable[[], None] = lambda: None
+    timed: Callable[[int, float], list[float]] | None = None
 
     @property
     def key(self) -> str:
@@ -58,6 +64,13 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
     """Time ``case`` after one warm-up call: ``repeat`` repetitions, each calling it
     enough times to last ``min_seconds``; the figure is work per second per repetition.
     """
+    if case.timed is not None:
+        rates = case.timed(repeat, min_seconds)
+        if not rates:
+            raise RuntimeError(f"{case.key}: no rate measured")
+        return Result(case.suite, case.name, dict(case.params), case.key, case.unit,
+                      statistics.median(rates), min(rates), max(rates), len(rates))
+
     def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)

@@ -3,8 +3,6 @@ actions where a dataset is not here), and IQL's and CQL's gradient steps beside 
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -45,21 +43,19 @@ def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 
             resolve(cfg.data.dataset)
             dataset = cfg.data.dataset
         except InputError:
-            dataset = _stand_in_dataset(cfg.env, record_random)
+            dataset = _stand_in_dataset(opts, cfg.env, record_random)
         configs[name] = cfg.model_copy(update={"data": cfg.data.model_copy(update={"dataset": dataset})})
     return configs
 
 
-_STAND_INS: dict[str, str] = {}
-
-
-def _stand_in_dataset(env_cfg, record_random) -> str:
-    """The path of a dataset of random actions on ``env_cfg``'s env, written once per process."""
-    if env_cfg.id not in _STAND_INS:
-        folder = Path(tempfile.mkdtemp(prefix="rlcli-bench-data-"))
+def _stand_in_dataset(opts: BenchOptions, env_cfg, record_random) -> str:
+    """The path of a dataset of random actions on ``env_cfg``'s env, written once per bench in its
+    scratch folder."""
+    if env_cfg.id not in opts.stand_ins:
+        folder = opts.scratch / f"data-{len(opts.stand_ins)}"
         recorded = record_random(env_cfg, steps=10_000, out=str(folder / "random-v0"))
-        _STAND_INS[env_cfg.id] = str(recorded.path)
-    return _STAND_INS[env_cfg.id]
+        opts.stand_ins[env_cfg.id] = str(recorded.path)
+    return opts.stand_ins[env_cfg.id]
 
 
 def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:

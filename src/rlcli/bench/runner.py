@@ -5,17 +5,19 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from rlcli.bench import check_suites
+from rlcli.bench import BenchStopped, check_suites
 from rlcli.bench.compare import FORMAT
 from rlcli.bench.measure import Result, measure
 from rlcli.bench.suites import SUITES, BenchOptions
 from rlcli.devices import resolve_device
+from rlcli.interrupts import on_stop_signals
 
 
 def run_bench(
@@ -32,13 +34,39 @@ def run_bench(
 
     ``threads`` sets torch's intra-op threads for the whole process, as
     ``run.threads`` does for training (one is fastest for small networks).
+
+    A SIGINT or SIGTERM raises :class:`BenchStopped` where the bench is, in the main thread: every
+    case's envs and processes are closed and the scratch folder (``rlcli-bench-*`` in the temp dir:
+    the train cases' run folders, stand-in datasets) is removed on the way out; a further signal
+    during that clean-up is ignored.
     """
     check_suites(suites)
-    opts = BenchOptions(device=resolve_device(device), quick=quick, compile=compile)
-    torch.set_num_threads(threads)
-    min_seconds = 0.05 if quick else 0.2
+    stopping: list[int] = []
+
+    def stop(signum: int) -> None:
+        if not stopping:
+            stopping.append(signum)
+            raise BenchStopped(signum)
+
+    with on_stop_signals(stop), tempfile.TemporaryDirectory(prefix="rlcli-bench-") as scratch:
+        opts = BenchOptions(device=resolve_device(device), quick=quick, compile=compile, scratch=Path(scratch))
+        torch.set_num_threads(threads)
+        results = _run_suites(suites or list(SUITES), opts, repeat, on_result)
+    return {
+        "format": FORMAT,
+        "machine": machine_info(opts.device),
+        "commit": git_commit(),
+        "options": {"suites": list(suites or SUITES), "device": str(opts.device), "repeat": repeat,
+                    "threads": threads, "quick": quick, "compile": compile},
+        "results": [r.to_json() for r in results],
+    }
+
+
+def _run_suites(names: Sequence[str], opts: BenchOptions, repeat: int,
+                on_result: Callable[[Result], None]) -> list[Result]:
+    min_seconds = 0.05 if opts.quick else 0.2
     results: list[Result] = []
-    for name in suites or list(SUITES):
+    for name in names:
         cases, ratios = SUITES[name](opts)
         measured: dict[str, Result] = {}
         try:
@@ -55,14 +83,7 @@ def run_bench(
             if derived is not None:
                 results.append(derived)
                 on_result(derived)
-    return {
-        "format": FORMAT,
-        "machine": machine_info(opts.device),
-        "commit": git_commit(),
-        "options": {"suites": list(suites or SUITES), "device": str(opts.device), "repeat": repeat,
-                    "threads": threads, "quick": quick, "compile": compile},
-        "results": [r.to_json() for r in results],
-    }
+    return results
 
 
 def machine_info(device: torch.device) -> dict[str, Any]:

@@ -6,9 +6,8 @@ offline presets' cases in :mod:`rlcli.bench.offline`."""
 from __future__ import annotations
 
 import functools
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from rlcli.algos import ALGORITHMS
 from rlcli.bench.floors import BareSAC, bare_ppo_loss, ensemble_member, gae_loop
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.offline import offline_configs, offline_iterations, offline_updates
+from rlcli.bench import training
 # Re-exported: benchmarks/replay_memory.py feeds the same transitions.
 from rlcli.bench.transitions import BUFFER_SPEC, random_transitions
 from rlcli.config.load import load_config
@@ -30,7 +30,6 @@ from rlcli.envs import env_family, make_envs
 from rlcli.models.encoders import Flat
 from rlcli.run import build_run
 from rlcli.timing import Timer
-from rlcli.trainer import Hooks, train
 
 
 @dataclass(frozen=True)
@@ -38,6 +37,9 @@ class BenchOptions:
     device: torch.device
     quick: bool
     compile: bool
+    scratch: Path
+    """The bench's own folder, removed however it ends: run folders, stand-in datasets (``stand_ins``, by env id)."""
+    stand_ins: dict[str, str] = field(default_factory=dict)
 
 
 SuiteOutput = tuple[list[Case], list[Ratio]]
@@ -65,6 +67,8 @@ def preset_configs(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
 def _env_available(env_id: str) -> bool:
     import gymnasium as gym
 
+    from rlcli.envs import mujoco_warnings_once
+    mujoco_warnings_once(env_id)
     try:
         gym.make(env_id).close()
     except gym.error.DependencyNotInstalled:
@@ -80,12 +84,13 @@ def env_suite(opts: BenchOptions) -> SuiteOutput:
     cases = []
     envs_seen = {cfg.env.id: cfg.env for cfg in preset_configs(opts).values()}
     for env_id, env_cfg in envs_seen.items():
-        # An ALE/ preset's kwargs are its vector env's, which sync envs of the raw game do not take.
-        modes = [] if env_family(env_id) is not None else ["sync"]
+        # An ALE/ preset's kwargs are its vector env's, which sync or async envs of the raw game do not take.
+        family = env_family(env_id) is not None
+        modes = [] if family else ["sync"]
         if gym.spec(env_id).vector_entry_point is not None:
             modes.append("vector_entry_point")
         for num_envs in ([8] if opts.quick else [1, 8, 32]):
-            for mode in modes + ([] if opts.quick or num_envs != 8 else ["async"]):
+            for mode in modes + ([] if opts.quick or family or num_envs != 8 else ["async"]):
                 envs = make_envs(env_cfg.model_copy(update={"num_envs": num_envs, "vectorization": mode}))
                 envs.reset(seed=0)
                 envs.action_space.seed(0)
@@ -359,9 +364,16 @@ def distributed_suite(opts: BenchOptions) -> SuiteOutput:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
-    # The partner rank matches this process's calls until told to stop.
-    partner = subprocess.Popen([sys.executable, "-m", "rlcli.bench.partner", address, str(numel)])
-    dist.init_process_group("gloo", rank=0, world_size=2, init_method=address)
+    # The partner rank matches this process's calls until it is killed at the end. Its own session: a
+    # Ctrl-C at the terminal reaches the bench alone, which ends the partner on its way out.
+    partner = subprocess.Popen([sys.executable, "-m", "rlcli.bench.partner", address, str(numel)],
+                               start_new_session=True, stderr=subprocess.DEVNULL)
+    try:
+        dist.init_process_group("gloo", rank=0, world_size=2, init_method=address)
+    except BaseException:
+        partner.kill()
+        partner.wait()
+        raise
     buf, calls = torch.ones(numel), 100
 
     def reduce() -> None:
@@ -370,9 +382,11 @@ def distributed_suite(opts: BenchOptions) -> SuiteOutput:
             dist.all_reduce(buf)
 
     def close() -> None:
-        dist.all_reduce(torch.tensor([-1.0]))
+        # Killed rather than told to stop: a stop signal may have cut a reduce short, with the partner
+        # waiting inside a collective that this process will never join.
+        partner.kill()
+        partner.wait()
         dist.destroy_process_group()
-        partner.wait(timeout=60)
 
     return [Case("distributed", "gloo_all_reduce", {"numel": numel, "ranks": 2}, "calls/s", calls, reduce,
                  close)], []
@@ -380,21 +394,7 @@ def distributed_suite(opts: BenchOptions) -> SuiteOutput:
 
 @suite("train")
 def train_suite(opts: BenchOptions) -> SuiteOutput:
-    """End-to-end frames/s of a short run of each preset through the real trainer."""
-    cases = []
-    folder = tempfile.TemporaryDirectory(prefix="rlcli-bench-")
-    names = ["ppo_cartpole"] if opts.quick else available_presets()
-    for name, cfg in preset_configs(opts, f'run.output_dir="{Path(folder.name).as_posix()}"').items():
-        if name not in names:
-            continue
-        frames = max(2 * cfg.collector.frames_per_batch, 8192)
-        cfg = cfg.model_copy(update={
-            "collector": cfg.collector.model_copy(update={"total_frames": frames}),
-            "run": cfg.run.model_copy(update={"stop_at_return": None}),
-        })
-        cases.append(Case("train", name, {"frames": frames}, "frames/s", frames,
-                          lambda cfg=cfg: train(build_run(cfg), hooks=Hooks())))
-    if cases:
-        cases[-1].close = folder.cleanup
-    return cases, []
-
+    """End-to-end frames/s of each preset through the real trainer, timed past its warm-up
+    (:mod:`rlcli.bench.training`)."""
+    configs = preset_configs(opts, *training.overrides(opts))
+    return training.train_cases(opts, {name: _short_warm_up(cfg) for name, cfg in configs.items()}), []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,14 +10,38 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.bench import check_suites
+from rlcli.bench import BenchStopped, check_suites
 from rlcli.bench.compare import Comparison, compare, load_report, regressions
 from rlcli.cli.render import user_errors
 from rlcli.config.errors import InputError
+from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 from rlcli.console import console, err_console
+from rlcli.interrupts import held_stop_signals, on_stop_signals
 
 EXIT_REGRESSION = 1
 COLOURS = {"better": "green", "worse": "red", "same": "", "only here": "dim", "only in baseline": "dim"}
+
+
+def _stopped(signum: int) -> None:
+    raise BenchStopped(signum)
+
+
+def _run(suites: list[str], **options) -> dict:
+    """:func:`rlcli.bench.runner.run_bench` under a spinner; a stop signal exits 130 or 143 with no report."""
+    try:
+        # Imported only now: bad arguments are reported without loading torch. A stop signal during
+        # torch's import is held until it is done (torch can abort on one raised inside it).
+        with held_stop_signals() as held:
+            import torch  # noqa: F401
+        if held:
+            raise BenchStopped(held[0])
+        with on_stop_signals(_stopped):
+            from rlcli.bench.runner import run_bench
+        with console.status("benchmarking", spinner="dots") as status:
+            return run_bench(suites, **options, on_result=lambda r: status.update(f"benchmarking: {r.key}"))
+    except BenchStopped as stopped:
+        err_console.print(f"bench stopped by {signal.Signals(stopped.signum).name}: no report written")
+        raise typer.Exit(EXIT_TERMINATED if stopped.signum == signal.SIGTERM else EXIT_INTERRUPTED) from None
 
 
 def _figure(value: float | None) -> str:
@@ -58,16 +82,12 @@ def bench(
         if max_regression is not None and old is None:
             err_console.print("[bold red]error:[/] --max-regression needs --compare BASELINE.json")
             raise typer.Exit(2)
-        # Imported only now: bad arguments are reported without loading torch.
-        from rlcli.bench.runner import run_bench
-
-        with console.status("benchmarking", spinner="dots") as status:
-            report = run_bench(
-                suite or [], device=device, repeat=repeat, threads=threads, quick=quick, compile=compile_,
-                on_result=lambda r: status.update(f"benchmarking: {r.key}"),
-            )
+        report = _run(suite or [], device=device, repeat=repeat, threads=threads, quick=quick, compile=compile_)
     if json_out is not None:
-        json_out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        # Atomic: a stop while it is written leaves no half report.
+        from rlcli.checkpoint import write_json
+
+        write_json(json_out, report)
     rows = compare(report, old, noise_pct=noise) if old is not None else None
     console.print(_table(report, rows))
     machine = report["machine"]

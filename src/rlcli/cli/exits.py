@@ -3,3 +3,6 @@
 
 # 128 + SIGINT, what a shell reports for a process that Ctrl-C ended.
 EXIT_INTERRUPTED = 130
+
+# 128 + SIGTERM, what a shell reports for a process that a scheduler or `kill` ended.
+EXIT_TERMINATED = 143

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.cli.exits import EXIT_INTERRUPTED
+from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 from rlcli.cli.render import ENV_PACKAGE_HELP, EXIT_BAD_INPUT, SET_HELP, user_errors
 from rlcli.config.errors import InputError
 from rlcli.config.load import Override, load_config
@@ -24,7 +24,6 @@ from rlcli.seed_runs import FIGURES, SeedRun, SeedsResult, parse_seeds, train_se
 
 EXIT_TRAINING_FAILED = 1
 # 128 + SIGTERM, what a shell reports for a process that SIGTERM ended.
-EXIT_TERMINATED = 143
 
 
 def _typed(item: str | Override) -> str:
@@ -149,6 +148,11 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
         elif run.group.is_main:
             err_console.print("interrupted: the run folder holds the metrics and weights so far")
         raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
+    if state.stop_signal is not None:
+        # The signal came after the last iteration, during the final evaluation.
+        if run.group.is_main:
+            err_console.print(f"{state.stop_signal}: the final evaluation was stopped; the run itself is complete")
+        raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
 
 
 def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str],
@@ -214,7 +218,7 @@ def seeds_table(result: SeedsResult) -> Table:
                   + (f", {result.solved}/{len(result.runs)} reached return {reached}" if target is not None else ""),
                   title_justify="left")
     for name in ("seed", "status", "frames", f"frames to {reached}", "train s to it", "process s to it",
-                 "final return", "best return"):
+                 "final return", "best return", "final eval", "train s"):
         table.add_column(name, justify="left" if name == "status" else "right")
     for run in result.runs:
         status = run.status + (f": {run.reason}" if run.reason else "")

@@ -10,12 +10,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.cli.exits import EXIT_INTERRUPTED
+from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
 from rlcli.config.errors import InputError
 from rlcli.console import console, err_console
 
-EXIT_TERMINATED = 143
 
 
 def tune(

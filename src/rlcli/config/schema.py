@@ -283,6 +283,12 @@ class EvalConfig(BaseModel):
     deterministic: bool = Field(
         True, description="Act with the policy's mode (greedy, mean action) rather than a sample.",
     )
+    final_episodes: int = Field(
+        100, ge=0, le=100_000,
+        description="Episodes of the evaluation after the last iteration of a run that completes or is solved "
+        "(run.json final_eval, the summary): the score RL-Zoo's table reports. The same episodes as "
+        "rlcli eval RUN --episodes N. 0 turns it off.",
+    )
 
 
 class RunConfig(BaseModel):

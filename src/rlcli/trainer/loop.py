@@ -15,6 +15,7 @@ import torch
 from rlcli import checkpoint
 from rlcli.config.dump import to_toml
 from rlcli.config.errors import folder_error
+from rlcli.evaluation import SEED_OFFSET, Evaluator, Stopped
 from rlcli.interrupts import on_stop_signals
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.provenance import provenance
@@ -134,6 +135,11 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
     except Exception as exc:
         state.status, state.error, whole, together = "failed", f"{type(exc).__name__}: {exc}", False, False
         raise
+    except BaseException:
+        # Whatever else unwinds through the loop (a caller's own stop, such as the bench's) cut an
+        # iteration short: the folder is completed without a checkpoint of it.
+        state.status, whole, together = "interrupted", False, False
+        raise
     finally:
         _finish(run, state, loggers, pending, whole=whole, together=together)
         for hook in hooks.on_run_end:
@@ -163,6 +169,9 @@ def _finish(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | 
             except KeyboardInterrupt:
                 state.status = "interrupted"
                 state.error = "a further signal cut a final save short; the file before it is kept"
+        # After the weights are safe: the final evaluation is the one step that may take long.
+        if run.group.is_main and state.status in ("completed", "solved") and run.cfg.eval.final_episodes:
+            _final_evaluation(run, state)
     finally:
         if run.group.is_main:
             saving.write_status(state)
@@ -170,6 +179,36 @@ def _finish(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | 
         loggers.close()
         release(state.lock)
         run.close(orderly=together)
+
+
+def _final_evaluation(run: Run, state: TrainState) -> None:
+    """Play ``eval.final_episodes`` episodes with the final weights (``state.final_eval``): the episodes
+    ``rlcli eval RUN --episodes N`` plays (its default seed, one env per training env at most). A stop
+    signal ends it without a result; an env that fails is reported in ``error``."""
+    cfg = run.cfg
+    started = time.perf_counter()
+    try:
+        evaluator = Evaluator(run.algo.agent, cfg.env, episodes=cfg.eval.final_episodes,
+                              deterministic=cfg.eval.deterministic, seed=cfg.run.seed + SEED_OFFSET,
+                              device=run.device)
+    except Exception as exc:  # noqa: BLE001 - the run is complete; its evaluation is reported, not raised
+        state.final_eval = {"error": f"{type(exc).__name__}: {exc}"}
+        return
+    training = run.algo.agent.training
+    run.algo.agent.eval()
+    try:
+        result = evaluator(stop=lambda: state.stop_requested)
+        state.final_eval = {"episodes": result.episodes, "mean": result.mean, "std": result.std,
+                            "min": result.min, "max": result.max, "length_mean": result.length_mean,
+                            "deterministic": cfg.eval.deterministic,
+                            "seconds": round(time.perf_counter() - started, 3)}
+    except Stopped:
+        state.final_eval = {"error": f"stopped by {state.stop_signal}"}
+    except Exception as exc:  # noqa: BLE001
+        state.final_eval = {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        run.algo.agent.train(training)
+        evaluator.close()
 
 
 def _crossed(frames: int, last: int, every: int) -> bool:

@@ -86,6 +86,7 @@ def write_status(state: TrainState) -> None:
         "best_return": None if math.isnan(state.best_return) else state.best_return,
         "last_return": None if math.isnan(state.last_return) else state.last_return,
         "last_eval": {key.removeprefix("eval/"): value for key, value in state.last_eval.items()} or None,
+        "final_eval": state.final_eval,
         "solved_at_frames": solved[0] if solved else None,
         "solved_at_seconds": round(solved[1], 3) if solved else None,
         "timing": state.timer.breakdown(state.run.phases),

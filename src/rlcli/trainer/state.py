@@ -80,6 +80,9 @@ class TrainState:
     """Frames at the last in-training evaluation."""
     last_eval: dict[str, float] = field(default_factory=dict)
     """The ``eval/*`` terms of the last in-training evaluation."""
+    final_eval: dict | None = None
+    """The evaluation after the last iteration (``eval.final_episodes``): episodes, mean, std, min, max,
+    length_mean, deterministic, seconds; or only ``error`` when it could not finish."""
     checkpoint_path: Path | None = None
     checkpoint_seconds: float = 0.0
     """Seconds spent writing checkpoints in this process."""
