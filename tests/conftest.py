@@ -20,7 +20,11 @@ BROKEN_CONFIGS = ROOT / "tests" / "broken_configs"
 
 # Presets whose env needs an optional extra, by the module the extra installs. `.ci/run`
 # installs every extra; without one, the tests that build such a preset are skipped.
-EXTRA_MODULES = {"sac_halfcheetah": "mujoco", "ppo_breakout": "ale_py", "ppo_pong": "ale_py", "dqn_breakout": "ale_py"}
+EXTRA_MODULES = {"sac_halfcheetah": "mujoco", "ppo_breakout": "ale_py", "ppo_pong": "ale_py", "dqn_breakout": "ale_py",
+                 **{f"{algo}_{task}": "Box2D" for algo, task in (
+                     ("ppo", "lunarlander"), ("a2c", "lunarlander"), ("dqn", "lunarlander"),
+                     ("ppo", "lunarlandercontinuous"), ("sac", "lunarlandercontinuous"),
+                     ("td3", "lunarlandercontinuous"), ("ddpg", "lunarlandercontinuous"))}}
 
 
 def has_extra(preset: Path) -> bool:

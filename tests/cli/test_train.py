@@ -469,3 +469,18 @@ def test_cuda_run_writes_the_same_metrics_columns_as_cpu(tmp_path, cartpole):
     assert status["status"] in ("completed", "solved")
     assert status["device"].startswith("cuda")
     load_final(folder)
+
+
+def test_a_preset_whose_extra_is_missing_names_the_extra(rlcli, tmp_path):
+    """Without Box2D (hidden here by a package of that name that fails to import), a LunarLander
+    preset is bad input naming rlcli's box2d extra, in train and in validate --build alike."""
+    hidden = tmp_path / "hide" / "Box2D"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ImportError("Box2D is hidden by the test")\n')
+    env = {**os.environ, "PYTHONPATH": str(hidden.parent), "COLUMNS": "400", "NO_COLOR": "1"}
+    for args in (["train", "ppo_lunarlander"], ["validate", "--build", "presets/dqn_lunarlander.toml"]):
+        done = subprocess.run([rlcli_executable(), *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=120)
+        output = done.stdout + done.stderr
+        assert done.returncode == 2, output
+        assert "pip install 'rlcli[box2d]'" in output and "Traceback" not in output, output

@@ -222,7 +222,7 @@ class TD3Config(BaseModel):
     # which are the paper's; presets override them with RL-Zoo's tuned values.
     model_config = SECTION
 
-    name: Literal["td3"] = Field(description="Twin Delayed DDPG, for Box actions.")
+    name: Literal["td3"] = Field(description="Twin Delayed DDPG, for Box actions. Its critic loss is 0.5 * sum over critics of the mean squared TD error, as Stable-Baselines3's SAC; the paper's and SB3's TD3 have no 0.5: the same Adam steps, but half the gradient norm that optim.max_grad_norm clips.")
     gamma: Discount = 0.99
     tau: TargetWeight = 0.005
     n_step: NStep = 1
@@ -258,7 +258,7 @@ class DDPGConfig(BaseModel):
     # presets override them with RL-Zoo's tuned values.
     model_config = SECTION
 
-    name: Literal["ddpg"] = Field(description="Deep Deterministic Policy Gradient, for Box actions.")
+    name: Literal["ddpg"] = Field(description="Deep Deterministic Policy Gradient, for Box actions. Its critic loss is 0.5 * sum over critics of the mean squared TD error, as Stable-Baselines3's SAC; the paper's and SB3's DDPG have no 0.5: the same Adam steps, but half the gradient norm that optim.max_grad_norm clips.")
     gamma: Discount = 0.99
     tau: TargetWeight = 0.005
     n_step: NStep = 1
