@@ -1,4 +1,7 @@
-"""Learning thresholds of the shipped presets (slow: run with ``python -m pytest -m slow``)."""
+"""Learning thresholds of the shipped presets (slow: run with ``python -m pytest -m slow``): one bar per
+algorithm on its cheapest task, the rolling training return. The variants and the other tasks
+(redq_pendulum, ppo_pendulum, ppo_frozenlake, the Zoo-table presets) are measured by
+``benchmarks/time_to_solve.py`` and ``benchmarks/zoo_table.py``, whose figures the README shows."""
 
 import pytest
 
@@ -15,7 +18,7 @@ def solved_seeds(preset: str, threshold: float, max_frames: int, seeds: int, tmp
         cfg = load_config(preset, [
             f"run.seed={seed}", f"run.stop_at_return={threshold}",
             f"collector.total_frames={max_frames}", f'run.output_dir="{tmp_path.as_posix()}"',
-            "timing.enabled=false",
+            "timing.enabled=false", "eval.final_episodes=0",
         ])
         state = train(build_run(cfg))
         if state.status == "solved":
@@ -38,10 +41,6 @@ def test_reinforce_cartpole_reaches_475_on_3_of_3_seeds_within_200k_frames(tmp_p
     assert len(solved_seeds("reinforce_cartpole", 475, 200_000, 3, tmp_path)) == 3
 
 
-def test_ppo_pendulum_reaches_minus_300_on_2_of_3_seeds_within_1m_frames(tmp_path):
-    assert len(solved_seeds("ppo_pendulum", -300, 1_000_000, 3, tmp_path)) >= 2
-
-
 def test_dqn_cartpole_reaches_475_on_3_of_3_seeds_within_100k_frames(tmp_path):
     # The rolling mean of 100 training episodes, exploration included (about 3 minutes on 2 cores).
     assert len(solved_seeds("dqn_cartpole", 475, 100_000, 3, tmp_path)) == 3
@@ -58,16 +57,3 @@ def test_td3_pendulum_reaches_minus_200_on_3_of_3_seeds_within_10k_frames(tmp_pa
 
 def test_ddpg_pendulum_reaches_minus_200_on_2_of_3_seeds_within_20k_frames(tmp_path):
     assert len(solved_seeds("ddpg_pendulum", -200, 20_000, 3, tmp_path)) >= 2
-
-
-def test_redq_pendulum_reaches_minus_200_on_3_of_3_seeds_within_5k_frames(tmp_path):
-    assert len(solved_seeds("redq_pendulum", -200, 5_000, 3, tmp_path)) == 3
-
-
-def test_ppo_frozenlake_reaches_gymnasiums_threshold_on_3_of_3_seeds_within_300k_frames(tmp_path):
-    # Discrete observations, one-hot encoded; 0.70 is gymnasium's reward threshold for FrozenLake-v1.
-    import gymnasium as gym
-
-    threshold = gym.spec("FrozenLake-v1").reward_threshold
-    assert threshold == 0.70
-    assert len(solved_seeds("ppo_frozenlake", threshold, 300_000, 3, tmp_path)) == 3

@@ -98,3 +98,21 @@ def test_without_orthogonal_init_layers_keep_torchs_default():
     default = [nn.Linear(4, 64), nn.Linear(64, 3)]
     for layer, plain in zip(linears(net), default):
         assert torch.equal(layer.weight, plain.weight) and torch.equal(layer.bias, plain.bias)
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["training", "no-grad"])
+def test_the_cpu_tanh_matches_torch_tanh_in_value_and_gradient(grad):
+    from rlcli.models.mlp import Tanh
+
+    x = (torch.randn(300, 64, generator=torch.Generator().manual_seed(0)) * 4).requires_grad_(grad)  # above 8192: the sigmoid form
+    # Saturated inputs too: sigmoid's underflow must give -1 and 1 exactly, never NaN.
+    x = torch.cat([x, torch.tensor([[-100.0, 100.0, 0.0, -1e-8] * 16], requires_grad=grad)])
+    with torch.set_grad_enabled(grad):
+        ours, reference = Tanh()(x), torch.tanh(x)
+    torch.testing.assert_close(ours, reference, atol=3e-7, rtol=0)
+    assert ours[-1, 0] == -1 and ours[-1, 1] == 1
+    if grad:
+        weights = torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
+        (ours_grad,) = torch.autograd.grad((ours * weights).sum(), x)
+        (reference_grad,) = torch.autograd.grad((torch.tanh(x) * weights).sum(), x)
+        torch.testing.assert_close(ours_grad, reference_grad, atol=2e-6, rtol=0)

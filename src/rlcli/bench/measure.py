@@ -13,6 +13,11 @@ import torch
 from rlcli.bench import UNITS
 
 
+CASE_BUDGET_S = 2.0
+"""Seconds of timed repetitions a case gets at most, unless that leaves fewer than ``MIN_REPEATS``."""
+MIN_REPEATS = 3
+
+
 @dataclass
 class Case:
     """Something to time: ``run()`` does ``work`` units of work (frames, elements, calls).
@@ -81,6 +86,9 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
     sync()
     once = max(time.perf_counter() - start, 1e-7)
     calls = max(1, int(min_seconds / once))
+    # A case whose one call takes seconds (a PPO update on Atari frames) gets fewer repetitions, never
+    # below MIN_REPEATS: the bench of every suite stays within minutes.
+    repeat = min(repeat, max(MIN_REPEATS, int(CASE_BUDGET_S / (once * calls))))
     rates = []
     for _ in range(repeat):
         sync()
@@ -90,7 +98,7 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
         sync()
         rates.append(case.work * calls / (time.perf_counter() - start))
     return Result(case.suite, case.name, dict(case.params), case.key, case.unit,
-                  statistics.median(rates), min(rates), max(rates), repeat)
+                  statistics.median(rates), min(rates), max(rates), len(rates))
 
 
 @dataclass(frozen=True)

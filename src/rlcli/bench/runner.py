@@ -64,7 +64,7 @@ def run_bench(
 
 def _run_suites(names: Sequence[str], opts: BenchOptions, repeat: int,
                 on_result: Callable[[Result], None]) -> list[Result]:
-    min_seconds = 0.05 if opts.quick else 0.2
+    min_seconds = 0.05 if opts.quick else 0.1
     results: list[Result] = []
     for name in names:
         cases, ratios = SUITES[name](opts)

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from rlcli.bench.suites import BenchOptions
     from rlcli.config.schema import RunConfig
 
-TRAIN_WINDOW_S = 0.5
+TRAIN_WINDOW_S = 0.25
 """Seconds (at least; whole iterations) of each timed window of a train case."""
-TRAIN_BUDGET_S = 10.0
+TRAIN_BUDGET_S = 4.0
 """Seconds a train case trains past its warm-up at most, however few windows that gives."""
 
 

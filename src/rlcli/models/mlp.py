@@ -5,10 +5,43 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import torch
 from torch import nn
 
+
+class _SigmoidTanh(torch.autograd.Function):
+    """tanh(x) as 2 * sigmoid(2x) - 1, with tanh's own backward from the output."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        y = torch.sigmoid(x * 2).mul_(2).sub_(1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
+
+
+class Tanh(nn.Module):
+    """``nn.Tanh``, computed on a CPU as ``2 * sigmoid(2x) - 1``: torch's CPU tanh (a vectorized
+    libm-accurate kernel) takes about 4 times as long as its sigmoid, and a policy's hidden layers
+    spend more time in it than in their matrix products (measured: [512, 64] float32, one thread,
+    147 us against 42; forward and backward, 199 against about 60). The result differs from
+    ``torch.tanh`` by at most 2e-7. For small inputs and elsewhere (CUDA), ``torch.tanh``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Below a few thousand elements (acting on a few envs) the three extra kernel calls cost more.
+        if x.device.type != "cpu" or x.numel() < 8192:
+            return torch.tanh(x)
+        if torch.is_grad_enabled() and x.requires_grad:
+            return _SigmoidTanh.apply(x)
+        return torch.sigmoid(x * 2).mul_(2).sub_(1)
+
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {
-    "tanh": nn.Tanh,
+    "tanh": Tanh,
     "relu": nn.ReLU,
     "elu": nn.ELU,
     "gelu": nn.GELU,
