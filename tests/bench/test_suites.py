@@ -65,6 +65,10 @@ def test_update_cases_run_learn_past_the_warm_up_for_every_preset(quick):
     try:
         names = {case.name for case in cases}
         assert {"ppo_cartpole", "dqn_cartpole"} <= names
+        # A unit --compare does not know makes the report unreadable as a baseline.
+        from rlcli.bench import UNITS
+
+        assert {case.unit for case in cases} <= set(UNITS)
         for case in cases:
             # Each case runs a whole learn; off-policy ones are past their warm-up, so they step.
             case.run()

@@ -36,6 +36,7 @@ UNITS = {
     "elements/s": True,
     "calls/s": True,
     "updates/s": True,
+    "gradient steps/s": True,
     "speedup": True,
     "slowdown": False,
     "ms": False,
