@@ -26,7 +26,9 @@ def _terminated(signum, frame):
 
 def main() -> None:
     """Run the ``rlcli`` command; Ctrl-C or SIGTERM at any moment exits 130 or 143 without a traceback."""
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    # Not in a rank that torchrun started: its agent ends the other ranks with SIGTERM once one has failed,
+    # and a rank must then die of it (the launcher reports the rank that failed first, not a stop).
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and "TORCHELASTIC_RUN_ID" not in os.environ:
         signal.signal(signal.SIGTERM, _terminated)
     try:
         # Imported here so that a Ctrl-C during the imports is caught below.
