@@ -30,6 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+# Run as a script from benchmarks/: the README tables share one way of naming the machine.
+from time_to_solve import cpu_name
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "zoo_table.json"
 SB3 = ROOT / "benchmarks" / "results" / "sb3_wall.json"
@@ -142,16 +145,6 @@ def markdown(results: dict, sb3: dict) -> str:
             "episodes after the same budget. SB3 column: Stable-Baselines3 2.9.2 with the Zoo's hyperparameters, "
             "same budget, same machine, one thread, run one after the other with rlcli's own figure "
             "(`benchmarks/peers/sb3_zoo_wall.sh`).\n")
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> int:
