@@ -128,3 +128,38 @@ def test_warm_up_acts_uniformly_inside_the_bounds(pendulum_run):
         run.close()
     assert actions.abs().max() <= 2.0
     assert actions.min() < -1.5 and actions.max() > 1.5 and abs(float(actions.mean())) < 0.3
+
+
+def test_exploration_hold_keeps_each_envs_draw_for_that_many_steps_and_resumes_it():
+    """With ``exploration_hold = 3`` the same observation gets the same sampled action three steps
+    running, then a fresh draw; each env has its own draw; a checkpoint carries the held draw."""
+    from rlcli.config.load import validate_data
+    from rlcli.run import build_run
+
+    def build(hold: int):
+        run = build_run(validate_data({
+            "run": {"seed": 4, "device": "cpu"},
+            "env": {"id": "Pendulum-v1", "num_envs": 2, "vectorization": "sync"},
+            "network": {"hidden_sizes": [16, 16], "activation": "relu", "init": "default"},
+            "algo": {"name": "sac", "batch_size": 8, "learning_starts": 0, "replay": {"capacity": 100},
+                     "exploration_hold": hold},
+            "collector": {"frames_per_batch": 8, "total_frames": 800},
+        }))
+        run.close()
+        return run.algo
+
+    observation = torch.tensor([[1.0, 0.0, 0.5], [1.0, 0.0, 0.5]])
+    generator = torch.Generator().manual_seed(0)
+    algo = build(3)
+    actions = [algo.act(observation, generator)[keys.ACTION] for _ in range(4)]
+    assert torch.equal(actions[0], actions[1]) and torch.equal(actions[1], actions[2])
+    assert not torch.equal(actions[2], actions[3])
+    assert not torch.equal(actions[0][0], actions[0][1])
+    state = algo.state_dict(replay=False)
+    resumed = build(3)
+    resumed.load_state_dict(state)
+    resumed.agent.load_state_dict(algo.agent.state_dict())
+    torch.testing.assert_close(resumed.act(observation, generator)[keys.ACTION], actions[3])
+    fresh = build(1)
+    first, second = (fresh.act(observation, generator)[keys.ACTION] for _ in range(2))
+    assert not torch.equal(first, second)

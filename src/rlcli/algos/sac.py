@@ -115,6 +115,9 @@ class SAC:
         self.noise_generator = torch.Generator(device=ctx.device)
         self.noise_generator.manual_seed(ctx.seed + 1)
         self.updates = 0
+        # exploration_hold: each env's standard-normal draw and the collection steps it has served.
+        self.held: torch.Tensor | None = None
+        self.held_steps = 0
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -123,8 +126,20 @@ class SAC:
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action`` [N, A] in the Box bounds for raw ``observation`` [N, obs]: uniform in the bounds
         during the warm-up, then sampled from the squashed Gaussian."""
-        return self.learner.act(observation, generator, self.bounds,
-                                lambda obs: self.agent.actor(self.agent.obs_norm(obs), generator)[0])
+        return self.learner.act(observation, generator, self.bounds, lambda obs: self._explore(obs, generator))
+
+    def _explore(self, observation: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The actor's sample for each env; with ``exploration_hold`` > 1 its standard-normal draw is
+        kept for that many calls (drawn afresh when the number of envs changes)."""
+        hold = self.cfg.exploration_hold
+        if hold == 1:
+            return self.agent.actor(self.agent.obs_norm(observation), generator)[0]
+        shape = (observation.shape[0], len(self.bounds.low))
+        if self.held is None or self.held.shape != shape or self.held_steps % hold == 0:
+            self.held = torch.randn(shape, generator=generator, device=observation.device)
+            self.held_steps = 0
+        self.held_steps += 1
+        return self.agent.actor(self.agent.obs_norm(observation), noise=self.held)[0]
 
     def _subset(self) -> torch.Tensor | None:
         cfg = self.cfg
@@ -194,13 +209,14 @@ class SAC:
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
             "target": self.target.state_dict(), "noise_generator": self.noise_generator.get_state(),
-            "updates": self.updates}
+            "updates": self.updates, "held": self.held, "held_steps": self.held_steps}
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
         self.target.load_state_dict(state["target"])
         self.noise_generator.set_state(state["noise_generator"])
         self.updates = state["updates"]
+        self.held, self.held_steps = state.get("held"), state.get("held_steps", 0)
 
 
 CONFIG = SACConfig

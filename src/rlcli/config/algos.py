@@ -198,6 +198,12 @@ class SACConfig(BaseModel):
     target_entropy: float | None = Field(
         None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
     )
+    exploration_hold: int = Field(
+        1, ge=1, le=100_000,
+        description="Collection steps for which each env keeps its standard-normal draw: 1 draws afresh every "
+                    "step (SAC); above 1 the policy's noise is held, a temporally correlated exploration in the "
+                    "spirit of gSDE's sde_sample_freq, for sparse rewards such as MountainCarContinuous.",
+    )
     replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:

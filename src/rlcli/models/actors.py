@@ -69,14 +69,16 @@ class SquashedGaussianActor(nn.Module):
         self.rescale = _Rescale(space)
 
     def forward(self, obs: torch.Tensor, generator: torch.Generator | None = None, *,
-                deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                deterministic: bool = False, noise: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """(action in bounds [B, A], log_prob [B]) for normalized ``obs`` [B, *obs]; the action is
-        reparameterized (differentiable in the weights) and ``deterministic`` takes the mean."""
+        reparameterized (differentiable in the weights), ``deterministic`` takes the mean and
+        ``noise`` [B, A], when given, is the standard-normal draw to use."""
         mean, log_std = self.net(self.encoder(obs)).chunk(2, -1)
         log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
-        if deterministic:
+        if noise is None and deterministic:
             noise = torch.zeros_like(mean)
-        else:
+        elif noise is None:
             noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
         unit, log_prob = squashed_gaussian(mean, log_std, noise)
         return self.rescale(unit), log_prob
