@@ -10,21 +10,9 @@ from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import BaseModel, Field
 
-from rlcli.config.fields import (
-    BatchSize,
-    Discount,
-    ExplorationNoise,
-    LearningStarts,
-    NoiseScale,
-    NStep,
-    OUTheta,
-    Replay,
-    Split,
-    TargetWeight,
-    ValueTarget,
-    off_policy_per_rank,
-    off_policy_problems,
-)
+from rlcli.config.fields import (BatchSize, Discount, ExplorationNoise, LearningStarts, NoiseScale, NStep, OUTheta,
+                                 Replay, Split, TargetWeight, ValueTarget, off_policy_per_rank,
+                                 off_policy_problems)
 from rlcli.config.model import SECTION
 
 
@@ -198,12 +186,9 @@ class SACConfig(BaseModel):
     target_entropy: float | None = Field(
         None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
     )
-    exploration_hold: int = Field(
-        1, ge=1, le=100_000,
-        description="Collection steps for which each env keeps its standard-normal draw: 1 draws afresh every "
-                    "step (SAC); above 1 the policy's noise is held, a temporally correlated exploration in the "
-                    "spirit of gSDE's sde_sample_freq, for sparse rewards such as MountainCarContinuous.",
-    )
+    exploration_hold: int = Field(1, ge=1, le=100_000, description=(
+        "Collection steps for which each env keeps its standard-normal draw: 1 draws afresh every step (SAC); above "
+        "1 the noise is held, a temporally correlated exploration like gSDE's sde_sample_freq, for sparse rewards."))
     replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
