@@ -143,7 +143,8 @@ def markdown(results: dict, sb3: dict) -> str:
             f"{dates[0] if dates else '-'} to {dates[-1] if dates else '-'}. The Zoo's figures are one training run "
             "each (its `benchmark.md`); rlcli's are the median over seeds of the mean return of 100 deterministic "
             "episodes after the same budget. Train s: `run.json`'s wall time with one torch thread, two or three "
-            "runs side by side on the cores, so not a solo timing. SB3 column: Stable-Baselines3 2.9.2 with the Zoo's hyperparameters, "
+            "runs side by side on the cores, so not a solo timing. SB3 column: Stable-Baselines3 2.9.2 with the "
+            "Zoo's hyperparameters, "
             "same budget, same machine, one thread, run one after the other with rlcli's own figure "
             "(`benchmarks/peers/sb3_zoo_wall.sh`).\n")
 

@@ -130,21 +130,12 @@ def test_warm_up_acts_uniformly_inside_the_bounds(pendulum_run):
     assert actions.min() < -1.5 and actions.max() > 1.5 and abs(float(actions.mean())) < 0.3
 
 
-def test_exploration_hold_keeps_each_envs_draw_for_that_many_steps_and_resumes_it():
+def test_exploration_hold_keeps_each_envs_draw_for_that_many_steps_and_resumes_it(pendulum_run):
     """With ``exploration_hold = 3`` the same observation gets the same sampled action three steps
     running, then a fresh draw; each env has its own draw; a checkpoint carries the held draw."""
-    from rlcli.config.load import validate_data
-    from rlcli.run import build_run
 
     def build(hold: int):
-        run = build_run(validate_data({
-            "run": {"seed": 4, "device": "cpu"},
-            "env": {"id": "Pendulum-v1", "num_envs": 2, "vectorization": "sync"},
-            "network": {"hidden_sizes": [16, 16], "activation": "relu", "init": "default"},
-            "algo": {"name": "sac", "batch_size": 8, "learning_starts": 0, "replay": {"capacity": 100},
-                     "exploration_hold": hold},
-            "collector": {"frames_per_batch": 8, "total_frames": 800},
-        }))
+        run = pendulum_run("sac", seed=4, learning_starts=0, exploration_hold=hold)
         run.close()
         return run.algo
 

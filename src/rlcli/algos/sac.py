@@ -135,7 +135,7 @@ class SAC:
         if hold == 1:
             return self.agent.actor(self.agent.obs_norm(observation), generator)[0]
         shape = (observation.shape[0], len(self.bounds.low))
-        if self.held is None or self.held.shape != shape or self.held_steps % hold == 0:
+        if self.held is None or self.held.shape != shape or self.held_steps >= hold:
             self.held = torch.randn(shape, generator=generator, device=observation.device)
             self.held_steps = 0
         self.held_steps += 1

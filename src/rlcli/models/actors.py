@@ -76,10 +76,9 @@ class SquashedGaussianActor(nn.Module):
         ``noise`` [B, A], when given, is the standard-normal draw to use."""
         mean, log_std = self.net(self.encoder(obs)).chunk(2, -1)
         log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
-        if noise is None and deterministic:
-            noise = torch.zeros_like(mean)
-        elif noise is None:
-            noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        if noise is None:
+            noise = (torch.zeros_like(mean) if deterministic
+                     else torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype))
         unit, log_prob = squashed_gaussian(mean, log_std, noise)
         return self.rescale(unit), log_prob
 
