@@ -166,7 +166,7 @@ def test_total_frames_rounds_up_and_banner_schedule_and_run_json_agree(rlcli, tm
 
 
 def test_a2c_cartpole_prints_a_handful_of_tables_not_thousands(rlcli, tmp_path):
-    result = rlcli("train", "a2c_cartpole", "--set", "collector.total_frames=80000", "--out", tmp_path)
+    result = rlcli("train", "a2c_cartpole", "--set", "collector.total_frames=160000", "--out", tmp_path)
     assert result.returncode == 0, result.stderr
     run_dir = _only_run(tmp_path)
     wall_time = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["wall_time_s"]

@@ -213,7 +213,7 @@ def test_smoke_prints_the_run_folder_at_start_and_end(cartpole):
 @pytest.mark.parametrize(
     ("preset", "overrides", "frames_per_batch", "iterations"),
     [
-        ("a2c_cartpole", ["collector.total_frames=3200"], 160, 20),
+        ("a2c_cartpole", ["collector.total_frames=6400"], 320, 20),
         ("ppo_pendulum", ["collector.total_frames=8192", "collector.frames_per_batch=4096"], 4096, 2),
     ],
 )
