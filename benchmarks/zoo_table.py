@@ -147,8 +147,9 @@ def markdown(results: dict, sb3: dict, sb3_score: dict | None = None) -> str:
         low, mean = median >= cell.mean - cell.std, median >= cell.mean
         met_low += low
         met_mean += mean
-        # A run paused (SIGSTOP) for a timing window elsewhere keeps its score, not its seconds.
-        timed = [r["train_s"] for r in rows if not r.get("paused")] or [r["train_s"] for r in rows]
+        # A run marked untimed (paused for a timing window elsewhere, or run beside more runs than there
+        # are cores) keeps its score, not its seconds.
+        timed = [r["train_s"] for r in rows if not r.get("untimed")] or [r["train_s"] for r in rows]
         seconds = statistics.median(timed)
         peer = sb3.get(cell.preset)
         versus = (f"{peer['sb3_s']:,.0f} ({peer['rlcli_s'] / peer['sb3_s']:.2f})" if peer else "")
