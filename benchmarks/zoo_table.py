@@ -115,13 +115,15 @@ def cell_rows(results: dict, cell: Cell) -> list[dict]:
 def sb3_scores(scores: dict) -> str:
     """A line per cell that SB3 was scored on itself (``benchmarks/peers/sb3_zoo_score.sh``): its median
     and range over seeds beside the Zoo's one run, on the measure rlcli is scored by."""
-    cells = {cell.preset: cell for cell in CELLS}
     lines = []
-    for preset, runs in sorted(scores.items(), key=lambda item: [c.preset for c in CELLS].index(item[0])):
-        values = [run["final_eval"] for _, run in sorted(runs.items(), key=lambda item: int(item[0]))]
-        cell = cells[preset]
+    for cell in CELLS:
+        runs = scores.get(cell.preset)
+        if not runs:
+            continue
+        seeds = sorted(runs, key=int)
+        values = [runs[seed]["final_eval"] for seed in seeds]
         lines.append(f"- {cell.task} {cell.algo} @ {cell.budget:,}: SB3 {statistics.median(values):.1f} "
-                     f"({min(values):.1f} – {max(values):.1f}) over seeds {', '.join(sorted(runs, key=int))}; "
+                     f"({min(values):.1f} – {max(values):.1f}) over seeds {', '.join(seeds)}; "
                      f"the Zoo's one run {cell.mean:g}")
     if not lines:
         return ""

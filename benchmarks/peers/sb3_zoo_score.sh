@@ -18,7 +18,7 @@ ppo_pendulum ppo Pendulum-v1 100000"
 echo "$CELLS" | while read -r preset algo env steps; do
     if [ "$#" -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$preset"; then continue; fi
     for seed in $SEEDS; do
-        row=$("$PY" benchmarks/peers/sb3_zoo_score.py "$algo" "$env" "$steps" "$seed" | tail -1)
+        row=$("$PY" benchmarks/peers/sb3_zoo.py "$algo" "$env" "$steps" "$seed" 100 | tail -1)
         python - "$preset" "$seed" "$row" <<'PY'
 import datetime, json, pathlib, sys
 preset, seed, row = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])

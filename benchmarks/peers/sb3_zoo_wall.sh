@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall time beside Stable-Baselines3 2.9.2 for one RL-Zoo table cell of each algorithm: for each cell,
 # rlcli's preset at the Zoo's budget (training seconds from run.json, no early stop), then SB3 with the
-# Zoo's hyperparameters (benchmarks/peers/sb3_zoo_wall.py: the seconds of model.learn), one after the
+# Zoo's hyperparameters (benchmarks/peers/sb3_zoo.py: the seconds of model.learn), one after the
 # other, one thread each, same seed. Writes benchmarks/results/sb3_wall.json, which zoo_table.py reads.
 # Venv: python -m venv /tmp/peer-rlzoo && /tmp/peer-rlzoo/bin/pip install -r benchmarks/peers/requirements-rlzoo.txt
 # REPEAT=N (default 1) runs each pair N times, alternating, and keeps the median of each side.
@@ -29,7 +29,7 @@ echo "$CELLS" | while read -r preset algo env steps; do
             --set "run.seed=$SEED" --set run.threads=1 --set eval.final_episodes=0 \
             --set "run.output_dir=\"$OUT/$preset\"" > /dev/null
         rlcli_runs="$rlcli_runs $(python -c "import glob, json; print(json.load(open(glob.glob('$OUT/$preset/*/run.json')[0]))['wall_time_s'])")"
-        sb3_runs="$sb3_runs $("$PY" benchmarks/peers/sb3_zoo_wall.py "$algo" "$env" "$steps" "$SEED" | tail -1 | python -c "import json, sys; print(json.load(sys.stdin)['learn_s'])")"
+        sb3_runs="$sb3_runs $("$PY" benchmarks/peers/sb3_zoo.py "$algo" "$env" "$steps" "$SEED" | tail -1 | python -c "import json, sys; print(json.load(sys.stdin)['learn_s'])")"
     done
     python - "$preset" "$steps" "$SEED" "$rlcli_runs" "$sb3_runs" <<'PY'
 import datetime, json, pathlib, statistics, sys
