@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository's folders and a runner for the real ``rlcli`` command."""
+"""Shared fixtures: the repository's folders, the layer guard, and two ways to run ``rlcli``: in this
+process (``cli``, the default layer) and as the real command (``rlcli``, the integration layer)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,19 @@ import shutil
 import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# The guard (autouse) and the hook it reads: the default layer starts no process.
+from layers import layer_guard, pytest_runtest_makereport  # noqa: F401
+
+# Runs trained once per session, one per family (tests/runs.py), and copies of them for a test to change.
+from runs import copy_run, off_policy_run, offline_run, on_policy_run, pixel_run  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ROOT / "presets"
@@ -186,3 +196,54 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+
+@dataclass
+class CliResult:
+    """What ``rlcli ARGS`` run in this process gave: the fields of a CompletedProcess that tests read."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@contextmanager
+def _working_folder(folder: Path):
+    before = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def invoke(*args: str | Path, cwd: str | Path = ROOT, env: dict[str, str] | None = None) -> CliResult:
+    """Run ``rlcli ARGS`` through Typer's runner in this process.
+
+    As ``rlcli.cli.main`` does: a Ctrl-C exits 130 with "interrupted"; an exception that escapes a
+    command is written to stderr as the traceback a user would see (so "Traceback" checks hold).
+    """
+    from typer.testing import CliRunner
+
+    from rlcli.cli.app import app
+    from rlcli.cli.exits import EXIT_INTERRUPTED
+
+    argv = [str(a) for a in args]
+    runner = CliRunner()
+    with _working_folder(Path(cwd)):
+        try:
+            result = runner.invoke(app, argv, env=env, catch_exceptions=True)
+        except KeyboardInterrupt:
+            return CliResult(argv, EXIT_INTERRUPTED, "", "interrupted\n")
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    return CliResult(argv, result.exit_code, result.stdout, stderr)
+
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    """``cli(*args, cwd=ROOT)``: ``rlcli ARGS`` in this process (see :func:`invoke`)."""
+    return invoke

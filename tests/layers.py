@@ -1,0 +1,89 @@
+"""The guard that keeps the default test layer in one process (tests/README.md).
+
+A default-layer test runs in the pytest process: one that starts a child process or connects to a
+server over the network belongs in the ``integration`` layer, and the autouse fixture here fails it
+with a message saying so. ``tests/conftest.py`` imports the fixture and its hook; ``tests/test_layers.py`` tests it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing.process
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+# Markers whose tests may start processes and reach servers.
+PROCESS_LAYERS = ("integration", "slow")
+
+# Programs a default-layer test may start: provenance reads the git commit of a run's config folder,
+# in milliseconds, and no rlcli behaviour is under test in that child.
+ALLOWED_PROGRAMS = {"git"}
+
+# Whether a test's call already failed, so that the teardown check does not report it twice.
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
+def program(args) -> str:
+    """The file name of the program a Popen ``args`` starts."""
+    first = args if isinstance(args, (str, bytes, os.PathLike)) else next(iter(args), "")
+    text = os.fsdecode(first).strip()
+    return Path(text.split()[0]).name if text else ""
+
+
+def guard_message(nodeid: str, what: str) -> str:
+    return (f"{nodeid} {what} in the default test layer: mark it @pytest.mark.integration "
+            "(tests/README.md says which layer a test belongs in), or test the library in-process")
+
+
+@pytest.fixture(autouse=True)
+def layer_guard(request, monkeypatch):
+    """Fail a default-layer test that starts a process or connects to a server over the network.
+
+    The failure is raised where the process would start, through ``pytest.fail`` (a BaseException,
+    which no ``except Exception`` in the code under test swallows), and again at teardown, whatever
+    the code did with it. Unix sockets and servers a test binds itself are left alone.
+    """
+    if any(request.node.get_closest_marker(marker) for marker in PROCESS_LAYERS):
+        yield
+        return
+    violations: list[str] = []
+
+    def refuse(what: str):
+        violations.append(guard_message(request.node.nodeid, what))
+        pytest.fail(violations[-1], pytrace=False)
+
+    popen_init = subprocess.Popen.__init__
+
+    def popen(self, args, *rest, **kwargs):
+        if program(args) not in ALLOWED_PROGRAMS:
+            refuse(f"starts a process ({program(args)})")
+        popen_init(self, args, *rest, **kwargs)
+
+    def start(self):
+        refuse(f"starts a multiprocessing child ({type(self).__name__})")
+
+    def guarded(connect):
+        def method(self, address):
+            if self.family in (socket.AF_INET, socket.AF_INET6):
+                refuse(f"connects to a server at {address!r}")
+            return connect(self, address)
+        return method
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", popen)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+    monkeypatch.setattr(socket.socket, "connect", guarded(socket.socket.connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded(socket.socket.connect_ex))
+    yield
+    if violations and not request.node.stash.get(CALL_FAILED, False):
+        pytest.fail(violations[0], pytrace=False)
