@@ -23,6 +23,13 @@ from layers import layer_guard, pytest_runtest_makereport  # noqa: F401
 # Runs trained once per session, one per family (tests/runs.py), and copies of them for a test to change.
 from runs import copy_run, off_policy_run, offline_run, on_policy_run, pixel_run  # noqa: F401
 
+# The tests read rlcli's output as a pipe or a file gives it: as wide as its content, no colour, no live
+# display. Rich reads these once, when rlcli's consoles are made (on the first import, in this process for
+# in-process tests): the FORCE_COLOR family would make it act as on a terminal, and the COLUMNS that
+# pytest-xdist gives its workers (80) would wrap every message the tests look for.
+for _variable in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS"):
+    os.environ.pop(_variable, None)
+
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ROOT / "presets"
 PRESET_FILES = sorted(PRESETS.glob("*.toml"))

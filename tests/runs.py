@@ -65,7 +65,8 @@ def on_policy_run(tmp_path_factory) -> TrainedRun:
 
 @pytest.fixture(scope="session")
 def off_policy_run(tmp_path_factory) -> TrainedRun:
-    """SAC on 2 Pendulums, 16x16 networks, 480 frames: a checkpoint holding its replay buffer."""
+    """SAC on 2 Pendulums, 16x16 networks, 480 frames, no final evaluation: a checkpoint holding its
+    replay buffer."""
     from rlcli.config.load import validate_data
     from rlcli.run import build_run
     from rlcli.trainer import train
@@ -76,6 +77,7 @@ def off_policy_run(tmp_path_factory) -> TrainedRun:
         "network": {"hidden_sizes": [16, 16]},
         "algo": {"name": "sac", "batch_size": 16, "learning_starts": 32},
         "collector": {"frames_per_batch": 8, "total_frames": 480},
+        "eval": {"final_episodes": 0},
         "timing": {"enabled": False},
     })))
     return TrainedRun(state.run_dir)
@@ -83,7 +85,8 @@ def off_policy_run(tmp_path_factory) -> TrainedRun:
 
 @pytest.fixture(scope="session")
 def offline_run(tmp_path_factory) -> TrainedRun:
-    """IQL for 40 gradient steps on a Minari dataset of 4 random Pendulum episodes."""
+    """IQL for 40 gradient steps on a Minari dataset of 4 random Pendulum episodes, evaluated every 20
+    (2 episodes), no final evaluation."""
     from offline import random_dataset
 
     from rlcli.config.load import validate_data
@@ -96,7 +99,7 @@ def offline_run(tmp_path_factory) -> TrainedRun:
         "network": {"hidden_sizes": [16, 16]},
         "algo": {"name": "iql", "batch_size": 16},
         "data": {"dataset": random_dataset("Pendulum-v1"), "total_steps": 40, "steps_per_iteration": 20},
-        "eval": {"every_frames": 20, "episodes": 2},
+        "eval": {"every_frames": 20, "episodes": 2, "final_episodes": 0},
         "timing": {"enabled": False},
     })))
     return TrainedRun(state.run_dir)

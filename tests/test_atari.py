@@ -1,18 +1,18 @@
-"""Atari through ale-py's vector env: the presets run, the return column is the game score, and
-bad ``[env]`` input is refused before any env is made. Skipped only where ale-py is absent
-(``.ci/run`` installs the atari extra)."""
+"""Atari through ale-py's vector env: the return column is the game score, frames stay uint8, and
+bad ``[env]`` input is refused before any env is made (``rlcli validate`` in this process, through
+Typer's runner). Integration: each Atari preset's smoke run through the real command. Skipped only
+where ale-py is absent (``.ci/run`` installs the atari extra)."""
 
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, assert_bad_input, rlcli_executable
+from conftest import assert_bad_input
 from rlcli import keys
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import load_config
@@ -31,6 +31,7 @@ SMOKE = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("preset", sorted(SMOKE))
 def test_atari_presets_train_from_the_command_line(rlcli, tmp_path, preset):
     sets = [arg for item in SMOKE[preset] for arg in ("--set", item)]
@@ -52,9 +53,10 @@ def test_atari_presets_train_from_the_command_line(rlcli, tmp_path, preset):
 
 def _space_invaders(tmp_path, *extra: str):
     # Space Invaders pays 5 to 30 points an invader: random play scores far above its count of rewards.
+    # Games cut at 300 agent steps: three batches of 128 steps an env end a game in each.
     return load_config("ppo_breakout", [
         'env.id="ALE/SpaceInvaders-v5"', "env.num_envs=2", "collector.frames_per_batch=256",
-        "algo.minibatch_size=128", "env.kwargs.max_num_frames_per_episode=1600", "run.device=cpu",
+        "algo.minibatch_size=128", "env.kwargs.max_num_frames_per_episode=1200", "run.device=cpu",
         f'run.output_dir="{tmp_path}"', *extra])
 
 
@@ -62,7 +64,7 @@ def test_the_return_column_is_the_game_score_while_learning_sees_lost_lives_and_
     run = build_run(_space_invaders(tmp_path))
     try:
         timer = Timer(run.device)
-        batch = torch.cat([run.source.collect(timer).clone() for _ in range(5)], 0)
+        batch = torch.cat([run.source.collect(timer).clone() for _ in range(3)], 0)
         recorded = list(run.source.episodes.return_queue)
     finally:
         run.close()
@@ -125,17 +127,15 @@ def test_frames_stay_uint8_from_the_env_to_the_encoder(tmp_path):
     ("env.kwargs.stack_num=2.5", ("env.kwargs.stack_num", "must be int")),
     ('env.id="ALE/Breakot-v5"', ("env.id", "ALE/Breakout-v5")),
 ])
-def test_bad_atari_env_settings_are_refused_before_any_env_is_made(rlcli, setting, fragments):
-    assert_bad_input(rlcli("validate", "ppo_breakout", "--set", setting), *fragments)
+def test_bad_atari_env_settings_are_refused_before_any_env_is_made(cli, setting, fragments):
+    assert_bad_input(cli("validate", "ppo_breakout", "--set", setting), *fragments)
 
 
-def test_a_missing_ale_py_names_the_atari_extra(tmp_path):
-    # A module named ale_py that fails to import stands in for an absent package.
-    (tmp_path / "ale_py.py").write_text("raise ImportError('No module named ale_py')\n", encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "400", "NO_COLOR": "1"}
-    result = subprocess.run([rlcli_executable(), "validate", "ppo_breakout"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
-    assert_bad_input(result, "env.id", "atari extra", "rlcli[atari]")
+def test_a_missing_ale_py_names_the_atari_extra(cli, monkeypatch):
+    # None in sys.modules makes `import ale_py` fail, as on an install without the extra (rlcli
+    # imports it for each ALE/ id it validates, before it looks the id up).
+    monkeypatch.setitem(sys.modules, "ale_py", None)
+    assert_bad_input(cli("validate", "ppo_breakout"), "env.id", "atari extra", "rlcli[atari]")
 
 
 def test_nature_cnn_on_a_vector_observation_is_refused(tmp_path):
@@ -147,7 +147,8 @@ def test_nature_cnn_on_a_vector_observation_is_refused(tmp_path):
 
 
 def test_a_dqn_atari_buffer_that_cannot_fit_is_refused_with_its_frame_sizes(tmp_path):
-    cfg = load_config("dqn_breakout", ["algo.replay.capacity=2000000000", "run.device=cpu",
+    # One env: the preset's 8 would cost seconds to start, and the size of a transition is the same.
+    cfg = load_config("dqn_breakout", ["algo.replay.capacity=2000000000", "run.device=cpu", "env.num_envs=1",
                                        f'run.output_dir="{tmp_path}"'])
     with pytest.raises(ConfigError) as caught:
         build_run(cfg)

@@ -1,5 +1,6 @@
-"""Minari datasets read into tensors (rlcli.datasets), offline runs through the real trainer, and the
-bad input around them. Datasets are small ones of random actions (tests/offline.py)."""
+"""Minari datasets read into tensors (rlcli.datasets), offline runs through the real trainer and
+``rlcli train`` (in this process, through Typer's runner), and the bad input around them. Datasets
+are small ones of random actions (tests/offline.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def offline_config(tmp_path, dataset: str, *, algo: str = "iql", env: str = "Pen
             "network": {"hidden_sizes": [16, 16]},
             "algo": {"name": algo, "batch_size": 16},
             "data": {"dataset": dataset, "total_steps": 40, "steps_per_iteration": 20},
-            "eval": {"every_frames": 20, "episodes": 2},
+            # No final evaluation: 100 Pendulum episodes would cost seconds, and no test reads it.
+            "eval": {"every_frames": 20, "episodes": 2, "final_episodes": 0},
             "timing": {"enabled": False}, **sections}
 
 
@@ -147,7 +149,7 @@ def test_bc_on_discrete_actions_fits_the_dataset_actions_distribution(tmp_path):
     assert row["loss/actor"] == pytest.approx(np.log(2), abs=0.05)
 
 
-def test_rlcli_train_reports_an_offline_run_in_gradient_steps_and_its_evaluation(rlcli, tmp_path):
+def test_rlcli_train_reports_an_offline_run_in_gradient_steps_and_its_evaluation(cli, tmp_path):
     dataset = random_dataset("Pendulum-v1")
     config = tmp_path / "iql.toml"
     config.write_text(f"""
@@ -167,8 +169,9 @@ total_steps = 30
 steps_per_iteration = 20
 [eval]
 episodes = 2
+final_episodes = 0
 """, encoding="utf-8")
-    result = rlcli("train", config)
+    result = cli("train", config)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     # 30 steps round up to 2 iterations of 20; the return column is the evaluation's.

@@ -1,6 +1,7 @@
 """Env state as plain data: captured from real vector envs mid-episode, written to disk, loaded
 with weights_only and restored into freshly built envs, which then step exactly as the
-originals did; the kinds of attributes kept, and the envs a state does not fit."""
+originals did; the kinds of attributes kept, and the envs a state does not fit. The subprocess
+envs' test forks workers and runs in the integration layer."""
 
 from collections import deque
 
@@ -182,6 +183,8 @@ def test_the_state_of_another_number_of_sub_envs_is_refused():
         two.close()
 
 
+# gymnasium's AsyncVectorEnv forks its workers through multiprocessing: a real child process.
+@pytest.mark.integration
 def test_subprocess_envs_are_not_exact_and_keep_their_shared_memory():
     envs = make_envs(EnvConfig(id="CartPole-v1", num_envs=2, vectorization="async"))
     try:

@@ -1,6 +1,6 @@
-"""``rlcli train --nproc N`` (:mod:`rlcli.launch`), through the real command: ranks started by
-torchrun's launcher, rank 0 writing the one run folder, bad input refused before any rank starts, a
-dead rank named."""
+"""``rlcli train --nproc N`` (:mod:`rlcli.launch`): ranks started by torchrun's launcher, rank 0 writing
+the one run folder, a dead rank named, Ctrl-C to every rank (integration layer: real ranks); bad
+input refused in this process before any rank starts."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def test_a_rank_cannot_launch_ranks_of_its_own(monkeypatch):
         check_ranks(2, "ppo_cartpole")
 
 
+@pytest.mark.integration
 def test_two_ranks_train_into_one_run_folder(tmp_path, rlcli):
     result = rlcli("train", "ppo_cartpole", "--nproc", "2", "--out", tmp_path, *SMALL, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -48,6 +49,7 @@ def test_two_ranks_train_into_one_run_folder(tmp_path, rlcli):
     assert len(torch.load(saved[-1], weights_only=True)["ranks"]) == 2
 
 
+@pytest.mark.integration
 def test_resume_with_another_number_of_ranks_is_refused(tmp_path, rlcli):
     result = rlcli("train", "ppo_cartpole", "--nproc", "2", "--out", tmp_path, *SMALL, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -67,21 +69,23 @@ def test_resume_with_another_number_of_ranks_is_refused(tmp_path, rlcli):
     (("--nproc", "3", "--set", 'run.parallel="split"'), ("env.num_envs", "multiple of the world size (3)")),
     (("--nproc", "2", "--seeds", "0,1"), ("--seeds",)),
 ])
-def test_bad_rank_counts_exit_2_before_any_rank_starts(tmp_path, rlcli, args, fragments):
-    result = rlcli("train", "ppo_cartpole", "--out", tmp_path, *args)
+def test_bad_rank_counts_exit_2_before_any_rank_starts(tmp_path, cli, args, fragments):
+    # In this process: a rank started here would be a process, which the layer guard refuses.
+    result = cli("train", "ppo_cartpole", "--out", tmp_path, *args)
     assert_bad_input(result, *fragments)
     assert not any(tmp_path.iterdir()), "a run folder was made"
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA")
-def test_a_cuda_run_without_cuda_is_refused_once_before_any_rank_starts(tmp_path, rlcli):
-    output = assert_bad_input(rlcli("train", "ppo_cartpole", "--out", tmp_path, "--nproc", "2", "--device", "cuda"),
+def test_a_cuda_run_without_cuda_is_refused_once_before_any_rank_starts(tmp_path, cli):
+    output = assert_bad_input(cli("train", "ppo_cartpole", "--out", tmp_path, "--nproc", "2", "--device", "cuda"),
                               "run.device", "CUDA")
     # Said by the launcher, not by each rank.
     assert output.count("run.device") == 1 and "exitcode" not in output
     assert not any(tmp_path.iterdir()), "a run folder was made"
 
 
+@pytest.mark.integration
 def test_each_rank_keeps_its_own_memmap_buffer_in_a_configured_folder(tmp_path, rlcli):
     chosen = tmp_path / "replay"
     chosen.mkdir()
@@ -127,6 +131,7 @@ def _wait_for_rows(proc: subprocess.Popen, out: Path, rows: int = 2) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.integration
 def test_a_dead_rank_ends_the_run_with_its_name_and_a_consistent_folder(tmp_path):
     proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--nproc", "2", "--out", str(tmp_path),
                              "-q", "--set", "collector.total_frames=100000000"], cwd=ROOT,
@@ -146,6 +151,7 @@ def test_a_dead_rank_ends_the_run_with_its_name_and_a_consistent_folder(tmp_path
     assert (folder / "final.pt").is_file()
 
 
+@pytest.mark.integration
 def test_ctrl_c_stops_every_rank_with_a_checkpoint_and_exit_130(tmp_path):
     from conftest import sigint_default
 
@@ -166,6 +172,7 @@ def test_ctrl_c_stops_every_rank_with_a_checkpoint_and_exit_130(tmp_path):
     assert info["status"] == "interrupted" and info["checkpoint"]["frames"] == info["frames"]
 
 
+@pytest.mark.integration
 def test_torchrun_runs_the_module_as_a_cluster_would(tmp_path):
     """What each node of a cluster runs: torchrun itself, with rlcli as a module."""
     import sys

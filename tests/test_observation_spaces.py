@@ -1,21 +1,19 @@
-"""Every observation space through the real command: Dict observations (an image and a vector)
-trained by PPO and SAC, their encoders printed by ``validate --build``, and an encoder that cannot
-read the env's observations refused as bad input. The refusals' wording for Dict observations is
-checked in-process (a subprocess each would cost seconds of the default suite)."""
+"""Every observation space through the command line, in this process (Typer's runner): Dict
+observations (an image and a vector) trained by PPO and SAC, their encoders printed by
+``validate --build``, and an encoder that cannot read the env's observations refused as bad input.
+The refusals' wording for Dict observations is checked on ``build_run`` itself."""
 
 from __future__ import annotations
 
 import csv
-import os
 
 import pytest
 
-from conftest import ROOT, assert_bad_input
+from conftest import assert_bad_input
 from rlcli.config.errors import ConfigError, ConfigIssue
 from rlcli.config.load import load_config
 from rlcli.run import build_run
-
-ENV_PACKAGES = ROOT / "tests" / "envpkg"
+from runs import env_packages_importable
 
 DICT_PPO = """\
 [env]
@@ -30,6 +28,10 @@ minibatch_size = 64
 [collector]
 frames_per_batch = 128
 total_frames = 256
+
+[eval]
+# The final evaluation's default 100 episodes through the CNN would cost seconds; 2 still play it.
+final_episodes = 2
 """
 
 DICT_SAC = """\
@@ -49,19 +51,22 @@ capacity = 1000
 [collector]
 frames_per_batch = 16
 total_frames = 192
+
+[eval]
+final_episodes = 2
 """
 
 
 @pytest.fixture
-def env_packages(monkeypatch):
-    path = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", f"{ENV_PACKAGES}{os.pathsep}{path}" if path else str(ENV_PACKAGES))
+def env_packages() -> None:
+    """``--env-package rlcli_test_envs`` importable in this process."""
+    env_packages_importable()
 
 
 @pytest.mark.parametrize("text", [DICT_PPO, DICT_SAC], ids=["ppo", "sac"])
-def test_dict_observations_train_from_the_command_line(rlcli, write_toml, tmp_path, env_packages, text):
+def test_dict_observations_train_from_the_command_line(cli, write_toml, tmp_path, env_packages, text):
     config = write_toml("dict.toml", text)
-    result = rlcli("train", config, "--out", tmp_path / "runs", "--env-package", "rlcli_test_envs")
+    result = cli("train", config, "--out", tmp_path / "runs", "--env-package", "rlcli_test_envs")
     assert result.returncode == 0, result.stdout + result.stderr
     (metrics,) = (tmp_path / "runs").glob("*/metrics.csv")
     rows = list(csv.DictReader(metrics.open(encoding="utf-8")))
@@ -69,8 +74,8 @@ def test_dict_observations_train_from_the_command_line(rlcli, write_toml, tmp_pa
     assert losses, rows[-1]
 
 
-def test_validate_build_prints_each_encoder_of_a_dict_observation(rlcli, write_toml, env_packages):
-    result = rlcli("validate", "--build", "--json", write_toml("dict.toml", DICT_SAC), "--env-package",
+def test_validate_build_prints_each_encoder_of_a_dict_observation(cli, write_toml, env_packages):
+    result = cli("validate", "--build", "--json", write_toml("dict.toml", DICT_SAC), "--env-package",
                    "rlcli_test_envs")
     assert result.returncode == 0, result.stdout + result.stderr
     summary = result.stdout
@@ -80,15 +85,15 @@ def test_validate_build_prints_each_encoder_of_a_dict_observation(rlcli, write_t
     assert summary.count("dict(image: impala_cnn -> 256, position: flat -> 1) -> 257") == 2, summary
 
 
-def test_an_image_encoder_on_a_vector_observation_is_bad_input(rlcli):
-    result = rlcli("validate", "--build", "ppo_cartpole", "--set", 'network.encoder="nature_cnn"')
+def test_an_image_encoder_on_a_vector_observation_is_bad_input(cli):
+    result = cli("validate", "--build", "ppo_cartpole", "--set", 'network.encoder="nature_cnn"')
     assert_bad_input(result, "network.encoder", "CartPole-v1", "reads images", '"flat"')
 
 
 @pytest.fixture
-def test_envs(monkeypatch):
+def test_envs():
     # Imported once per session (sys.modules keeps it): a second import would register the envs again.
-    monkeypatch.syspath_prepend(str(ENV_PACKAGES))
+    env_packages_importable()
     import rlcli_test_envs  # noqa: F401 - registers the corridors
 
 

@@ -24,10 +24,14 @@ minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.1
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory, monkeypatch_module):
-    root = tmp_path_factory.mktemp("minari")
+    root, scratch = tmp_path_factory.mktemp("minari"), tmp_path_factory.mktemp("make-datasets")
     monkeypatch_module.setenv("MINARI_DATASETS_PATH", str(root))
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_datasets.py"), "--frames", "8000", "--steps",
-                    "20000"], check=True, env={**os.environ, "MINARI_DATASETS_PATH": str(root)}, capture_output=True)
+    # The script trains its expert in a tempfile folder: TMPDIR keeps that, as the datasets and the
+    # working folder, under this session's folders, never in the repository or the machine's /tmp.
+    made = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_datasets.py"), "--frames", "8000",
+                           "--steps", "20000"], cwd=scratch, capture_output=True, text=True,
+                          env={**os.environ, "MINARI_DATASETS_PATH": str(root), "TMPDIR": str(scratch)})
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
     return {name: float(load_dataset(open_dataset(f"pendulum/{name}-v0")).episode_returns().mean())
             for name in ("random", "expert", "medium")}
 

@@ -1,5 +1,10 @@
 """The tracking backends: a real ``mlflow server`` on 127.0.0.1 read back with MlflowClient, and W&B in
-offline mode read back from its run files; each through a real ``rlcli train`` (and ``rlcli tune``)."""
+offline mode (whose service is a process of its own) read back from its run files; each through a real
+``rlcli train`` (and ``rlcli tune``), in the integration layer. A backend whose package is missing is
+refused in this process, before training.
+
+Each real command runs in the test's tmp_path: MLflow writes its default local store (``mlflow.db``)
+in the working folder when rlcli flushes its background logging, whatever the run's tracking URI."""
 
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ def mlflow_server(tmp_path):
     proc = subprocess.Popen([exe, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
                              "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
                              "--default-artifact-root", (tmp_path / "artifacts").as_uri()],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -64,14 +69,13 @@ def run_folder(out: Path) -> Path:
     return found
 
 
-# A real MLflow server takes several seconds to start on 2 cores: these two run with the slow suite.
-@pytest.mark.slow
+@pytest.mark.integration
 def test_mlflow_receives_params_rows_and_files_and_a_lost_server_loses_nothing(rlcli, tmp_path, mlflow_server):
     from mlflow import MlflowClient
 
     uri, server = mlflow_server
     backends = ("--set", 'logger.backends=["csv", "mlflow"]', "--set", f"logger.mlflow_uri={json.dumps(uri)}")
-    result = rlcli("train", *TRAIN, *backends, "--out", tmp_path / "runs")
+    result = rlcli("train", *TRAIN, *backends, "--out", tmp_path / "runs", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = run_folder(tmp_path / "runs")
     client = MlflowClient(tracking_uri=uri)
@@ -89,7 +93,7 @@ def test_mlflow_receives_params_rows_and_files_and_a_lost_server_loses_nothing(r
     assert {"run.json", "config.toml", "final.pt"} <= artifacts
     # The server goes away: the next run warns once and its folder is complete.
     stop_server(server)
-    again = rlcli("train", *TRAIN, *backends, "--out", tmp_path / "again", timeout=180)
+    again = rlcli("train", *TRAIN, *backends, "--out", tmp_path / "again", cwd=tmp_path, timeout=180)
     output = again.stdout + again.stderr
     assert again.returncode == 0, output
     assert output.count("warning:") == 1 and "mlflow backend stopped" in output and "Traceback" not in output
@@ -98,7 +102,7 @@ def test_mlflow_receives_params_rows_and_files_and_a_lost_server_loses_nothing(r
     assert (folder / "final.pt").is_file() and len(list(csv.DictReader((folder / "metrics.csv").open()))) == 4
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tune_nests_each_trial_under_its_study_run(rlcli, tmp_path, mlflow_server):
     pytest.importorskip("optuna")
     from mlflow import MlflowClient
@@ -108,7 +112,7 @@ def test_tune_nests_each_trial_under_its_study_run(rlcli, tmp_path, mlflow_serve
     space.write_text('[space]\n"optim.lr" = { low = 1e-4, high = 1e-2, log = true }\n', encoding="utf-8")
     result = rlcli("tune", "ppo_cartpole", "--space", space, "--trials", "2", "--jobs", "2", "--out", tmp_path / "tune",
                    "--set", "collector.total_frames=1024", "--set", 'logger.backends=["csv", "mlflow"]',
-                   "--set", f"logger.mlflow_uri={json.dumps(uri)}", timeout=240)
+                   "--set", f"logger.mlflow_uri={json.dumps(uri)}", cwd=tmp_path, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("rlcli")
@@ -120,12 +124,13 @@ def test_tune_nests_each_trial_under_its_study_run(rlcli, tmp_path, mlflow_serve
     assert len(children) == 2 and "best/value" in client.get_run(parent.info.run_id).data.metrics
 
 
+@pytest.mark.integration
 def test_wandb_offline_keeps_config_rows_and_summary_in_the_run_folder(rlcli, tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     result = rlcli("train", *TRAIN, "--set", 'logger.backends=["csv", "wandb"]', "--set", "logger.log_model=true",
-                   "--out", tmp_path / "runs", timeout=180)
+                   "--out", tmp_path / "runs", cwd=tmp_path, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = run_folder(tmp_path / "runs")
     records = read_wandb(run_dir)
@@ -191,11 +196,11 @@ def read_wandb(run_dir: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("backend", ["wandb", "mlflow"])
-def test_a_backend_whose_package_is_missing_is_refused_before_training(rlcli, tmp_path, monkeypatch, backend):
-    blocker = tmp_path / "blocked" / backend
-    blocker.mkdir(parents=True)
-    (blocker / "__init__.py").write_text(f"raise ImportError('{backend} is blocked for this test')\n")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(blocker.parent), os.environ.get("PYTHONPATH", "")]))
-    result = rlcli("train", *TRAIN, "--set", f'logger.backends=["csv", "{backend}"]', "--out", tmp_path / "runs")
+def test_a_backend_whose_package_is_missing_is_refused_before_training(cli, tmp_path, monkeypatch, backend):
+    # rlcli imports the package when it checks the backends (rlcli.loggers.check_backends): a None in
+    # sys.modules makes that import fail as a missing package does.
+    monkeypatch.setitem(sys.modules, backend, None)
+    result = cli("train", *TRAIN, "--set", f'logger.backends=["csv", "{backend}"]', "--out", tmp_path / "runs",
+                 cwd=tmp_path)
     assert_bad_input(result, "logger.backends", f"pip install 'rlcli[{backend}]'")
     assert not (tmp_path / "runs").exists()

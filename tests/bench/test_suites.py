@@ -1,22 +1,26 @@
 import pytest
 import torch
 
+from rlcli.advantages import gae
 from rlcli.algos import ALGORITHMS
+from rlcli.bench import UNITS, suites
 from rlcli.bench.floors import gae_loop
 from rlcli.bench.measure import Case, measure
+from rlcli.bench.offline import offline_configs
 from rlcli.bench.suites import SUITES, BenchOptions
-from rlcli.advantages import gae
+from rlcli.config.load import load_config
+from rlcli.config.presets import available_presets
+from rlcli.envs import env_family
+
 
 @pytest.fixture
 def quick(tmp_path):
     return BenchOptions(device=torch.device("cpu"), quick=True, compile=False, scratch=tmp_path)
 
 
-def test_loss_cases_call_their_own_algorithm(quick):
-    cases, ratios = SUITES["loss"](quick)
+def check_loss_cases(cases, ratios) -> set[str]:
+    """Run each loss case's forward and check the terms it reports; returns the algorithms timed."""
     try:
-        names = {case.name.split(".")[0] for case in cases}
-        assert set(ALGORITHMS) <= names
         for case in cases:
             if case.name.endswith(".forward"):
                 terms = case.run()
@@ -26,10 +30,42 @@ def test_loss_cases_call_their_own_algorithm(quick):
                 # Q-learning losses report their Q-values; the policy-gradient ones (PPO, A2C, REINFORCE) and
                 # behaviour cloning's have none.
                 assert ("stats/q_mean" in terms) != case.name.startswith(("ppo", "a2c", "reinforce", "bc")), case.key
-        assert {r.name for r in ratios} == {"ppo.slowdown_vs_bare_torch"}
+        return {case.name.split(".")[0] for case in cases}
     finally:
         for case in cases:
             case.close()
+
+
+# The loss suite a part at a time, each a few seconds: one algorithm's preset on vector observations per
+# test (its batches of 256 and 4096), then the pixel presets; together they cover every algorithm of the table.
+@pytest.fixture(scope="module")
+def algorithm_presets(tmp_path_factory) -> dict:
+    """The preset the loss suite takes for each algorithm (offline ones on stand-in datasets), chosen once."""
+    opts = BenchOptions(device=torch.device("cpu"), quick=True, compile=False, scratch=tmp_path_factory.mktemp("bench"))
+    return suites._algorithm_presets(opts, "collector.frames_per_batch=4096")
+
+
+def test_the_loss_suite_takes_a_preset_for_every_algorithm(algorithm_presets):
+    assert set(algorithm_presets) == set(ALGORITHMS)
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_the_loss_cases_call_their_own_algorithm(quick, monkeypatch, algorithm_presets, algorithm):
+    chosen = algorithm_presets
+    monkeypatch.setattr(suites, "_algorithm_presets", lambda opts, *extra: {algorithm: chosen[algorithm]})
+    monkeypatch.setattr(suites, "preset_configs", lambda opts, *extra: {})
+    cases, ratios = SUITES["loss"](quick)
+    assert check_loss_cases(cases, ratios) == {algorithm}
+    assert {r.name for r in ratios} == ({"ppo.slowdown_vs_bare_torch"} if algorithm == "ppo" else set())
+
+
+def test_the_loss_cases_of_the_pixel_presets_time_their_cnn(quick, monkeypatch):
+    monkeypatch.setattr(suites, "_algorithm_presets", lambda opts, *extra: {})
+    cases, ratios = SUITES["loss"](quick)
+    pixel = {cfg.algo.name for cfg in suites.preset_configs(quick).values() if env_family(cfg.env.id) is not None}
+    if not pixel:
+        pytest.skip("no pixel preset's env is installed (the atari extra)")
+    assert check_loss_cases(cases, ratios) == pixel
 
 
 def test_the_baseline_loop_computes_the_same_advantages():
@@ -60,24 +96,49 @@ def test_cli_help_names_every_suite():
         assert name in option.help
 
 
-def test_update_cases_run_learn_past_the_warm_up_for_every_preset(quick):
+# The online presets the update suite times (one pixel preset per algorithm), named at collection from
+# their configs alone, so that each is a test of its own.
+UPDATE_PRESETS = sorted(suites._one_pixel_preset_per_algorithm(
+    {name: load_config(name) for name in available_presets() if not load_config(name).offline}))
+
+
+def test_the_update_suite_times_the_cartpole_presets():
+    assert {"ppo_cartpole", "dqn_cartpole"} <= set(UPDATE_PRESETS)
+
+
+@pytest.mark.parametrize("preset", UPDATE_PRESETS)
+def test_the_update_case_runs_learn_past_the_warm_up(quick, monkeypatch, preset):
+    monkeypatch.setattr(suites, "available_presets", lambda: [preset])
+    monkeypatch.setattr(suites, "offline_iterations", lambda opts: [])
+    cases, _ = SUITES["update"](quick)
+    if not cases:
+        pytest.skip(f"the env of {preset} needs an extra that is not installed")
+    try:
+        (case,) = cases
+        assert case.name == preset
+        # A unit --compare does not know makes the report unreadable as a baseline.
+        assert case.unit in UNITS
+        # The suite itself ran learn until it reported a loss (off-policy ones past their warm-up), and
+        # raises where it never does; the timed closure is one more learn, run on the cheap presets.
+        if preset in ("ppo_cartpole", "dqn_cartpole"):
+            case.run()
+    finally:
+        case.close()
+    if preset == "dqn_cartpole":
+        assert case.run.__defaults__[0].updates > 0
+
+
+def test_the_update_cases_of_the_offline_presets_run_a_whole_iteration(quick, monkeypatch):
+    monkeypatch.setattr(suites, "available_presets", lambda: [])
     cases, _ = SUITES["update"](quick)
     try:
-        names = {case.name for case in cases}
-        assert {"ppo_cartpole", "dqn_cartpole"} <= names
-        # A unit --compare does not know makes the report unreadable as a baseline.
-        from rlcli.bench import UNITS
-
-        assert {case.unit for case in cases} <= set(UNITS)
+        assert {case.name for case in cases} == set(offline_configs(quick)) != set()
         for case in cases:
-            # Each case runs a whole learn; off-policy ones are past their warm-up, so they step.
+            assert case.unit in UNITS
             case.run()
     finally:
         for case in cases:
             case.close()
-    dqn = next(case for case in cases if case.name == "dqn_cartpole")
-    algo = dqn.run.__defaults__[0]
-    assert algo.updates > 0
 
 
 def test_buffer_cases_cover_extend_samples_and_priorities_beside_the_floor(quick):

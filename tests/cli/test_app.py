@@ -1,4 +1,5 @@
-"""``rlcli`` itself: version and help."""
+"""``rlcli`` itself: version and help, in this process (``test_startup.py`` runs ``python -m rlcli
+--version`` as a real process)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import pytest
 from rlcli import __version__
 
 
-def test_version(rlcli):
-    result = rlcli("--version")
+def test_version(cli):
+    result = cli("--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"rlcli {__version__}"
 
@@ -23,8 +24,8 @@ def test_version(rlcli):
     ],
     ids=["rlcli", "validate", "show-config", "schema"],
 )
-def test_help(rlcli, command, expected):
-    result = rlcli(*command, "--help")
+def test_help(cli, command, expected):
+    result = cli(*command, "--help")
     assert result.returncode == 0, result.stderr
     for word in expected:
         assert word in result.stdout

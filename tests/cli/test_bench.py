@@ -1,4 +1,5 @@
-"""``rlcli bench`` through the real command: quick suite, JSON report, compare and gate."""
+"""``rlcli bench``: the quick advantage suite, its JSON report, compare and gate, and bad input in
+this process (Typer's runner); integration: a stop signal to the real command at each stage."""
 
 import json
 import os
@@ -12,9 +13,19 @@ import pytest
 from conftest import rlcli_executable, sigint_default
 
 
-def test_quick_advantage_suite_json_round_trips_through_compare(rlcli, tmp_path):
+@pytest.fixture
+def torch_threads():
+    """Restore torch's thread count, which the bench sets (``--threads``, 1 by default) for this process."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_quick_advantage_suite_json_round_trips_through_compare(cli, tmp_path, torch_threads):
     out = tmp_path / "out.json"
-    first = rlcli("bench", "--quick", "--suite", "advantage", "--repeat", "2", "--json", out)
+    first = cli("bench", "--quick", "--suite", "advantage", "--repeat", "2", "--json", out)
     assert first.returncode == 0, first.stderr
     report = json.loads(out.read_text())
     keys = {row["key"] for row in report["results"]}
@@ -25,7 +36,7 @@ def test_quick_advantage_suite_json_round_trips_through_compare(rlcli, tmp_path)
     assert all(row["median"] > 0 and row["min"] <= row["median"] <= row["max"] for row in report["results"])
     assert "advantage/gae" in first.stdout and "elements/s" in first.stdout
 
-    again = rlcli("bench", "--quick", "--suite", "advantage", "--repeat", "2", "--compare", out)
+    again = cli("bench", "--quick", "--suite", "advantage", "--repeat", "2", "--compare", out)
     assert again.returncode == 0, again.stderr
     assert "baseline" in again.stdout and "change %" in again.stdout
 
@@ -37,7 +48,7 @@ def test_quick_advantage_suite_json_round_trips_through_compare(rlcli, tmp_path)
     report["results"].append(row)
     fast = tmp_path / "fast.json"
     fast.write_text(json.dumps(report))
-    gated = rlcli("bench", "--quick", "--suite", "advantage", "--repeat", "2", "--compare", fast,
+    gated = cli("bench", "--quick", "--suite", "advantage", "--repeat", "2", "--compare", fast,
                   "--max-regression", "20")
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert "worse than the baseline by more than 20%" in gated.stderr
@@ -47,13 +58,13 @@ def test_quick_advantage_suite_json_round_trips_through_compare(rlcli, tmp_path)
     assert "Traceback" not in gated.stderr
 
 
-def test_foreign_baseline_and_unknown_suite_are_bad_input(rlcli, tmp_path):
+def test_foreign_baseline_and_unknown_suite_are_bad_input(cli, tmp_path):
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"benchmarks": []}))
-    result = rlcli("bench", "--quick", "--suite", "advantage", "--compare", foreign)
+    result = cli("bench", "--quick", "--suite", "advantage", "--compare", foreign)
     assert result.returncode == 2
     assert "not an rlcli bench report" in result.stderr and "Traceback" not in result.stderr
-    unknown = rlcli("bench", "--suite", "nope")
+    unknown = cli("bench", "--suite", "nope")
     assert unknown.returncode == 2
     assert "unknown suite" in unknown.stderr and "advantage" in unknown.stderr
 
@@ -83,6 +94,7 @@ def _bench_stopped(tmp_path, args, sig, *, when_exists=None, after=0.0):
     return bench.returncode, stderr, time.monotonic() - sent, left, out.exists()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("sig, args, when_exists, after", [
     # During start-up: torch's import (held to its end) or the imports after it.
     (signal.SIGTERM, ["--suite", "advantage"], None, 0.4),

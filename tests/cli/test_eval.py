@@ -1,38 +1,27 @@
-"""``rlcli eval`` run as the real command on run folders that ``rlcli train`` made.
+"""``rlcli eval`` in this process (Typer's runner) on run folders that ``rlcli train`` made.
 
-Two runs are trained once per module: PPO on CartPole (the table, --json, checkpoint paths and
-every bad input) and PPO on the test package's corridors (videos; the corridors need
-``tests/envpkg`` on PYTHONPATH, and their runs record ``rlcli_test_envs`` in run.json).
-Every bad input must exit 2 without a traceback and leave the run folder as it was.
+The session's PPO CartPole run (``on_policy_run``: final.pt and checkpoints at 2,048 and 4,096
+frames) serves the table, --json, checkpoint paths and every bad input, copied where a test damages
+or reconfigures it; the session's pixel run on the test package's Dict corridor (no rgb_array
+rendering, ``rlcli_test_envs`` recorded in run.json) serves the env-package and render-mode
+refusals. Every bad input must exit 2 without a traceback and leave the run folder as it was.
+
+Integration: an mp4 really written (imageio-ffmpeg encodes it in an ffmpeg child process), on a
+run of the painted corridor, and one bad input as the shell sees it.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import MINIMAL_TOML, ROOT, assert_bad_input, require_extra, rlcli_executable
+from conftest import MINIMAL_TOML, assert_bad_input, require_extra
+from runs import env_packages_importable, train_cli
 
-ENV_PACKAGES = ROOT / "tests" / "envpkg"
 HEADERS = ("episodes", "mean return", "std", "min", "max", "mean length")
-
-
-def run_cli(*args, pythonpath: tuple[Path, ...] = (), timeout: float = 180) -> subprocess.CompletedProcess:
-    """``rlcli ARGS`` with ``pythonpath`` in front of PYTHONPATH, on a wide colourless console."""
-    parts = [str(p) for p in pythonpath] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-    env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb", "PYTHONPATH": os.pathsep.join(parts)}
-    return subprocess.run([rlcli_executable(), *map(str, args)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def only_run_folder(out: Path) -> Path:
-    (folder,) = [p for p in out.iterdir() if p.is_dir()]
-    return folder
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -42,46 +31,20 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def cartpole_run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("cartpole")
-    result = run_cli("train", "ppo_cartpole", "--set", "collector.total_frames=2048", "--out", out, "-q")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return only_run_folder(out)
+def painted_run(tmp_path_factory) -> Path:
+    """A run on the corridor that renders rgb_array frames, trained with ``--env-package rlcli_test_envs``."""
+    env_packages_importable()
+    base = tmp_path_factory.mktemp("corridor")
+    config = base / "corridor.toml"
+    config.write_text(MINIMAL_TOML.replace('"CartPole-v1"', '"RlcliTest/PaintedCorridor-v0"'), encoding="utf-8")
+    return train_cli(base / "runs", config, "--env-package", "rlcli_test_envs", "-q").folder
 
 
-@pytest.fixture
-def copy_of(cartpole_run, tmp_path):
-    """A copy of the CartPole run folder, to damage or reconfigure."""
-    def copy(edit_config=None) -> Path:
-        folder = tmp_path / "copy"
-        shutil.copytree(cartpole_run, folder)
-        if edit_config is not None:
-            config = folder / "config.toml"
-            config.write_text(edit_config(config.read_text(encoding="utf-8")), encoding="utf-8")
-        return folder
-    return copy
-
-
-@pytest.fixture(scope="module")
-def corridor_runs(tmp_path_factory) -> dict[str, Path]:
-    """A run on each corridor, trained with ``--env-package rlcli_test_envs``."""
-    runs = {}
-    for env_id in ("RlcliTest/PaintedCorridor-v0", "RlcliTest/Corridor-v0"):
-        base = tmp_path_factory.mktemp("corridor")
-        config = base / "corridor.toml"
-        config.write_text(MINIMAL_TOML.replace('"CartPole-v1"', f'"{env_id}"'), encoding="utf-8")
-        out = base / "runs"
-        result = run_cli("train", config, "--env-package", "rlcli_test_envs", "--out", out, "-q",
-                         pythonpath=(ENV_PACKAGES,))
-        assert result.returncode == 0, result.stdout + result.stderr
-        runs[env_id] = only_run_folder(out)
-    return runs
-
-
-def test_eval_of_a_run_folder_prints_the_table_and_changes_nothing(cartpole_run):
-    before = snapshot(cartpole_run)
-    result = run_cli("eval", cartpole_run, "--episodes", "3")
-    after = snapshot(cartpole_run)
+def test_eval_of_a_run_folder_prints_the_table_and_changes_nothing(cli, on_policy_run):
+    folder = on_policy_run.folder
+    before = snapshot(folder)
+    result = cli("eval", folder, "--episodes", "3")
+    after = snapshot(folder)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     header = next(line for line in result.stdout.splitlines() if "mean return" in line)
@@ -89,32 +52,34 @@ def test_eval_of_a_run_folder_prints_the_table_and_changes_nothing(cartpole_run)
     row = next(line for line in result.stdout.splitlines() if line.strip().startswith("│"))
     assert row.split("│")[1].strip() == "3"
     assert "ppo on CartPole-v1: deterministic, seed 1000000" in result.stdout
-    assert f"checkpoint: {cartpole_run / 'final.pt'}" in result.stdout
+    assert f"checkpoint: {folder / 'final.pt'}" in result.stdout
     assert after == before
 
 
-def test_json_report_of_a_final_pt_path(cartpole_run):
-    result = run_cli("eval", cartpole_run / "final.pt", "--episodes", "3", "--json", "--stochastic", "--seed", "7")
+def test_json_report_of_a_final_pt_path(cli, on_policy_run):
+    folder = on_policy_run.folder
+    result = cli("eval", folder / "final.pt", "--episodes", "3", "--json", "--stochastic", "--seed", "7")
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["episodes"] == 3 and len(report["returns"]) == 3
     # CartPole pays 1 per step.
     assert report["returns"] == [float(n) for n in report["lengths"]]
-    assert report["checkpoint"] == str(cartpole_run / "final.pt")
+    assert report["checkpoint"] == str(folder / "final.pt")
     assert (report["seed"], report["deterministic"], report["video"]) == (7, False, None)
-    again = json.loads(run_cli("eval", cartpole_run, "--episodes", "3", "--json", "--stochastic",
-                               "--seed", "7").stdout)
+    again = json.loads(cli("eval", folder, "--episodes", "3", "--json", "--stochastic", "--seed", "7").stdout)
     assert again["returns"] == report["returns"]
 
 
-def test_a_folder_without_final_pt_uses_its_newest_checkpoint_and_a_checkpoint_path_finds_its_run(copy_of):
-    folder = copy_of()
+def test_a_folder_without_final_pt_uses_its_newest_checkpoint_and_a_checkpoint_path_finds_its_run(
+        cli, on_policy_run, copy_run):
+    folder = copy_run(on_policy_run)
     (folder / "final.pt").unlink()
-    (newest,) = (folder / "checkpoints").glob("ckpt-*.pt")
+    # The run's two checkpoints (2,048 and 4,096 frames) and an older one that must not be read.
+    older, newest = sorted((folder / "checkpoints").glob("ckpt-*.pt"))
     (folder / "checkpoints" / "ckpt-000000000512.pt").write_bytes(b"not read: an older checkpoint")
-    report = json.loads(run_cli("eval", folder, "--episodes", "1", "--json").stdout)
+    report = json.loads(cli("eval", folder, "--episodes", "1", "--json").stdout)
     assert report["checkpoint"] == str(newest)
-    report = json.loads(run_cli("eval", newest, "--episodes", "1", "--json").stdout)
+    report = json.loads(cli("eval", newest, "--episodes", "1", "--json").stdout)
     assert (report["checkpoint"], report["run_folder"]) == (str(newest), str(folder))
 
 
@@ -125,76 +90,78 @@ def test_a_folder_without_final_pt_uses_its_newest_checkpoint_and_a_checkpoint_p
     (lambda text: text.replace('id = "CartPole-v1"', 'id = "Acrobot-v1"').replace('"vector_entry_point"', '"sync"'),
      ("it was trained on 'CartPole-v1', not on this config's env 'Acrobot-v1' (env.id)",)),
 ], ids=["network", "env"])
-def test_weights_from_another_config_are_refused(copy_of, edit, fragments):
-    folder = copy_of(edit)
+def test_weights_from_another_config_are_refused(cli, on_policy_run, copy_run, edit, fragments):
+    folder = copy_run(on_policy_run, edit)
     before = snapshot(folder)
-    assert_bad_input(run_cli("eval", folder), f"checkpoint {folder / 'final.pt'}", *fragments)
+    assert_bad_input(cli("eval", folder), f"checkpoint {folder / 'final.pt'}", *fragments)
     assert snapshot(folder) == before
 
 
-def test_a_truncated_final_pt_is_refused(copy_of):
-    folder = copy_of()
+def test_a_truncated_final_pt_is_refused(cli, on_policy_run, copy_run):
+    folder = copy_run(on_policy_run)
     final = folder / "final.pt"
     with final.open("r+b") as file:
         file.truncate(final.stat().st_size // 2)
     before = snapshot(folder)
-    assert_bad_input(run_cli("eval", folder), f"checkpoint {final}: truncated or corrupt")
+    assert_bad_input(cli("eval", folder), f"checkpoint {final}: truncated or corrupt")
     assert snapshot(folder) == before
 
 
-def test_a_missing_path_is_refused(tmp_path):
-    assert_bad_input(run_cli("eval", tmp_path / "no-such-run"), "no such file or folder")
+def test_a_missing_path_is_refused(cli, tmp_path):
+    assert_bad_input(cli("eval", tmp_path / "no-such-run"), "no such file or folder")
 
 
-def test_video_of_the_first_episode_is_a_real_mp4(corridor_runs, tmp_path):
+@pytest.mark.integration
+def test_a_missing_path_exits_2_without_a_traceback_as_the_shell_sees_it(rlcli, tmp_path):
+    assert_bad_input(rlcli("eval", tmp_path / "no-such-run"), "no such file or folder")
+
+
+@pytest.mark.integration
+def test_video_of_the_first_episode_is_a_real_mp4(cli, painted_run, tmp_path):
     require_extra("imageio")
     require_extra("imageio_ffmpeg")
-    folder = corridor_runs["RlcliTest/PaintedCorridor-v0"]
-    before = snapshot(folder)
+    before = snapshot(painted_run)
     video = tmp_path / "out.mp4"
-    result = run_cli("eval", folder, "--episodes", "2", "--video", video, "--env-package", "rlcli_test_envs",
-                     pythonpath=(ENV_PACKAGES,))
+    result = cli("eval", painted_run, "--episodes", "2", "--video", video, "--env-package", "rlcli_test_envs")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"video: {video}" in result.stdout
     head = video.read_bytes()[:64]
     assert video.stat().st_size > 200 and head[4:8] == b"ftyp"
     # Written through a temporary file that is gone now.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.mp4"]
-    assert snapshot(folder) == before
+    assert snapshot(painted_run) == before
 
 
-def test_video_of_an_env_without_rgb_array_names_its_render_modes(corridor_runs, tmp_path):
+def test_video_of_an_env_without_rgb_array_names_its_render_modes(cli, pixel_run, tmp_path):
     require_extra("imageio")
     require_extra("imageio_ffmpeg")
-    folder = corridor_runs["RlcliTest/Corridor-v0"]
-    before = snapshot(folder)
-    assert_bad_input(run_cli("eval", folder, "--video", tmp_path / "out.mp4", "--env-package", "rlcli_test_envs",
-                             pythonpath=(ENV_PACKAGES,)),
-                     "RlcliTest/Corridor-v0 cannot render rgb_array frames; its render modes: none")
-    assert list(tmp_path.iterdir()) == [] and snapshot(folder) == before
+    env_packages_importable()
+    before = snapshot(pixel_run.folder)
+    assert_bad_input(cli("eval", pixel_run.folder, "--video", tmp_path / "out.mp4", "--env-package", "rlcli_test_envs"),
+                     "RlcliTest/DictCorridor-v0 cannot render rgb_array frames; its render modes: none")
+    assert list(tmp_path.iterdir()) == [] and snapshot(pixel_run.folder) == before
 
 
-def test_video_without_the_extra_says_what_to_install(cartpole_run, tmp_path):
-    blocked = tmp_path / "blocked"
-    blocked.mkdir()
-    (blocked / "imageio_ffmpeg.py").write_text('raise ImportError("hidden by the test")\n')
+def test_video_without_the_extra_says_what_to_install(cli, on_policy_run, tmp_path, monkeypatch):
+    # None in sys.modules makes the import fail, as on an install without the extra.
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
     video = tmp_path / "out.mp4"
-    assert_bad_input(run_cli("eval", cartpole_run, "--video", video, pythonpath=(blocked,)),
+    assert_bad_input(cli("eval", on_policy_run.folder, "--video", video),
                      "--video needs the video extra: pip install 'rlcli[video]'")
     assert not video.exists()
 
 
-def test_video_into_a_missing_folder_is_refused(cartpole_run, tmp_path):
+def test_video_into_a_missing_folder_is_refused(cli, on_policy_run, tmp_path):
     require_extra("imageio")
     require_extra("imageio_ffmpeg")
-    assert_bad_input(run_cli("eval", cartpole_run, "--video", tmp_path / "nowhere" / "out.mp4"),
+    assert_bad_input(cli("eval", on_policy_run.folder, "--video", tmp_path / "nowhere" / "out.mp4"),
                      f"folder {tmp_path / 'nowhere'} does not exist")
 
 
-def test_a_run_whose_env_package_is_not_given_names_the_flag(corridor_runs):
+def test_a_run_whose_env_package_is_not_given_names_the_flag(cli, pixel_run):
     """run.json only names the module; importing code stays the choice of the person running eval."""
-    folder = corridor_runs["RlcliTest/PaintedCorridor-v0"]
-    before = snapshot(folder)
-    assert_bad_input(run_cli("eval", folder, pythonpath=(ENV_PACKAGES,)),
+    env_packages_importable()
+    before = snapshot(pixel_run.folder)
+    assert_bad_input(cli("eval", pixel_run.folder),
                      "its env was registered by --env-package rlcli_test_envs; give the same flags again")
-    assert snapshot(folder) == before
+    assert snapshot(pixel_run.folder) == before

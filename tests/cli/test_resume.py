@@ -1,6 +1,10 @@
-"""Checkpoints and ``rlcli train --resume`` through the real command: a run killed with SIGKILL
-(or stopped by SIGINT/SIGTERM) and resumed writes the same metrics rows as a run never
-stopped; a folder that cannot be resumed is a clear error that leaves it unchanged."""
+"""Checkpoints and ``rlcli train --resume``.
+
+Integration (the real command): a run killed with SIGKILL (or stopped by SIGINT/SIGTERM) and
+resumed writes the same metrics rows as a run never stopped; a run still training in its folder
+is not disturbed by a resume. In this process (Typer's runner), on copies of the session's finished
+ppo_cartpole run: a finished run extended, and every folder that cannot be resumed refused with
+a clear error that leaves it unchanged."""
 
 from __future__ import annotations
 
@@ -75,6 +79,7 @@ KILLED = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("preset", "settings", "batch"), KILLED, ids=[k[0] for k in KILLED])
 def test_kill_9_then_resume_writes_the_rows_of_an_unbroken_run(tmp_path, rlcli, preset, settings, batch):
     # The unbroken run and the one to kill run side by side (one thread each, as configured).
@@ -107,6 +112,7 @@ def test_kill_9_then_resume_writes_the_rows_of_an_unbroken_run(tmp_path, rlcli, 
     assert not list(folder.rglob(".*ckpt*")), "a temporary checkpoint file was left behind"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_saves_a_checkpoint_that_resumes_exactly(tmp_path, rlcli, sig, code):
     settings = ("collector.total_frames=30720", "checkpoint.every_frames=0")
@@ -130,89 +136,73 @@ def test_a_signal_saves_a_checkpoint_that_resumes_exactly(tmp_path, rlcli, sig, 
     assert rows_of(folder) == rows_of(run_folder(tmp_path / "unbroken"))
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
-    """A short ppo_cartpole run with checkpoints, to copy and damage."""
-    out = tmp_path_factory.mktemp("finished")
-    result = subprocess.run([rlcli_executable(), "train", "ppo_cartpole", "--out", str(out), "-q",
-                             "--set", "collector.total_frames=6144", "--set", "checkpoint.every_frames=2048"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    return run_folder(out)
-
-
 @pytest.fixture
-def copy_of(finished_run, tmp_path) -> Path:
-    folder = tmp_path / finished_run.name
-    shutil.copytree(finished_run, folder)
-    return folder
+def copy_of(on_policy_run, copy_run) -> Path:
+    """A copy of the session's finished ppo_cartpole run (4,096 frames, checkpoints at 2,048 and 4,096)."""
+    return copy_run(on_policy_run)
 
 
 def latest(folder: Path) -> Path:
     return sorted(folder.glob("checkpoints/ckpt-*.pt"))[-1]
 
 
-def test_resume_extends_a_finished_run(copy_of, rlcli):
+def test_resume_extends_a_finished_run(copy_of, cli):
     before = rows_of(copy_of)
-    result = rlcli("train", "--resume", copy_of, "--set", "collector.total_frames=8192", "-q")
+    result = cli("train", "--resume", copy_of, "--set", "collector.total_frames=6144", "-q")
     assert result.returncode == 0, result.stdout + result.stderr
     after = rows_of(copy_of)
     assert after[: len(before)] == before and len(after) > len(before)
     assert [int(r["iteration"]) for r in after] == list(range(1, len(after) + 1))
-    assert int(after[-1]["frames"]) == 8192
-    assert "total_frames = 8192" in (copy_of / "config.toml").read_text(encoding="utf-8")
-    assert sorted(p.name for p in copy_of.glob("checkpoints/*")) == ["ckpt-000000006144.pt", "ckpt-000000008192.pt"]
+    assert int(after[-1]["frames"]) == 6144
+    assert "total_frames = 6144" in (copy_of / "config.toml").read_text(encoding="utf-8")
+    # Three checkpoints written (2,048 and 4,096 before, 6,144 now): keep_last keeps the newest two.
+    assert sorted(p.name for p in copy_of.glob("checkpoints/*")) == ["ckpt-000000004096.pt", "ckpt-000000006144.pt"]
 
 
-def test_keep_last_keeps_the_newest_checkpoints(finished_run):
-    assert sorted(p.name for p in finished_run.glob("checkpoints/*")) == ["ckpt-000000004096.pt",
-                                                                         "ckpt-000000006144.pt"]
-
-
-def bad_resume(rlcli, folder: Path, *fragments: str, extra: tuple[str, ...] = ()) -> str:
+def bad_resume(cli, folder: Path, *fragments: str, extra: tuple[str, ...] = ()) -> str:
     before = snapshot(folder) if folder.exists() else None
-    output = assert_bad_input(rlcli("train", "--resume", folder, *extra, "-q"), *fragments)
+    output = assert_bad_input(cli("train", "--resume", folder, *extra, "-q"), *fragments)
     if before is not None:
         assert snapshot(folder) == before, "a failed resume changed the run folder"
     return output
 
 
-def test_resume_of_a_missing_folder(tmp_path, rlcli):
-    bad_resume(rlcli, tmp_path / "nowhere", "no such folder")
+def test_resume_of_a_missing_folder(tmp_path, cli):
+    bad_resume(cli, tmp_path / "nowhere", "no such folder")
 
 
-def test_resume_without_a_checkpoint(copy_of, rlcli):
+def test_resume_without_a_checkpoint(copy_of, cli):
     shutil.rmtree(copy_of / "checkpoints")
-    bad_resume(rlcli, copy_of, "holds no checkpoint", "final.pt")
+    bad_resume(cli, copy_of, "holds no checkpoint", "final.pt")
 
 
-def test_resume_of_a_finished_run_asks_for_more_frames(copy_of, rlcli):
-    bad_resume(rlcli, copy_of, "collector.total_frames")
+def test_resume_of_a_finished_run_asks_for_more_frames(copy_of, cli):
+    bad_resume(cli, copy_of, "collector.total_frames")
 
 
-def test_resume_refuses_other_settings(copy_of, rlcli):
-    bad_resume(rlcli, copy_of, "algo.gamma", "only collector.total_frames",
+def test_resume_refuses_other_settings(copy_of, cli):
+    bad_resume(cli, copy_of, "algo.gamma", "only collector.total_frames",
                extra=("--set", "algo.gamma=0.9", "--set", "collector.total_frames=8192"))
 
 
-def test_resume_of_a_truncated_checkpoint(copy_of, rlcli):
+def test_resume_of_a_truncated_checkpoint(copy_of, cli):
     path = latest(copy_of)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    bad_resume(rlcli, copy_of, path.name, "truncated or corrupt", extra=("--set", "collector.total_frames=8192"))
+    bad_resume(cli, copy_of, path.name, "truncated or corrupt", extra=("--set", "collector.total_frames=8192"))
 
 
-def test_resume_of_a_folder_whose_config_no_longer_validates(copy_of, rlcli):
+def test_resume_of_a_folder_whose_config_no_longer_validates(copy_of, cli):
     config = copy_of / "config.toml"
     config.write_text(config.read_text(encoding="utf-8").replace("gamma = 0.98", "gamma = 1.5"), encoding="utf-8")
-    bad_resume(rlcli, copy_of, "config.toml", "algo.gamma")
+    bad_resume(cli, copy_of, "config.toml", "algo.gamma")
 
 
-def test_resume_with_networks_of_another_shape(copy_of, rlcli):
+def test_resume_with_networks_of_another_shape(copy_of, cli):
     config = copy_of / "config.toml"
     text = config.read_text(encoding="utf-8")
     assert "hidden_sizes = [64, 64]" in text
     config.write_text(text.replace("hidden_sizes = [64, 64]", "hidden_sizes = [32]"), encoding="utf-8")
-    bad_resume(rlcli, copy_of, "do not fit", "[32, 4]", extra=("--set", "collector.total_frames=8192"))
+    bad_resume(cli, copy_of, "do not fit", "[32, 4]", extra=("--set", "collector.total_frames=8192"))
 
 
 class Payload:
@@ -225,15 +215,16 @@ class Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
-def test_a_checkpoint_that_would_run_code_is_refused_unrun(copy_of, rlcli, tmp_path):
+def test_a_checkpoint_that_would_run_code_is_refused_unrun(copy_of, cli, tmp_path):
     marker = tmp_path / "payload-ran"
     path = latest(copy_of)
     honest = torch.load(path, weights_only=True)
     torch.save({**honest, "agent": Payload(marker)}, path)
-    bad_resume(rlcli, copy_of, "refused", "could run code", extra=("--set", "collector.total_frames=8192"))
+    bad_resume(cli, copy_of, "refused", "could run code", extra=("--set", "collector.total_frames=8192"))
     assert not marker.exists(), "the payload ran"
 
 
+@pytest.mark.integration
 def test_resume_of_a_run_still_training_is_refused(tmp_path, rlcli):
     out = tmp_path / "live"
     live = start("ppo_cartpole", out, "collector.total_frames=10000000", "checkpoint.every_frames=2048")

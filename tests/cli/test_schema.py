@@ -1,4 +1,4 @@
-"""``rlcli schema``: a JSON Schema that accepts every preset and rejects broken configs."""
+"""``rlcli schema``, in this process: a JSON Schema that accepts every preset and rejects broken configs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import jsonschema
 import pytest
 
-from conftest import PRESET_FILES
+from conftest import PRESET_FILES, invoke
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -18,8 +18,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 
 @pytest.fixture(scope="module")
-def schema(rlcli):
-    result = rlcli("schema")
+def schema():
+    result = invoke("schema")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -76,15 +76,15 @@ def test_algo_keys_belong_to_their_algorithm(validator):
     assert not validator.is_valid(data)
 
 
-def test_output_option_writes_the_file(rlcli, tmp_path, schema):
-    result = rlcli("schema", "-o", "schema.json", cwd=tmp_path)
+def test_output_option_writes_the_file(cli, tmp_path, schema):
+    result = cli("schema", "-o", "schema.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "schema.json" in result.stdout
     assert json.loads((tmp_path / "schema.json").read_text(encoding="utf-8")) == schema
 
 
-def test_partial_schema_requires_nothing_and_accepts_a_base_file(rlcli, schema):
-    result = rlcli("schema", "--partial")
+def test_partial_schema_requires_nothing_and_accepts_a_base_file(cli, schema):
+    result = cli("schema", "--partial")
     assert result.returncode == 0, result.stderr
     partial = json.loads(result.stdout)
     jsonschema.Draft202012Validator.check_schema(partial)

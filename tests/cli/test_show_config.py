@@ -1,4 +1,4 @@
-"""``rlcli show-config``: the resolved config, as TOML that loads back or as JSON."""
+"""``rlcli show-config`` in this process: the resolved config, as TOML that loads back or as JSON."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 
-def test_toml_output_round_trips_through_validate(rlcli, tmp_path):
+def test_toml_output_round_trips_through_validate(cli, tmp_path):
     overrides = ["optim.lr=1e-3", "algo.epochs=7", "run.name=round_trip"]
     args = [arg for text in overrides for arg in ("--set", text)]
-    shown = rlcli("show-config", "ppo_cartpole", *args, "--format", "toml", cwd=tmp_path)
+    shown = cli("show-config", "ppo_cartpole", *args, "--format", "toml", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert shown.stderr == ""
     lines = shown.stdout.splitlines()
@@ -27,14 +27,14 @@ def test_toml_output_round_trips_through_validate(rlcli, tmp_path):
     target = tmp_path / "x.toml"
     target.write_text(shown.stdout, encoding="utf-8")
 
-    checked = rlcli("validate", "x.toml", cwd=tmp_path)
+    checked = cli("validate", "x.toml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "OK" in checked.stdout
     assert load_config(target) == load_config("ppo_cartpole", overrides)
 
 
-def test_json_output_is_the_resolved_config(rlcli, tmp_path):
-    shown = rlcli("show-config", "ppo_pendulum", "--format", "json", cwd=tmp_path)
+def test_json_output_is_the_resolved_config(cli, tmp_path):
+    shown = cli("show-config", "ppo_pendulum", "--format", "json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
     # Defaults appear, not only the preset's own keys.
@@ -42,7 +42,7 @@ def test_json_output_is_the_resolved_config(rlcli, tmp_path):
     assert RunConfig.model_validate(data) == load_config("ppo_pendulum")
 
 
-def test_extends_chain_merges_child_over_parents(rlcli, tmp_path):
+def test_extends_chain_merges_child_over_parents(cli, tmp_path):
     (tmp_path / "base.toml").write_text(MINIMAL_TOML + '\n[optim]\nname = "adam"\nlr = 0.01\n', encoding="utf-8")
     (tmp_path / "mid").mkdir()
     # extends is relative to the file that says it.
@@ -52,7 +52,7 @@ def test_extends_chain_merges_child_over_parents(rlcli, tmp_path):
     (tmp_path / "child.toml").write_text(
         'extends = "mid/mid.toml"\n\n[algo]\nepochs = 2\n\n[optim]\nlr = 0.002\n', encoding="utf-8"
     )
-    shown = rlcli("show-config", "child.toml", "--format", "json", cwd=tmp_path)
+    shown = cli("show-config", "child.toml", "--format", "json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
     assert "extends" not in data
@@ -63,7 +63,7 @@ def test_extends_chain_merges_child_over_parents(rlcli, tmp_path):
     assert data["env"]["id"] == "CartPole-v1" and data["env"]["num_envs"] == 4
 
 
-def test_toml_output_keeps_strings_verbatim(rlcli, tmp_path):
-    shown = rlcli("show-config", "ppo_cartpole", "--set", 'run.output_dir="runs/:smile:"', cwd=tmp_path)
+def test_toml_output_keeps_strings_verbatim(cli, tmp_path):
+    shown = cli("show-config", "ppo_cartpole", "--set", 'run.output_dir="runs/:smile:"', cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert tomllib.loads(shown.stdout)["run"]["output_dir"] == "runs/:smile:"

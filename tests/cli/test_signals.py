@@ -1,5 +1,10 @@
 """SIGTERM (a scheduler, ``docker stop``) ends a run as cleanly as Ctrl-C: whole iterations
-saved, ``run.json`` says interrupted, exit 143."""
+saved, ``run.json`` says interrupted, exit 143.
+
+The ``integration`` tests send the signal to the real command. The default layer runs the
+command in this process and hands SIGTERM to the handler rlcli installed, as Python does when
+the signal arrives, at a chosen point of the run.
+"""
 
 from __future__ import annotations
 
@@ -48,19 +53,17 @@ def wait_until_delivered(pid: int, signum: int, timeout: float = 60.0) -> None:
     pytest.fail(f"signal {signum} still pending for {pid} after {timeout} s")
 
 
-@pytest.mark.parametrize("signals", [1, 2], ids=["once", "twice"])
-def test_sigterm_saves_the_run_and_exits_143(tmp_path, signals):
-    out = tmp_path / "runs"
-    proc = start_and_wait_for_rows(out)
-    for _ in range(signals):
-        proc.send_signal(signal.SIGTERM)
-        # Two signals sent back to back may merge into one pending signal: send the second only once
-        # the first has been delivered to the process.
-        wait_until_delivered(proc.pid, signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 143, stdout + stderr
-    assert "Traceback" not in stdout + stderr
-    (run_dir,) = out.iterdir()
+def deliver(signum: int) -> None:
+    """Run the handler installed for ``signum`` as Python runs it when the signal arrives (in the main
+    thread, between two bytecodes), without sending a signal that could end the test process."""
+    handler = signal.getsignal(signum)
+    assert callable(handler) and handler is not signal.default_int_handler, \
+        f"rlcli installed no handler for {signal.Signals(signum).name}: {handler!r}"
+    handler(signum, None)
+
+
+def check_stopped_run(run_dir: Path, stderr: str, signals: int) -> None:
+    """What a run stopped by ``signals`` SIGTERMs leaves in its folder and says on stderr."""
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     assert info["status"] == "interrupted" and info["signal"] == "SIGTERM"
     with (run_dir / "metrics.csv").open(newline="", encoding="utf-8") as handle:
@@ -74,3 +77,47 @@ def test_sigterm_saves_the_run_and_exits_143(tmp_path, signals):
         assert saved["iteration"] == info["iterations"] and saved["frames"] == info["frames"]
         assert "continue with: rlcli train --resume" in stderr
     assert not list(run_dir.glob(".*"))  # no temporary files left behind
+
+
+@pytest.mark.parametrize("signals", [1, 2], ids=["once", "twice"])
+def test_sigterm_during_an_iteration_saves_the_run_and_exits_143(cli, tmp_path, monkeypatch, signals):
+    from rlcli.trainer import loop
+
+    iteration = loop._iteration
+    started = []
+
+    def signalled(run, state, *args):
+        started.append(state.iteration + 1)
+        if len(started) == 3:
+            # Within the third iteration: the first signal lets it finish, a second one cuts it short.
+            for _ in range(signals):
+                deliver(signal.SIGTERM)
+        return iteration(run, state, *args)
+
+    monkeypatch.setattr(loop, "_iteration", signalled)
+    out = tmp_path / "runs"
+    result = cli("train", "ppo_cartpole", "--set", "collector.total_frames=10240", "--set", "eval.final_episodes=0",
+                 "--out", out, "-q")
+    assert result.returncode == 143, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert started == [1, 2, 3]
+    (run_dir,) = out.iterdir()
+    check_stopped_run(run_dir, result.stderr, signals)
+    assert json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["iterations"] == (3 if signals == 1 else 2)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("signals", [1, 2], ids=["once", "twice"])
+def test_sigterm_saves_the_run_and_exits_143(tmp_path, signals):
+    out = tmp_path / "runs"
+    proc = start_and_wait_for_rows(out)
+    for _ in range(signals):
+        proc.send_signal(signal.SIGTERM)
+        # Two signals sent back to back may merge into one pending signal: send the second only once
+        # the first has been delivered to the process.
+        wait_until_delivered(proc.pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stdout + stderr
+    assert "Traceback" not in stdout + stderr
+    (run_dir,) = out.iterdir()
+    check_stopped_run(run_dir, stderr, signals)

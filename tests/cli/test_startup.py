@@ -1,4 +1,8 @@
-"""Start-up: config-only commands never load torch; ``python -m rlcli``; output off a terminal."""
+"""Start-up: config-only commands never load torch; ``python -m rlcli``; output off a terminal.
+
+What a fresh interpreter imports, and how wide a real process's console is when its output goes
+to a pipe: every test starts a process, so the file is in the ``integration`` layer.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ import sys
 import pytest
 
 from conftest import ROOT
+
+pytestmark = pytest.mark.integration
 
 # Runs the CLI in this interpreter and reports, at exit, whether the training stack was loaded.
 PROBE = """

@@ -1,8 +1,11 @@
-"""``rlcli train`` run as the real command: run folders, metrics, exit codes and console output.
+"""``rlcli train``: run folders, metrics, exit codes and console output.
 
-Every test starts the installed ``rlcli`` console script in a subprocess and
-points ``--out`` at a temporary folder. Each process pays a few seconds of
-imports, so runs are short and one run serves several checks where it can.
+The default layer runs the command in this process (the ``cli`` fixture) with ``--out`` in a
+temporary folder; the smoke tests read the session's ``on_policy_run`` (``rlcli train
+ppo_cartpole`` for 4,096 frames). The ``integration`` tests start the installed ``rlcli``
+console script where the process is what is tested: Ctrl-C, output piped to another process, a
+bad input's exit status as the shell sees it, seeds trained side by side, a preset's smoke run.
+The helpers here serve ``test_train_dqn.py`` and ``test_train_continuous.py`` too.
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import rlcli_executable, sigint_default
+from conftest import invoke, rlcli_executable, sigint_default
+from runs import ON_POLICY_FRAMES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -68,18 +74,20 @@ def command(*args: str | Path) -> list[str]:
     return [rlcli_executable(), *(str(a) for a in args)]
 
 
-def rlcli(*args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None,
-          timeout: float = 180) -> subprocess.CompletedProcess:
-    """Run ``rlcli ARGS`` to completion; text output captured (so stdout is not a terminal)."""
+def rlcli_process(*args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None,
+                  timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run ``rlcli ARGS`` as the real command, to completion; text output captured (so stdout is
+    not a terminal). For the integration layer: the default layer runs the command in-process."""
     return subprocess.run(command(*args), cwd=cwd, env=env or cli_env(), capture_output=True,
                           text=True, timeout=timeout)
 
 
-def output_of(result: subprocess.CompletedProcess) -> str:
+def output_of(result) -> str:
+    """Exit status and output of a CompletedProcess, or of the ``cli`` fixture's CliResult."""
     return f"--- exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
 
 
-def assert_exit(result: subprocess.CompletedProcess, code: int) -> None:
+def assert_exit(result, code: int) -> None:
     assert result.returncode == code, output_of(result)
     assert "Traceback" not in result.stdout + result.stderr, output_of(result)
 
@@ -136,107 +144,28 @@ def assert_iterations(rows: list[dict], *, count: int, frames_per_batch: int) ->
     assert [int(r["frames"]) for r in rows] == [frames_per_batch * i for i in range(1, count + 1)]
 
 
-@pytest.fixture(scope="module")
-def cartpole(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    """One short ppo_cartpole run shared by the smoke tests: (result, --out folder, run folder)."""
-    out = tmp_path_factory.mktemp("smoke") / "runs"
-    result = rlcli("train", "ppo_cartpole", "--set", "collector.total_frames=4096", "--out", out)
-    assert_exit(result, 0)
-    return result, out, only_run_folder(out, "ppo_cartpole")
-
-
-def test_smoke_run_folder_holds_every_file(cartpole):
-    _, _, folder = cartpole
-    names = {p.name for p in folder.iterdir()}
-    assert {"config.toml", "metrics.csv", "metrics.jsonl", "final.pt", "run.json"} <= names
-    # Atomic writes go through hidden temporary files, which must not be left behind.
-    assert not [n for n in names if n.startswith(".")], names
-
-
-def test_smoke_config_toml_validates_and_reloads_to_the_same_config(cartpole):
-    from rlcli.config.load import load_config
-
-    _, out, folder = cartpole
-    saved = folder / "config.toml"
-    assert_exit(rlcli("validate", saved), 0)
-    expected = load_config("ppo_cartpole", ["collector.total_frames=4096",
-                                            f"run.output_dir={json.dumps(str(out))}"])
-    assert load_config(saved) == expected
-
-
-def test_smoke_metrics_have_one_row_per_iteration(cartpole):
-    _, _, folder = cartpole
+def compared_metrics(folder: Path) -> tuple[list[str], list[list[str]]]:
+    """A run's metrics.csv columns and rows without the clock columns: what two runs of one seed share."""
     header, rows = read_csv(folder / "metrics.csv")
-    assert set(REQUIRED_COLUMNS) <= set(header), sorted(set(REQUIRED_COLUMNS) - set(header))
-    assert_iterations(rows, count=8, frames_per_batch=512)
-    for row in rows:
-        for column in ("loss/policy", "loss/value", "loss/entropy", "optim/lr"):
-            assert math.isfinite(float(row[column])), (row["iteration"], column, row[column])
-        for column in header:
-            if column.startswith("time/"):
-                assert float(row[column]) >= 0, (column, row[column])
-    assert float(rows[0]["optim/lr"]) == pytest.approx(3e-3)
-
-    records = read_jsonl(folder / "metrics.jsonl")
-    assert set(REQUIRED_COLUMNS) <= set(records[0])
-    assert_iterations(records, count=8, frames_per_batch=512)
-    for row, record in zip(rows, records):
-        for column in ("loss/policy", "loss/value", "loss/entropy"):
-            assert float(row[column]) == record[column], column
-
-
-def test_smoke_final_checkpoint_loads_with_weights_only(cartpole):
-    _, _, folder = cartpole
-    payload = load_final(folder)
-    assert payload["frames"] == 4096
-    assert payload["iteration"] == 8
-
-
-def test_smoke_run_json_reports_the_finished_run(cartpole):
-    _, _, folder = cartpole
-    status = read_run_json(folder)
-    assert status["status"] in ("completed", "solved")
-    assert status["frames"] == 4096
-    assert status["iterations"] == 8
-    assert status["error"] is None
-    assert status["device"] == "cpu"
-
-
-def test_smoke_prints_the_run_folder_at_start_and_end(cartpole):
-    result, _, folder = cartpole
-    lines = [line.rstrip() for line in result.stdout.splitlines() if line.strip()]
-    assert str(folder) in lines[0], lines[0]
-    assert str(folder) in lines[-1], lines[-1]
-    assert re.search(r"^run (completed|solved)", result.stdout, re.MULTILINE), result.stdout
-
-
-@pytest.mark.parametrize(
-    ("preset", "overrides", "frames_per_batch", "iterations"),
-    [
-        ("a2c_cartpole", ["collector.total_frames=6400"], 320, 20),
-        ("ppo_pendulum", ["collector.total_frames=8192", "collector.frames_per_batch=4096"], 4096, 2),
-    ],
-)
-def test_other_presets_train_to_their_frame_budget(tmp_path, preset, overrides, frames_per_batch, iterations):
-    out = tmp_path / "runs"
-    sets = [arg for text in overrides for arg in ("--set", text)]
-    result = rlcli("train", preset, *sets, "--quiet", "--out", out)
-    assert_exit(result, 0)
-    folder = only_run_folder(out, preset)
-    header, rows = read_csv(folder / "metrics.csv")
-    assert set(REQUIRED_COLUMNS) <= set(header), sorted(set(REQUIRED_COLUMNS) - set(header))
-    assert_iterations(rows, count=iterations, frames_per_batch=frames_per_batch)
-    assert_iterations(read_jsonl(folder / "metrics.jsonl"), count=iterations, frames_per_batch=frames_per_batch)
-    status = read_run_json(folder)
-    assert status["status"] in ("completed", "solved")
-    assert status["frames"] == frames_per_batch * iterations
-    assert status["iterations"] == iterations
-    assert load_final(folder)["frames"] == frames_per_batch * iterations
+    compared = [c for c in header if c not in CLOCK_COLUMNS and not c.startswith("time/")]
+    return compared, [[row[c] for c in compared] for row in rows]
 
 
 def metrics_by_run(tmp_path: Path, preset: str, seeds: dict[str, int], *args: str) -> dict[str, tuple]:
-    """Train ``preset`` once per named seed, side by side (one torch thread each), with ``args``;
+    """Train ``preset`` once per named seed in this process, one after another, with ``args``;
     returns each run's (columns, rows) without the clock columns."""
+    metrics = {}
+    for name, seed in seeds.items():
+        out = tmp_path / name
+        result = invoke("train", preset, "--seed", str(seed), *args, "--quiet", "--out", out)
+        assert result.returncode == 0, f"{name}: {output_of(result)}"
+        metrics[name] = compared_metrics(only_run_folder(out, preset))
+    return metrics
+
+
+def metrics_by_process(tmp_path: Path, preset: str, seeds: dict[str, int], *args: str) -> dict[str, tuple]:
+    """Train ``preset`` once per named seed, each in a process of its own, side by side, with
+    ``args``; returns each run's (columns, rows) without the clock columns."""
     outs = {name: tmp_path / name for name in seeds}
     procs = {
         name: subprocess.Popen(
@@ -249,15 +178,152 @@ def metrics_by_run(tmp_path: Path, preset: str, seeds: dict[str, int], *args: st
     for name, proc in procs.items():
         stdout, stderr = proc.communicate(timeout=180)
         assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{stdout}\n{stderr}"
-        header, rows = read_csv(only_run_folder(outs[name], preset) / "metrics.csv")
-        compared = [c for c in header if c not in CLOCK_COLUMNS and not c.startswith("time/")]
-        metrics[name] = (compared, [[row[c] for c in compared] for row in rows])
+        metrics[name] = compared_metrics(only_run_folder(outs[name], preset))
     return metrics
+
+
+@contextmanager
+def package_hidden(package: str, *importers: str) -> Iterator[None]:
+    """Within the block, ``import package`` fails as it does where the package is not installed.
+
+    The modules named ``importers`` (and their submodules), which import ``package`` when they are
+    themselves imported, are dropped from ``sys.modules`` so that the next import runs again and
+    meets the missing package; every module is as before once the block ends.
+    """
+    def ours(name: str) -> bool:
+        return any(name == prefix or name.startswith(prefix + ".") for prefix in (package, *importers))
+
+    saved = {name: module for name, module in sys.modules.items() if ours(name)}
+    for name in saved:
+        del sys.modules[name]
+    # None in sys.modules makes ``import package`` raise ImportError (ModuleNotFoundError).
+    sys.modules[package] = None
+    try:
+        yield
+    finally:
+        for name in [name for name in sys.modules if ours(name)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def test_smoke_run_folder_holds_every_file(on_policy_run):
+    names = {p.name for p in on_policy_run.folder.iterdir()}
+    assert {"config.toml", "metrics.csv", "metrics.jsonl", "final.pt", "run.json"} <= names
+    # Atomic writes go through hidden temporary files, which must not be left behind.
+    assert not [n for n in names if n.startswith(".")], names
+
+
+def test_smoke_config_toml_validates_and_reloads_to_the_same_config(cli, on_policy_run):
+    from rlcli.config.load import load_config
+
+    saved = on_policy_run.folder / "config.toml"
+    assert_exit(cli("validate", saved), 0)
+    expected = load_config("ppo_cartpole", [f"collector.total_frames={ON_POLICY_FRAMES}", "checkpoint.every_frames=2048",
+                                            f"run.output_dir={json.dumps(str(on_policy_run.out))}"])
+    assert load_config(saved) == expected
+
+
+def test_smoke_metrics_have_one_row_per_iteration(on_policy_run):
+    header, rows = read_csv(on_policy_run.folder / "metrics.csv")
+    assert set(REQUIRED_COLUMNS) <= set(header), sorted(set(REQUIRED_COLUMNS) - set(header))
+    assert_iterations(rows, count=8, frames_per_batch=512)
+    for row in rows:
+        for column in ("loss/policy", "loss/value", "loss/entropy", "optim/lr"):
+            assert math.isfinite(float(row[column])), (row["iteration"], column, row[column])
+        for column in header:
+            if column.startswith("time/"):
+                assert float(row[column]) >= 0, (column, row[column])
+    assert float(rows[0]["optim/lr"]) == pytest.approx(3e-3)
+
+    records = read_jsonl(on_policy_run.folder / "metrics.jsonl")
+    assert set(REQUIRED_COLUMNS) <= set(records[0])
+    assert_iterations(records, count=8, frames_per_batch=512)
+    for row, record in zip(rows, records):
+        for column in ("loss/policy", "loss/value", "loss/entropy"):
+            assert float(row[column]) == record[column], column
+
+
+def test_smoke_final_checkpoint_loads_with_weights_only(on_policy_run):
+    payload = load_final(on_policy_run.folder)
+    assert payload["frames"] == ON_POLICY_FRAMES == 4096
+    assert payload["iteration"] == 8
+
+
+def test_smoke_run_json_reports_the_finished_run(on_policy_run):
+    status = read_run_json(on_policy_run.folder)
+    assert status["status"] in ("completed", "solved")
+    assert status["frames"] == 4096
+    assert status["iterations"] == 8
+    assert status["error"] is None
+    assert status["device"] == "cpu"
+
+
+def test_smoke_prints_the_run_folder_at_start_and_end(on_policy_run):
+    result, folder = on_policy_run.result, on_policy_run.folder
+    lines = [line.rstrip() for line in result.stdout.splitlines() if line.strip()]
+    assert str(folder) in lines[0], lines[0]
+    assert str(folder) in lines[-1], lines[-1]
+    assert re.search(r"^run (completed|solved)", result.stdout, re.MULTILINE), result.stdout
+
+
+def check_trained_to_budget(out: Path, preset: str, frames_per_batch: int, iterations: int) -> None:
+    folder = only_run_folder(out, preset)
+    header, rows = read_csv(folder / "metrics.csv")
+    assert set(REQUIRED_COLUMNS) <= set(header), sorted(set(REQUIRED_COLUMNS) - set(header))
+    assert_iterations(rows, count=iterations, frames_per_batch=frames_per_batch)
+    assert_iterations(read_jsonl(folder / "metrics.jsonl"), count=iterations, frames_per_batch=frames_per_batch)
+    status = read_run_json(folder)
+    assert status["status"] in ("completed", "solved")
+    assert status["frames"] == frames_per_batch * iterations
+    assert status["iterations"] == iterations
+    assert load_final(folder)["frames"] == frames_per_batch * iterations
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "frames_per_batch", "iterations"),
+    [
+        ("a2c_cartpole", ["collector.total_frames=6400"], 320, 20),
+        # PPO on a Box action space, on a budget for the default layer: 2 iterations of 512 frames, 2 epochs,
+        # a final evaluation of 2 of Pendulum's 200-step episodes. The preset's own sizes are its smoke run below.
+        ("ppo_pendulum", ["collector.total_frames=1024", "collector.frames_per_batch=512", "algo.epochs=2",
+                          "eval.final_episodes=2"], 512, 2),
+    ],
+)
+def test_other_presets_train_to_their_frame_budget(cli, tmp_path, preset, overrides, frames_per_batch, iterations):
+    out = tmp_path / "runs"
+    sets = [arg for text in overrides for arg in ("--set", text)]
+    assert_exit(cli("train", preset, *sets, "--quiet", "--out", out), 0)
+    check_trained_to_budget(out, preset, frames_per_batch, iterations)
+
+
+@pytest.mark.integration
+def test_ppo_pendulum_smoke_run_trains_to_its_frame_budget(tmp_path):
+    """The shipped preset's batch of 4,096 frames and 15 epochs, final evaluation included."""
+    out = tmp_path / "runs"
+    result = rlcli_process("train", "ppo_pendulum", "--set", "collector.total_frames=8192",
+                           "--set", "collector.frames_per_batch=4096", "--quiet", "--out", out)
+    assert_exit(result, 0)
+    check_trained_to_budget(out, "ppo_pendulum", 4096, 2)
 
 
 def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
     metrics = metrics_by_run(tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4},
-                             "--set", "collector.total_frames=4096")
+                             "--set", "collector.total_frames=2048", "--set", "eval.final_episodes=0")
+    assert len(metrics["seed3a"][1]) == 4
+    assert metrics["seed3a"] == metrics["seed3b"]
+    columns, rows3 = metrics["seed3a"]
+    columns4, rows4 = metrics["seed4"]
+    assert columns4 == columns
+    losses = [i for i, c in enumerate(columns) if c.startswith("loss/")]
+    assert any(a[i] != b[i] for a, b in zip(rows3, rows4) for i in losses), "seed 4 trained exactly like seed 3"
+
+
+@pytest.mark.integration
+def test_same_seed_in_processes_side_by_side_gives_the_same_metrics(tmp_path):
+    """What no in-process run can show: separate interpreters (their own hash seeds, thread pools and
+    import order), running at once, train one seed alike."""
+    metrics = metrics_by_process(tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4},
+                                 "--set", "collector.total_frames=4096")
     assert len(metrics["seed3a"][1]) == 8
     assert metrics["seed3a"] == metrics["seed3b"]
     columns, rows3 = metrics["seed3a"]
@@ -267,10 +333,10 @@ def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
     assert any(a[i] != b[i] for a, b in zip(rows3, rows4) for i in losses), "seed 4 trained exactly like seed 3"
 
 
-def test_flags_win_over_set_and_quiet_prints_only_the_summary(tmp_path):
+def test_flags_win_over_set_and_quiet_prints_only_the_summary(cli, tmp_path):
     out = tmp_path / "runs"
     ignored = tmp_path / "ignored"
-    result = rlcli(
+    result = cli(
         "train", "ppo_cartpole",
         "--set", "run.seed=1", "--seed", "7",
         # On this CPU-only run a losing --device would make the run exit 2.
@@ -294,14 +360,9 @@ def test_flags_win_over_set_and_quiet_prints_only_the_summary(tmp_path):
     assert result.stdout.count(str(folder)) >= 2, result.stdout
 
 
-def test_output_off_a_terminal_has_no_cursor_movement_and_tables_every_n(tmp_path):
-    out = tmp_path / "runs"
-    # A user's terminal settings, with output redirected to a file or pipe.
-    env = cli_env(TERM="xterm-256color")
-    env.pop("NO_COLOR")
-    result = rlcli("train", "ppo_cartpole", "--set", "collector.total_frames=4096", "--set", "timing.every=2",
-                   "--out", out, env=env)
-    assert_exit(result, 0)
+def assert_plain_output_with_tables_every_2(result) -> None:
+    """No cursor movement or carriage return (no live progress bar), and a timing table after
+    iterations 2, 4, 6 and 8 of 8."""
     for stream in (result.stdout, result.stderr):
         assert not CURSOR_ESCAPE.search(stream), repr(stream[:2000])
         assert "\r" not in stream, repr(stream[:2000])
@@ -309,26 +370,59 @@ def test_output_off_a_terminal_has_no_cursor_movement_and_tables_every_n(tmp_pat
     assert titles == [(2, 8), (4, 8), (6, 8), (8, 8)], result.stdout
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
-def test_cuda_device_without_cuda_is_bad_input(tmp_path):
+def test_output_off_a_terminal_has_no_cursor_movement_and_tables_every_n(cli, tmp_path):
+    # Output captured by the runner, as written to a file: the console must see it is no terminal.
+    result = cli("train", "ppo_cartpole", "--set", "collector.total_frames=4096", "--set", "timing.every=2",
+                 "--set", "eval.final_episodes=0", "--out", tmp_path / "runs")
+    assert_exit(result, 0)
+    assert_plain_output_with_tables_every_2(result)
+
+
+@pytest.mark.integration
+def test_output_piped_from_a_terminal_users_shell_has_no_cursor_movement(tmp_path):
+    """The console decides at start-up from its process's streams and environment, which an
+    in-process run cannot set: a user's terminal settings, with output redirected to a pipe."""
     out = tmp_path / "runs"
-    result = rlcli("train", "ppo_cartpole", "--device", "cuda", "--out", out)
+    env = cli_env(TERM="xterm-256color")
+    env.pop("NO_COLOR")
+    result = rlcli_process("train", "ppo_cartpole", "--set", "collector.total_frames=4096", "--set", "timing.every=2",
+                           "--out", out, env=env)
+    assert_exit(result, 0)
+    assert_plain_output_with_tables_every_2(result)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_device_without_cuda_is_bad_input(cli, tmp_path):
+    out = tmp_path / "runs"
+    result = cli("train", "ppo_cartpole", "--device", "cuda", "--out", out)
     assert_exit(result, 2)
     assert "CUDA" in result.stderr, output_of(result)
     assert "run.device" in result.stderr, output_of(result)
     no_run_folder(out)
 
 
-def test_env_kwargs_that_break_the_env_are_bad_input(tmp_path):
+def test_env_kwargs_that_break_the_env_are_bad_input(cli, tmp_path):
     out = tmp_path / "runs"
-    result = rlcli("train", "ppo_cartpole", "--set", "env.kwargs={nonexistent_kwarg=1}", "--out", out)
+    result = cli("train", "ppo_cartpole", "--set", "env.kwargs={nonexistent_kwarg=1}", "--out", out)
     assert_exit(result, 2)
     assert "CartPole-v1" in result.stderr, output_of(result)
     assert "nonexistent_kwarg" in result.stderr, output_of(result)
     no_run_folder(out)
 
 
-def test_unsupported_observation_space_is_bad_input(tmp_path):
+@pytest.mark.integration
+def test_bad_input_exits_2_without_a_traceback_as_the_shell_sees_it(tmp_path):
+    """One representative of the bad-input tests above, as the real command: an env that cannot be
+    made, found only once the run is being built."""
+    out = tmp_path / "runs"
+    result = rlcli_process("train", "ppo_cartpole", "--set", "env.kwargs={nonexistent_kwarg=1}", "--out", out)
+    assert_exit(result, 2)
+    assert "CartPole-v1" in result.stderr, output_of(result)
+    assert "nonexistent_kwarg" in result.stderr, output_of(result)
+    no_run_folder(out)
+
+
+def test_unsupported_observation_space_is_bad_input(cli, tmp_path):
     out = tmp_path / "runs"
     config = tmp_path / "blackjack.toml"
     config.write_text(
@@ -337,7 +431,7 @@ def test_unsupported_observation_space_is_bad_input(tmp_path):
         "[collector]\nframes_per_batch = 64\ntotal_frames = 640\n",
         encoding="utf-8",
     )
-    result = rlcli("train", config, "--out", out)
+    result = cli("train", config, "--out", out)
     assert_exit(result, 2)
     assert "Blackjack-v1" in result.stderr, output_of(result)
     assert "observation space" in result.stderr, output_of(result)
@@ -345,22 +439,22 @@ def test_unsupported_observation_space_is_bad_input(tmp_path):
     no_run_folder(out)
 
 
-def test_config_error_located_in_a_file_outside_the_working_folder_is_bad_input(tmp_path):
+def test_config_error_located_in_a_file_outside_the_working_folder_is_bad_input(cli, tmp_path):
     out = tmp_path / "runs"
     # Run from tmp_path, so the message locates the error as [/abs/path/ppo_cartpole.toml:LINE],
     # which rich would take for a closing markup tag if the message were not escaped.
-    result = rlcli("train", "ppo_cartpole", "--set", "env.id=Blackjack-v1", "--out", out, cwd=tmp_path)
+    result = cli("train", "ppo_cartpole", "--set", "env.id=Blackjack-v1", "--out", out, cwd=tmp_path)
     assert_exit(result, 2)
     assert "env.vectorization" in result.stderr, output_of(result)
     assert "ppo_cartpole.toml:" in result.stderr, output_of(result)
     no_run_folder(out)
 
 
-def test_non_finite_loss_stops_the_run_and_keeps_the_folder(tmp_path):
+def test_non_finite_loss_stops_the_run_and_keeps_the_folder(cli, tmp_path):
     out = tmp_path / "runs"
     # Plain SGD at a high rate with no gradient clipping and a heavy value loss:
     # the weights blow up during the first update, so the second one is NaN.
-    result = rlcli(
+    result = cli(
         "train", "ppo_cartpole",
         "--set", "optim.name=sgd", "--set", "optim.lr=0.1", "--set", "optim.max_grad_norm=0",
         "--set", "algo.value_coef=10", "--set", "collector.total_frames=8192",
@@ -387,11 +481,11 @@ def test_non_finite_loss_stops_the_run_and_keeps_the_folder(tmp_path):
     assert all(torch.isfinite(t).all() for t in final["agent"].values() if t.is_floating_point())
 
 
-def test_nan_in_env_kwargs_stops_the_run_naming_iteration_and_loss(tmp_path):
+def test_nan_in_env_kwargs_stops_the_run_naming_iteration_and_loss(cli, tmp_path):
     out = tmp_path / "runs"
     # Pendulum with gravity NaN: observations, then every loss term, become NaN.
-    result = rlcli("train", "ppo_pendulum", "--set", "env.kwargs={g=nan}", "--set", "collector.total_frames=8192",
-                   "--set", "collector.frames_per_batch=4096", "--quiet", "--out", out)
+    result = cli("train", "ppo_pendulum", "--set", "env.kwargs={g=nan}", "--set", "collector.total_frames=1024",
+                 "--set", "collector.frames_per_batch=512", "--quiet", "--out", out)
     assert_exit(result, 1)
     found = NAN_ERROR.search(result.stderr)
     assert found, output_of(result)
@@ -403,13 +497,14 @@ def test_nan_in_env_kwargs_stops_the_run_naming_iteration_and_loss(tmp_path):
     assert found.group(0) in (status["error"] or ""), status
     assert status["iterations"] == failed_at - 1
     _, rows = read_csv(folder / "metrics.csv")
-    assert_iterations(rows, count=failed_at - 1, frames_per_batch=4096)
+    assert_iterations(rows, count=failed_at - 1, frames_per_batch=512)
     # The config that failed is kept, NaN included, so the failure can be rerun.
     saved = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
     assert math.isnan(saved["env"]["kwargs"]["g"])
     assert (folder / "final.pt").is_file()
 
 
+@pytest.mark.integration
 def test_ctrl_c_stops_cleanly_and_keeps_the_run_folder(tmp_path):
     out = tmp_path / "runs"
     proc = subprocess.Popen(
@@ -455,14 +550,14 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_run_folder(tmp_path):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
-def test_cuda_run_writes_the_same_metrics_columns_as_cpu(tmp_path, cartpole):
+def test_cuda_run_writes_the_same_metrics_columns_as_cpu(cli, tmp_path, on_policy_run):
     out = tmp_path / "runs"
-    result = rlcli("train", "ppo_cartpole", "--device", "cuda", "--set", "collector.total_frames=2048",
-                   "--quiet", "--out", out)
+    result = cli("train", "ppo_cartpole", "--device", "cuda", "--set", "collector.total_frames=2048",
+                 "--quiet", "--out", out)
     assert_exit(result, 0)
     folder = only_run_folder(out, "ppo_cartpole")
     header, rows = read_csv(folder / "metrics.csv")
-    cpu_header, _ = read_csv(cartpole[2] / "metrics.csv")
+    cpu_header, _ = read_csv(on_policy_run.folder / "metrics.csv")
     assert header == cpu_header
     assert_iterations(rows, count=4, frames_per_batch=512)
     status = read_run_json(folder)
@@ -471,16 +566,19 @@ def test_cuda_run_writes_the_same_metrics_columns_as_cpu(tmp_path, cartpole):
     load_final(folder)
 
 
-def test_a_preset_whose_extra_is_missing_names_the_extra(rlcli, tmp_path):
-    """Without Box2D (hidden here by a package of that name that fails to import), a LunarLander
+def test_a_preset_whose_extra_is_missing_names_the_extra(cli, tmp_path):
+    """Without Box2D (hidden here: importing it fails, as where it is not installed), a LunarLander
     preset is bad input naming rlcli's box2d extra, in train and in validate --build alike."""
-    hidden = tmp_path / "hide" / "Box2D"
-    hidden.mkdir(parents=True)
-    (hidden / "__init__.py").write_text('raise ImportError("Box2D is hidden by the test")\n')
-    env = {**os.environ, "PYTHONPATH": str(hidden.parent), "COLUMNS": "400", "NO_COLOR": "1"}
-    for args in (["train", "ppo_lunarlander"], ["validate", "--build", "presets/dqn_lunarlander.toml"]):
-        done = subprocess.run([rlcli_executable(), *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
-        output = done.stdout + done.stderr
-        assert done.returncode == 2, output
-        assert "pip install 'rlcli[box2d]'" in output and "Traceback" not in output, output
+    from gymnasium.error import DependencyNotInstalled
+
+    out = tmp_path / "runs"
+    with package_hidden("Box2D", "gymnasium.envs.box2d"):
+        # Else the train below would train LunarLander for its whole budget.
+        with pytest.raises(DependencyNotInstalled):
+            import gymnasium.envs.box2d  # noqa: F401
+        for args in (["train", "ppo_lunarlander", "--out", out], ["validate", "--build", "presets/dqn_lunarlander.toml"]):
+            done = cli(*args)
+            output = done.stdout + done.stderr
+            assert done.returncode == 2, output
+            assert "pip install 'rlcli[box2d]'" in output and "Traceback" not in output, output
+    no_run_folder(out)

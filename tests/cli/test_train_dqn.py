@@ -1,4 +1,5 @@
-"""``rlcli train`` and ``validate`` with DQN, the off-policy path of the one loop, as a user runs them."""
+"""``rlcli train`` and ``validate`` with DQN, the off-policy path of the one loop, as a user runs them
+(in this process, through the ``cli`` fixture)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import pytest
 
 from cli.test_train import (
     assert_exit, load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv, read_jsonl,
-    read_run_json, rlcli,
+    read_run_json,
 )
-from conftest import assert_bad_input
+from conftest import assert_bad_input, invoke
 
 SHORT = ["--set", "collector.total_frames=2048", "--set", "algo.learning_starts=512"]
 
@@ -16,7 +17,7 @@ SHORT = ["--set", "collector.total_frames=2048", "--set", "algo.learning_starts=
 @pytest.fixture(scope="module")
 def dqn(tmp_path_factory):
     out = tmp_path_factory.mktemp("dqn") / "runs"
-    result = rlcli("train", "dqn_cartpole", *SHORT, "--quiet", "--out", out)
+    result = invoke("train", "dqn_cartpole", *SHORT, "--quiet", "--out", out)
     return result, out
 
 
@@ -45,16 +46,22 @@ def test_smoke_run_completes_with_every_column_from_the_first_row(dqn):
 
 
 def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    metrics = metrics_by_run(tmp_path, "dqn_cartpole", {"a": 3, "b": 3, "other": 4}, *SHORT)
-    assert len(metrics["a"][1]) == 8
+    # One run after another in this process; test_train.py's integration test runs seeds side by side in
+    # processes of their own.
+    # 4 iterations, learning in the last 2. The final evaluation writes no metrics row: it is left out.
+    metrics = metrics_by_run(tmp_path, "dqn_cartpole", {"a": 3, "b": 3, "other": 4},
+                             "--set", "collector.total_frames=1024", "--set", "algo.learning_starts=512",
+                             "--set", "eval.final_episodes=0")
+    assert len(metrics["a"][1]) == 4
     assert metrics["a"] == metrics["b"]
     assert metrics["a"][1] != metrics["other"][1]
 
 
-def test_memmap_replay_lives_in_the_run_folder(tmp_path):
+def test_memmap_replay_lives_in_the_run_folder(cli, tmp_path):
     out = tmp_path / "runs"
-    result = rlcli("train", "dqn_cartpole", *SHORT, "--set", 'algo.replay.storage="memmap"', "--quiet",
-                   "--out", out)
+    # Two iterations and no final evaluation: the files are there once the buffer holds a transition.
+    result = cli("train", "dqn_cartpole", "--set", "collector.total_frames=512", "--set", "algo.learning_starts=256",
+                 "--set", 'algo.replay.storage="memmap"', "--set", "eval.final_episodes=0", "--quiet", "--out", out)
     assert_exit(result, 0)
     folder = only_run_folder(out, "dqn_cartpole")
     files = sorted(p.name for p in (folder / "replay").iterdir())
@@ -63,28 +70,28 @@ def test_memmap_replay_lives_in_the_run_folder(tmp_path):
                            ("observation", "next_observation", "action", "reward", "terminated", "discount"))
 
 
-def test_dqn_on_a_continuous_action_env_is_bad_input(tmp_path):
+def test_dqn_on_a_continuous_action_env_is_bad_input(cli, tmp_path):
     config = tmp_path / "dqn_pendulum.toml"
     config.write_text('[env]\nid = "Pendulum-v1"\n\n[algo]\nname = "dqn"\n', encoding="utf-8")
-    result = rlcli("validate", "--build", config.name, cwd=tmp_path)
+    result = cli("validate", "--build", config.name, cwd=tmp_path)
     assert_bad_input(result, "dqn_pendulum.toml", "algo.name", "Pendulum-v1", "action space Box",
                      "dqn does not support", "supported action spaces: Discrete")
 
 
-def test_a_replay_buffer_larger_than_memory_is_bad_input_before_allocating(tmp_path):
+def test_a_replay_buffer_larger_than_memory_is_bad_input_before_allocating(cli, tmp_path):
     out = tmp_path / "runs"
-    result = rlcli("train", "dqn_cartpole", "--set", "algo.replay.capacity=2000000000", "--out", out)
+    result = cli("train", "dqn_cartpole", "--set", "algo.replay.capacity=2000000000", "--out", out)
     output = assert_bad_input(result, "algo.replay.capacity", "2,000,000,000 transitions needs", "is free")
     assert "GiB" in output
     no_run_folder(out)
 
 
-def test_an_unwritable_memmap_directory_is_bad_input(tmp_path):
+def test_an_unwritable_memmap_directory_is_bad_input(cli, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     out = tmp_path / "runs"
-    result = rlcli("train", "dqn_cartpole", "--set", 'algo.replay.storage="memmap"',
-                   "--set", f'algo.replay.directory="{(blocker / "replay").as_posix()}"', "--out", out)
+    result = cli("train", "dqn_cartpole", "--set", 'algo.replay.storage="memmap"',
+                 "--set", f'algo.replay.directory="{(blocker / "replay").as_posix()}"', "--out", out)
     assert_bad_input(result, "algo.replay.directory", "cannot write memmap files")
     no_run_folder(out)
 
@@ -96,8 +103,8 @@ def test_an_unwritable_memmap_directory_is_bad_input(tmp_path):
     ("algo.learning_starts=200000", "algo.learning_starts", "is larger than the run's 100,096 frames"),
     ("algo.batch_size=200000", "algo.batch_size", "must not exceed algo.replay.capacity"),
 ])
-def test_out_of_range_off_policy_settings_are_bad_input(tmp_path, override, field, fragment):
+def test_out_of_range_off_policy_settings_are_bad_input(cli, tmp_path, override, field, fragment):
     out = tmp_path / "runs"
-    result = rlcli("train", "dqn_cartpole", "--set", override, "--out", out)
+    result = cli("train", "dqn_cartpole", "--set", override, "--out", out)
     assert_bad_input(result, field, fragment)
     no_run_folder(out)

@@ -1,4 +1,6 @@
-"""``rlcli validate``: every shipped preset passes, every file in tests/broken_configs fails as expected."""
+"""``rlcli validate`` in this process: every shipped preset passes and builds, every file in
+tests/broken_configs fails as expected. One test runs the real command (integration layer):
+``validate --json`` of broken files exits 2 with no traceback as the shell sees it."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import json
 
 import pytest
 
-from conftest import BROKEN_CONFIGS, BUILDABLE_PRESETS, MINIMAL_TOML, PRESET_FILES, assert_bad_input
+from conftest import (BROKEN_CONFIGS, BUILDABLE_PRESETS, MINIMAL_TOML, PRESET_FILES, PRESETS_TO_BUILD, assert_bad_input,
+                      invoke)
 from offline import random_dataset
 from rlcli.config.load import load_config
 
@@ -58,8 +61,8 @@ def test_expected_table_covers_the_broken_folder():
 
 
 @pytest.fixture(scope="module")
-def broken_report(rlcli):
-    result = rlcli("validate", "--json", "tests/broken_configs")
+def broken_report():
+    result = invoke("validate", "--json", "tests/broken_configs")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     return json.loads(result.stdout)
@@ -83,8 +86,19 @@ def test_json_report_locates_each_error(broken_report, name):
         assert (matching[0]["source"], matching[0]["line"]) == (f"tests/broken_configs/{name}", line)
 
 
-def test_human_report_marks_every_broken_file_invalid(rlcli):
-    result = rlcli("validate", "tests/broken_configs")
+@pytest.mark.integration
+def test_the_real_command_reports_json_and_exits_2_without_a_traceback(rlcli):
+    # What the shell sees: the status and output of the real process, not of Typer's runner.
+    files = ["tests/broken_configs/unknown_key.toml", "tests/broken_configs/wrong_type.toml"]
+    result = rlcli("validate", "--json", *files)
+    assert_bad_input(result)
+    report = json.loads(result.stdout)
+    assert report["ok"] is False and [e["file"] for e in report["files"]] == files
+    assert [e["path"] for e in report["files"][0]["errors"]] == ["algo.clip_epsilom"]
+
+
+def test_human_report_marks_every_broken_file_invalid(cli):
+    result = cli("validate", "tests/broken_configs")
     output = assert_bad_input(result)
     status = table_status(output)
     assert status == {f"tests/broken_configs/{name}": "INVALID" for name in EXPECTED}
@@ -92,57 +106,66 @@ def test_human_report_marks_every_broken_file_invalid(rlcli):
     assert "TOML syntax error" in output and "belongs to ppo, not a2c" in output
 
 
-def test_presets_are_valid(rlcli):
-    result = rlcli("validate", "presets/")
+def test_presets_are_valid(cli):
+    result = cli("validate", "presets/")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert table_status(output) == {f"presets/{p.name}": "OK" for p in PRESET_FILES}
 
 
-def test_presets_build(rlcli, tmp_path, monkeypatch):
-    files = [f"presets/{p.name}" for p in BUILDABLE_PRESETS]
-    # The offline presets find their datasets by id: stand-ins of random actions under those ids.
+@pytest.fixture(scope="module")
+def preset_datasets(tmp_path_factory):
+    """A folder holding the offline presets' datasets by id: stand-ins of random actions under those ids."""
+    root = tmp_path_factory.mktemp("preset-datasets")
     offline = [cfg for cfg in map(load_config, BUILDABLE_PRESETS) if cfg.offline]
     for name, env_id in {cfg.data.dataset: cfg.env.id for cfg in offline}.items():
-        random_dataset(env_id, name=name, root=tmp_path)
-    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
-    result = rlcli("validate", "--build", "--json", *files)
+        random_dataset(env_id, name=name, root=root)
+    return root
+
+
+# One preset a test: the Atari presets each take seconds to build their ALE envs.
+@pytest.mark.parametrize("preset", PRESETS_TO_BUILD)
+def test_presets_build(cli, monkeypatch, request, preset):
+    if load_config(preset).offline:
+        monkeypatch.setenv("MINARI_DATASETS_PATH", str(request.getfixturevalue("preset_datasets")))
+    result = cli("validate", "--build", "--json", f"presets/{preset.name}")
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["ok"] is True
-    assert sorted(e["file"] for e in report["files"]) == sorted(files)
-    for entry in report["files"]:
-        # The build summary names the spaces, the parameter count and each encoder.
-        assert "observation " in entry["summary"] and "parameters" in entry["summary"], entry
-        assert "encoders: " in entry["summary"] and "observation normalization" in entry["summary"], entry
+    (entry,) = report["files"]
+    assert entry["file"] == f"presets/{preset.name}"
+    # The build summary names the spaces, the parameter count and each encoder.
+    assert "observation " in entry["summary"] and "parameters" in entry["summary"], entry
+    assert "encoders: " in entry["summary"] and "observation normalization" in entry["summary"], entry
+    assert "stand-in" not in entry["summary"], entry
 
 
-def test_an_offline_preset_builds_on_a_stand_in_where_its_dataset_is_absent(rlcli, tmp_path, monkeypatch):
+def test_an_offline_preset_builds_on_a_stand_in_where_its_dataset_is_absent(cli, tmp_path, monkeypatch):
     # A CI machine has no datasets: --build checks the env and the networks on random transitions with the
     # env's spaces, says so, and training still refuses.
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
-    result = rlcli("validate", "--build", "--json", "presets/iql_pendulum_medium.toml")
+    result = cli("validate", "--build", "--json", "presets/iql_pendulum_medium.toml")
     assert result.returncode == 0, result.stdout + result.stderr
     (entry,) = json.loads(result.stdout)["files"]
     assert "parameters" in entry["summary"], entry
     assert "'pendulum/medium-v0' is not on this machine" in entry["summary"], entry
     assert "stand-in" in entry["summary"] and str(tmp_path) in entry["summary"], entry
-    train = rlcli("train", "presets/iql_pendulum_medium.toml", "--set", f"run.output_dir={tmp_path / 'runs'}")
+    train = cli("train", "presets/iql_pendulum_medium.toml", "--set", f"run.output_dir={tmp_path / 'runs'}")
     assert_bad_input(train, "data.dataset", "no dataset 'pendulum/medium-v0'")
     assert not (tmp_path / "runs").exists()
 
 
-def test_build_rejects_an_env_whose_observation_space_is_unsupported(rlcli, tmp_path):
+def test_build_rejects_an_env_whose_observation_space_is_unsupported(cli, tmp_path):
     text = MINIMAL_TOML.replace("CartPole-v1", "Blackjack-v1")
     (tmp_path / "blackjack.toml").write_text(text, encoding="utf-8")
-    result = rlcli("validate", "--build", "blackjack.toml", cwd=tmp_path)
+    result = cli("validate", "--build", "blackjack.toml", cwd=tmp_path)
     output = assert_bad_input(result, "blackjack.toml", "INVALID", "Blackjack-v1", "Tuple(", "supported")
     assert "supported observation spaces: Box, Discrete, Dict" in output
 
 
-def test_set_applies_to_every_file_validated(rlcli):
-    good = rlcli("validate", "presets/ppo_cartpole.toml", "presets/dqn_cartpole.toml", "--set", "env.num_envs=4",
+def test_set_applies_to_every_file_validated(cli):
+    good = cli("validate", "presets/ppo_cartpole.toml", "presets/dqn_cartpole.toml", "--set", "env.num_envs=4",
                  "--set", "collector.frames_per_batch=1024")
     assert good.returncode == 0, good.stdout + good.stderr
-    bad = rlcli("validate", "presets/ppo_cartpole.toml", "--set", "env.num_envs=0")
+    bad = cli("validate", "presets/ppo_cartpole.toml", "--set", "env.num_envs=0")
     assert_bad_input(bad, "presets/ppo_cartpole.toml", "INVALID", "env.num_envs", "--set env.num_envs=0")

@@ -1,7 +1,7 @@
 """Two gloo ranks started by torchrun keep bit-identical networks and statistics after every
 gradient step, for an on-policy and two off-policy algorithms, in both parallel modes; stop after
 the same iteration when only one of them is asked to; and the group's collectives compute what one
-process would with the pooled data."""
+process would with the pooled data. Integration layer: the ranks are processes."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
+
+pytestmark = pytest.mark.integration
 
 WORKER = Path(__file__).with_name("identity_worker.py")
 STOP_WORKER = Path(__file__).with_name("stop_worker.py")

@@ -1,4 +1,7 @@
-"""The training loop in process: stop condition, rows written, run-folder errors, RNG isolation."""
+"""The training loop in process: stop condition, rows written, run-folder errors, RNG isolation.
+
+Two tests start processes and run in the integration layer: async envs (forked workers) and
+torch.compile (inductor runs the C++ compiler)."""
 
 import csv
 
@@ -185,6 +188,8 @@ def test_resume_without_the_replay_buffer_starts_it_empty(tmp_path):
     assert sizes[4] <= 64 < sizes[3] and sizes[5] > sizes[4]
 
 
+# gymnasium's AsyncVectorEnv forks its workers through multiprocessing: a real child process.
+@pytest.mark.integration
 def test_resumed_async_envs_are_reseeded_and_keep_stepping(tmp_path):
     """Subprocess envs cannot be captured: they restart from new seeds, and their observations
     still come from the workers (not from a copy detached from their shared memory)."""
@@ -216,6 +221,8 @@ def test_a_stop_off_the_logging_interval_resumes_to_the_rows_of_an_unbroken_run(
     assert comparable(resumed) == comparable(unbroken)
 
 
+# torch.compile's inductor backend builds its kernels with the C++ compiler (g++), a real process.
+@pytest.mark.integration
 def test_compiled_networks_train_and_keep_their_compile_time_apart(tmp_path):
     import json
 
