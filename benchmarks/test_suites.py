@@ -1,6 +1,6 @@
 """The ``rlcli bench`` suites as pytest-benchmark tests (not part of the default test run).
 
-    pip install -e '.[bench]' && python -m pytest benchmarks/ --benchmark-only
+    pip install -e '.[bench]' && python -m pytest benchmarks/ --benchmark-only -n 0
 
 The cases are the ones ``rlcli bench --quick`` times, built by the same suite
 functions; pytest-benchmark does the timing and the statistics here. The train cases, which time
