@@ -306,16 +306,21 @@ def test_ppo_pendulum_smoke_run_trains_to_its_frame_budget(tmp_path):
     check_trained_to_budget(out, "ppo_pendulum", 4096, 2)
 
 
-def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    metrics = metrics_by_run(tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4},
-                             "--set", "collector.total_frames=2048", "--set", "eval.final_episodes=0")
-    assert len(metrics["seed3a"][1]) == 4
+def assert_same_seed_alike_and_another_not(metrics: dict[str, tuple]) -> None:
+    """Runs "seed3a" and "seed3b" wrote the same metrics; "seed4" the same columns and other losses."""
     assert metrics["seed3a"] == metrics["seed3b"]
     columns, rows3 = metrics["seed3a"]
     columns4, rows4 = metrics["seed4"]
     assert columns4 == columns
     losses = [i for i, c in enumerate(columns) if c.startswith("loss/")]
     assert any(a[i] != b[i] for a, b in zip(rows3, rows4) for i in losses), "seed 4 trained exactly like seed 3"
+
+
+def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
+    metrics = metrics_by_run(tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4},
+                             "--set", "collector.total_frames=2048", "--set", "eval.final_episodes=0")
+    assert len(metrics["seed3a"][1]) == 4
+    assert_same_seed_alike_and_another_not(metrics)
 
 
 @pytest.mark.integration
@@ -325,12 +330,7 @@ def test_same_seed_in_processes_side_by_side_gives_the_same_metrics(tmp_path):
     metrics = metrics_by_process(tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4},
                                  "--set", "collector.total_frames=4096")
     assert len(metrics["seed3a"][1]) == 8
-    assert metrics["seed3a"] == metrics["seed3b"]
-    columns, rows3 = metrics["seed3a"]
-    columns4, rows4 = metrics["seed4"]
-    assert columns4 == columns
-    losses = [i for i, c in enumerate(columns) if c.startswith("loss/")]
-    assert any(a[i] != b[i] for a, b in zip(rows3, rows4) for i in losses), "seed 4 trained exactly like seed 3"
+    assert_same_seed_alike_and_another_not(metrics)
 
 
 def test_flags_win_over_set_and_quiet_prints_only_the_summary(cli, tmp_path):
