@@ -401,21 +401,16 @@ def test_cuda_device_without_cuda_is_bad_input(cli, tmp_path):
     no_run_folder(out)
 
 
-def test_env_kwargs_that_break_the_env_are_bad_input(cli, tmp_path):
+# In this process, and once as the real command (integration): the representative of the bad-input
+# tests here whose exit 2 without a traceback is checked as the shell sees it, an env that cannot be
+# made, found only once the run is being built.
+@pytest.mark.parametrize("run", [
+    pytest.param(invoke, id="in-process"),
+    pytest.param(rlcli_process, id="as-the-shell-sees-it", marks=pytest.mark.integration),
+])
+def test_env_kwargs_that_break_the_env_are_bad_input(run, tmp_path):
     out = tmp_path / "runs"
-    result = cli("train", "ppo_cartpole", "--set", "env.kwargs={nonexistent_kwarg=1}", "--out", out)
-    assert_exit(result, 2)
-    assert "CartPole-v1" in result.stderr, output_of(result)
-    assert "nonexistent_kwarg" in result.stderr, output_of(result)
-    no_run_folder(out)
-
-
-@pytest.mark.integration
-def test_bad_input_exits_2_without_a_traceback_as_the_shell_sees_it(tmp_path):
-    """One representative of the bad-input tests above, as the real command: an env that cannot be
-    made, found only once the run is being built."""
-    out = tmp_path / "runs"
-    result = rlcli_process("train", "ppo_cartpole", "--set", "env.kwargs={nonexistent_kwarg=1}", "--out", out)
+    result = run("train", "ppo_cartpole", "--set", "env.kwargs={nonexistent_kwarg=1}", "--out", out)
     assert_exit(result, 2)
     assert "CartPole-v1" in result.stderr, output_of(result)
     assert "nonexistent_kwarg" in result.stderr, output_of(result)
