@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,7 @@ import pytest
 from layers import layer_guard, pytest_runtest_makereport  # noqa: F401
 
 # Runs trained once per session, one per family (tests/runs.py), and copies of them for a test to change.
-from runs import copy_run, off_policy_run, offline_run, on_policy_run, pixel_run  # noqa: F401
+from runs import copy_run, env_packages, off_policy_run, offline_run, on_policy_run, pixel_run  # noqa: F401
 
 # The tests read rlcli's output as a pipe or a file gives it: as wide as its content, no colour, no live
 # display. Rich reads these once, when rlcli's consoles are made (on the first import, in this process for
@@ -254,3 +254,27 @@ def invoke(*args: str | Path, cwd: str | Path = ROOT, env: dict[str, str] | None
 def cli() -> Callable[..., CliResult]:
     """``cli(*args, cwd=ROOT)``: ``rlcli ARGS`` in this process (see :func:`invoke`)."""
     return invoke
+
+
+@contextmanager
+def package_hidden(package: str, *importers: str) -> Iterator[None]:
+    """Within the block, ``import package`` fails as it does where the package is not installed.
+
+    The modules named ``importers`` (and their submodules), which import ``package`` when they are
+    themselves imported, are dropped from ``sys.modules`` so that the next import runs again and
+    meets the missing package; every module is as before once the block ends.
+    """
+    def ours(name: str) -> bool:
+        return any(name == prefix or name.startswith(prefix + ".") for prefix in (package, *importers))
+
+    saved = {name: module for name, module in sys.modules.items() if ours(name)}
+    for name in saved:
+        del sys.modules[name]
+    # None in sys.modules makes ``import package`` raise ImportError (ModuleNotFoundError).
+    sys.modules[package] = None
+    try:
+        yield
+    finally:
+        for name in [name for name in sys.modules if ours(name)]:
+            del sys.modules[name]
+        sys.modules.update(saved)

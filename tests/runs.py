@@ -56,6 +56,12 @@ def env_packages_importable() -> None:
         sys.path.insert(0, str(ENV_PACKAGES))
 
 
+@pytest.fixture
+def env_packages() -> None:
+    """``--env-package rlcli_test_envs`` (and ``broken_envs``) importable in this process."""
+    env_packages_importable()
+
+
 @pytest.fixture(scope="session")
 def on_policy_run(tmp_path_factory) -> TrainedRun:
     """``rlcli train ppo_cartpole`` for 4,096 frames with checkpoints every 2,048, console output kept."""

@@ -57,12 +57,6 @@ final_episodes = 2
 """
 
 
-@pytest.fixture
-def env_packages() -> None:
-    """``--env-package rlcli_test_envs`` importable in this process."""
-    env_packages_importable()
-
-
 @pytest.mark.parametrize("text", [DICT_PPO, DICT_SAC], ids=["ppo", "sac"])
 def test_dict_observations_train_from_the_command_line(cli, write_toml, tmp_path, env_packages, text):
     config = write_toml("dict.toml", text)

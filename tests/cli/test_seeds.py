@@ -18,7 +18,7 @@ import gymnasium as gym
 import pytest
 
 from conftest import MINIMAL_TOML, ROOT, assert_bad_input, invoke, require_extra, rlcli_executable, sigint_default
-from runs import ENV_PACKAGES, env_packages_importable
+from runs import ENV_PACKAGES
 
 CORRIDOR = MINIMAL_TOML.replace('id = "CartPole-v1"', 'id = "RlcliTest/Corridor-v0"')
 
@@ -32,12 +32,6 @@ def with_env_packages() -> dict[str, str]:
 def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([rlcli_executable(), *map(str, args)], cwd=ROOT, env=with_env_packages(),
                           capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture
-def env_packages() -> None:
-    """``--env-package rlcli_test_envs`` and ``broken_envs`` importable in this process."""
-    env_packages_importable()
 
 
 @pytest.mark.parametrize(("args", "fragment"), [

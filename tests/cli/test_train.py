@@ -19,13 +19,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import invoke, rlcli_executable, sigint_default
+from conftest import invoke, package_hidden, rlcli_executable, sigint_default
 from runs import ON_POLICY_FRAMES
 
 if sys.version_info >= (3, 11):
@@ -180,30 +178,6 @@ def metrics_by_process(tmp_path: Path, preset: str, seeds: dict[str, int], *args
         assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{stdout}\n{stderr}"
         metrics[name] = compared_metrics(only_run_folder(outs[name], preset))
     return metrics
-
-
-@contextmanager
-def package_hidden(package: str, *importers: str) -> Iterator[None]:
-    """Within the block, ``import package`` fails as it does where the package is not installed.
-
-    The modules named ``importers`` (and their submodules), which import ``package`` when they are
-    themselves imported, are dropped from ``sys.modules`` so that the next import runs again and
-    meets the missing package; every module is as before once the block ends.
-    """
-    def ours(name: str) -> bool:
-        return any(name == prefix or name.startswith(prefix + ".") for prefix in (package, *importers))
-
-    saved = {name: module for name, module in sys.modules.items() if ours(name)}
-    for name in saved:
-        del sys.modules[name]
-    # None in sys.modules makes ``import package`` raise ImportError (ModuleNotFoundError).
-    sys.modules[package] = None
-    try:
-        yield
-    finally:
-        for name in [name for name in sys.modules if ours(name)]:
-            del sys.modules[name]
-        sys.modules.update(saved)
 
 
 def test_smoke_run_folder_holds_every_file(on_policy_run):

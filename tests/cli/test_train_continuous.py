@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import package_hidden
 from cli.test_train import (
-    assert_exit, load_final, metrics_by_run, no_run_folder, only_run_folder, package_hidden, read_csv,
+    assert_exit, load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv,
     read_run_json, rlcli_process,
 )
 from conftest import assert_bad_input
