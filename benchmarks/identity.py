@@ -4,7 +4,9 @@ A refactor that claims "no behaviour change" runs this before and after and comp
 two files: every shipped preset (and a few variants that take other code paths: prioritized,
 memmap and 1-step replay, OU noise, evaluation) trains for a few iterations on the CPU with
 seed 1, and the rows of ``metrics.csv`` without the columns that read a clock (``time/...``,
-``rollout/fps``...) must be byte-identical.
+``rollout/fps``...) must be byte-identical. Presets that ``RUNS`` does not name get a budget
+derived from their file (:func:`short`); offline presets read a small dataset of random
+Pendulum episodes written here, since their own datasets are made by ``make_datasets.py``.
 
     python benchmarks/identity.py --json /tmp/identity-before.json
     python benchmarks/identity.py --compare /tmp/identity-before.json
@@ -20,7 +22,10 @@ import json
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Preset (or name=preset) -> the --set overrides that make it short but past its warm-up.
 RUNS: dict[str, tuple[str, ...]] = {
@@ -42,6 +47,29 @@ RUNS: dict[str, tuple[str, ...]] = {
 }
 # Columns that read a clock: the phase timings, wall time and throughput.
 CLOCK = ("time/", "wall_time")
+
+
+def short(preset: Path, dataset: str) -> tuple[str, ...]:
+    """Overrides that make ``preset`` train a few iterations past its warm-up: two batches on-policy,
+    a warm-up of two batches and four more off-policy, 40 gradient steps offline."""
+    cfg = tomllib.loads(preset.read_text(encoding="utf-8"))
+    if "data" in cfg:
+        return (f"data.dataset={json.dumps(dataset)}", "data.total_steps=40", "data.steps_per_iteration=20",
+                "eval.final_episodes=2")
+    batch = cfg["collector"]["frames_per_batch"]
+    if "learning_starts" in cfg["algo"]:
+        return (f"algo.learning_starts={2 * batch}", f"collector.total_frames={6 * batch}")
+    return (f"collector.total_frames={2 * batch}",)
+
+
+def every_run(dataset: str) -> dict[str, tuple[str, ...]]:
+    """``RUNS``, then every other shipped preset with the overrides of :func:`short`."""
+    runs = dict(RUNS)
+    named = {name.partition("=")[2] or name for name in RUNS}
+    for preset in sorted((ROOT / "presets").glob("*.toml")):
+        if preset.stem not in named:
+            runs[preset.stem] = short(preset, dataset)
+    return runs
 
 
 def clockless(metrics: Path) -> str:
@@ -80,7 +108,11 @@ def main() -> int:
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="rlcli-identity-") as tmp:
-        for name, overrides in RUNS.items():
+        sys.path.insert(0, str(ROOT / "tests"))
+        from offline import random_dataset
+
+        dataset = random_dataset("Pendulum-v1", episodes=8, max_steps=100, root=Path(tmp) / "datasets")
+        for name, overrides in every_run(dataset).items():
             label = name.partition("=")[0]
             if args.only and label not in args.only:
                 continue
