@@ -15,7 +15,6 @@ import torch
 
 # benchmarks/ is on sys.path when a script of it runs.
 from replay_memory import rss_mib
-
 from rlcli.config.load import load_config
 from rlcli.replay.frames import frame_storage_bytes
 from rlcli.replay.storage import storage_bytes
@@ -30,15 +29,26 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as folder:
-        cfg = load_config("dqn_breakout", [f'run.output_dir="{folder}"', "run.device=cpu",
-                                           f"algo.replay.capacity={args.capacity}", f'algo.replay.frames="{args.frames}"',
-                                           "collector.frames_per_batch=1024", "algo.learning_starts=10000000",
-                                           "collector.total_frames=20000000"])
+        cfg = load_config(
+            "dqn_breakout",
+            [
+                f'run.output_dir="{folder}"',
+                "run.device=cpu",
+                f"algo.replay.capacity={args.capacity}",
+                f'algo.replay.frames="{args.frames}"',
+                "collector.frames_per_batch=1024",
+                "algo.learning_starts=10000000",
+                "collector.total_frames=20000000",
+            ],
+        )
         run = build_run(cfg)
         replay = run.algo.replay
         one_m, spec = cfg.algo.replay.model_copy(update={"capacity": 1_000_000}), replay.buffer.spec
-        counted = (frame_storage_bytes(one_m, spec, num_envs=cfg.env.num_envs) if args.frames == "auto"
-                   else storage_bytes(one_m, spec))
+        counted = (
+            frame_storage_bytes(one_m, spec, num_envs=cfg.env.num_envs)
+            if args.frames == "auto"
+            else storage_bytes(one_m, spec)
+        )
         start = rss_mib()
         timer = Timer(run.device)
         while replay.frames < args.capacity + 2048:

@@ -29,18 +29,25 @@ def write(folder: Path, episodes: int, length: int) -> Path:
     from minari.data_collector import EpisodeBuffer
 
     rng = np.random.default_rng(0)
-    buffers = [EpisodeBuffer(observations=rng.standard_normal((length + 1, OBS)),
-                             actions=rng.uniform(-1, 1, (length, ACT)).astype(np.float32),
-                             rewards=rng.standard_normal(length), terminations=np.zeros(length, bool),
-                             truncations=np.r_[np.zeros(length - 1, bool), True], infos={})
-               for _ in range(episodes)]
+    buffers = [
+        EpisodeBuffer(
+            observations=rng.standard_normal((length + 1, OBS)),
+            actions=rng.uniform(-1, 1, (length, ACT)).astype(np.float32),
+            rewards=rng.standard_normal(length),
+            terminations=np.zeros(length, bool),
+            truncations=np.r_[np.zeros(length - 1, bool), True],
+            infos={},
+        )
+        for _ in range(episodes)
+    ]
     obs_space = gym.spaces.Box(-np.inf, np.inf, (OBS,), np.float64)
     act_space = gym.spaces.Box(-1, 1, (ACT,), np.float32)
     import os
 
     os.environ["MINARI_DATASETS_PATH"] = str(folder)
-    minari.create_dataset_from_buffers("bench/loading-v0", buffers, observation_space=obs_space,
-                                       action_space=act_space, algorithm_name="random")
+    minari.create_dataset_from_buffers(
+        "bench/loading-v0", buffers, observation_space=obs_space, action_space=act_space, algorithm_name="random"
+    )
     return folder / "bench" / "loading-v0"
 
 
@@ -60,8 +67,13 @@ def load_once(path: str) -> dict:
     # What the file holds: every observation (L + 1 per episode) in float64, float32 actions, float64
     # rewards, and the two flags.
     raw = (steps + episodes) * OBS * 8 + steps * ACT * 4 + steps * 8 + steps * 2
-    return {"seconds": seconds, "bytes": data.nbytes, "raw_bytes": raw, "peak_above_start": peak - before,
-            "transitions": steps}
+    return {
+        "seconds": seconds,
+        "bytes": data.nbytes,
+        "raw_bytes": raw,
+        "peak_above_start": peak - before,
+        "transitions": steps,
+    }
 
 
 def main() -> None:
@@ -76,14 +88,22 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="rlcli-loading-") as folder:
         path = write(Path(folder), args.episodes, args.length)
-        runs = [json.loads(subprocess.run([sys.executable, __file__, "--child", str(path)], capture_output=True,
-                                          text=True, check=True).stdout) for _ in range(args.repeat)]
+        runs = [
+            json.loads(
+                subprocess.run(
+                    [sys.executable, __file__, "--child", str(path)], capture_output=True, text=True, check=True
+                ).stdout
+            )
+            for _ in range(args.repeat)
+        ]
     seconds = statistics.median(r["seconds"] for r in runs)
     first = runs[0]
-    print(f"{first['transitions']:,} transitions: load median {seconds:.2f} s "
-          f"(runs {', '.join(format(r['seconds'], '.2f') for r in runs)}); held {first['bytes'] / 2**20:,.0f} MiB = "
-          f"{first['bytes'] / first['raw_bytes']:.3f}x the raw arrays' {first['raw_bytes'] / 2**20:,.0f} MiB; "
-          f"peak memory above the start {statistics.median(r['peak_above_start'] for r in runs) / 2**20:,.0f} MiB")
+    print(
+        f"{first['transitions']:,} transitions: load median {seconds:.2f} s "
+        f"(runs {', '.join(format(r['seconds'], '.2f') for r in runs)}); held {first['bytes'] / 2**20:,.0f} MiB = "
+        f"{first['bytes'] / first['raw_bytes']:.3f}x the raw arrays' {first['raw_bytes'] / 2**20:,.0f} MiB; "
+        f"peak memory above the start {statistics.median(r['peak_above_start'] for r in runs) / 2**20:,.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,9 @@ import json
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,11 +39,17 @@ RUNS: dict[str, tuple[str, ...]] = {
     "td3_pendulum": ("collector.total_frames=1200",),
     "ddpg_pendulum": ("collector.total_frames=1200",),
     "sac_halfcheetah": ("collector.total_frames=200", "algo.learning_starts=100"),
-    "dqn_prioritized=dqn_cartpole": ("collector.total_frames=2048", "algo.replay.prioritized=true",
-                                     "algo.replay.storage=\"memmap\""),
-    "sac_nstep_prioritized=sac_pendulum": ("collector.total_frames=400", "algo.n_step=3",
-                                           "algo.replay.prioritized=true"),
-    "td3_ou=ddpg_pendulum": ("collector.total_frames=1200", "algo.noise=\"ou\""),
+    "dqn_prioritized=dqn_cartpole": (
+        "collector.total_frames=2048",
+        "algo.replay.prioritized=true",
+        'algo.replay.storage="memmap"',
+    ),
+    "sac_nstep_prioritized=sac_pendulum": (
+        "collector.total_frames=400",
+        "algo.n_step=3",
+        "algo.replay.prioritized=true",
+    ),
+    "td3_ou=ddpg_pendulum": ("collector.total_frames=1200", 'algo.noise="ou"'),
     "ppo_eval=ppo_cartpole": ("collector.total_frames=2048", "eval.every_frames=1024", "eval.episodes=3"),
 }
 # Columns that read a clock: the phase timings, wall time and throughput.
@@ -54,8 +61,12 @@ def short(preset: Path, dataset: str) -> tuple[str, ...]:
     a warm-up of two batches and four more off-policy, 40 gradient steps offline."""
     cfg = tomllib.loads(preset.read_text(encoding="utf-8"))
     if "data" in cfg:
-        return (f"data.dataset={json.dumps(dataset)}", "data.total_steps=40", "data.steps_per_iteration=20",
-                "eval.final_episodes=2")
+        return (
+            f"data.dataset={json.dumps(dataset)}",
+            "data.total_steps=40",
+            "data.steps_per_iteration=20",
+            "eval.final_episodes=2",
+        )
     batch = cfg["collector"]["frames_per_batch"]
     if "learning_starts" in cfg["algo"]:
         return (f"algo.learning_starts={2 * batch}", f"collector.total_frames={6 * batch}")
@@ -88,16 +99,35 @@ def fingerprint(name: str, overrides: tuple[str, ...], out: Path) -> dict[str, s
     label, _, preset = name.partition("=")
     preset = preset or label
     folder = out / label
-    command = [sys.executable, "-m", "rlcli", "train", preset, "--seed", "1", "--device", "cpu", "--quiet",
-               "--out", str(folder), *[arg for o in overrides for arg in ("--set", o)],
-               "--set", "run.stop_at_return=1e9", "--set", "logger.interval=1"]
+    command = [
+        sys.executable,
+        "-m",
+        "rlcli",
+        "train",
+        preset,
+        "--seed",
+        "1",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--out",
+        str(folder),
+        *[arg for o in overrides for arg in ("--set", o)],
+        "--set",
+        "run.stop_at_return=1e9",
+        "--set",
+        "logger.interval=1",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return {"error": (done.stderr or done.stdout)[-2000:]}
     (metrics,) = folder.glob("*/metrics.csv")
     text = clockless(metrics)
-    return {"md5": hashlib.md5(text.encode()).hexdigest(), "rows": str(text.count("\n") - 1),
-            "columns": text.splitlines()[0]}
+    return {
+        "md5": hashlib.md5(text.encode()).hexdigest(),
+        "rows": str(text.count("\n") - 1),
+        "columns": text.splitlines()[0],
+    }
 
 
 def main() -> int:
@@ -117,8 +147,7 @@ def main() -> int:
             if args.only and label not in args.only:
                 continue
             results[label] = fingerprint(name, overrides, Path(tmp))
-            print(f"{label:24} {results[label].get('md5', 'ERROR')} rows={results[label].get('rows', '-')}",
-                  flush=True)
+            print(f"{label:24} {results[label].get('md5', 'ERROR')} rows={results[label].get('rows', '-')}", flush=True)
             if "error" in results[label]:
                 print(results[label]["error"], file=sys.stderr)
     if args.json:

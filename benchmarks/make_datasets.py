@@ -34,36 +34,60 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100_000, help="steps of each played dataset")
     parser.add_argument("--overwrite", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--frames", type=int, default=20_000,
-                        help="frames the sac_pendulum run trains (the expert is its last policy)")
+    parser.add_argument(
+        "--frames", type=int, default=20_000, help="frames the sac_pendulum run trains (the expert is its last policy)"
+    )
     args = parser.parse_args()
     runs = tempfile.mkdtemp(prefix="rlcli-datasets-")
     # Pendulum's best return is 0, so the threshold is never met and the whole budget is trained.
-    cfg = load_config("sac_pendulum", [f'run.output_dir="{runs}"', f"run.seed={args.seed}", "timing.enabled=false",
-                                       "run.stop_at_return=0.0", f"collector.total_frames={args.frames}",
-                                       "eval.every_frames=1000", "eval.episodes=10",
-                                       "checkpoint.every_frames=1000", "checkpoint.keep_last=1000"])
+    cfg = load_config(
+        "sac_pendulum",
+        [
+            f'run.output_dir="{runs}"',
+            f"run.seed={args.seed}",
+            "timing.enabled=false",
+            "run.stop_at_return=0.0",
+            f"collector.total_frames={args.frames}",
+            "eval.every_frames=1000",
+            "eval.episodes=10",
+            "checkpoint.every_frames=1000",
+            "checkpoint.keep_last=1000",
+        ],
+    )
     medium: dict = {}
 
     def note_medium(state) -> None:
-        if (not medium and state.eval_frames == state.frames
-                and state.last_eval.get("eval/return_mean", -1e9) >= MEDIUM_RETURN):
+        if (
+            not medium
+            and state.eval_frames == state.frames
+            and state.last_eval.get("eval/return_mean", -1e9) >= MEDIUM_RETURN
+        ):
             medium.update(frames=state.frames, eval=state.last_eval["eval/return_mean"])
 
     expert = train(build_run(cfg), hooks=Hooks(on_iteration_end=[note_medium]))
     if not medium:
         raise SystemExit(f"the run's evaluation never passed {MEDIUM_RETURN}: no medium policy")
     checkpoint = expert.run_dir / "checkpoints" / f"ckpt-{medium['frames']:012d}.pt"
-    print(f"expert: {expert.frames:,} frames, last evaluation {expert.last_eval['eval/return_mean']:.1f}; "
-          f"medium: the checkpoint at {medium['frames']:,} frames, evaluation {medium['eval']:.1f}")
+    print(
+        f"expert: {expert.frames:,} frames, last evaluation {expert.last_eval['eval/return_mean']:.1f}; "
+        f"medium: the checkpoint at {medium['frames']:,} frames, evaluation {medium['eval']:.1f}"
+    )
     written = {
-        "expert": record_policy(expert.run_dir, steps=args.steps, out="pendulum/expert-v0", noise=0.1,
-                                seed=args.seed, overwrite=args.overwrite),
-        "medium": record_policy(checkpoint, steps=args.steps, out="pendulum/medium-v0", noise=0.1,
-                                seed=args.seed, overwrite=args.overwrite),
+        "expert": record_policy(
+            expert.run_dir,
+            steps=args.steps,
+            out="pendulum/expert-v0",
+            noise=0.1,
+            seed=args.seed,
+            overwrite=args.overwrite,
+        ),
+        "medium": record_policy(
+            checkpoint, steps=args.steps, out="pendulum/medium-v0", noise=0.1, seed=args.seed, overwrite=args.overwrite
+        ),
         "medium-replay": record_replay(checkpoint, out="pendulum/medium-replay-v0", overwrite=args.overwrite),
-        "random": record_random(cfg.env, steps=args.steps, out="pendulum/random-v0", seed=args.seed,
-                                overwrite=args.overwrite),
+        "random": record_random(
+            cfg.env, steps=args.steps, out="pendulum/random-v0", seed=args.seed, overwrite=args.overwrite
+        ),
     }
     print(json.dumps({name: rec.to_json() for name, rec in written.items()}, indent=2))
     print(f"datasets written under {datasets_root()} (set MINARI_DATASETS_PATH to read them from elsewhere)")

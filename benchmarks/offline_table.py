@@ -46,11 +46,18 @@ def train_one(preset: str, dataset: str, seed: int, out: str, extra: tuple[str, 
     from rlcli.run import build_run
     from rlcli.trainer import train
 
-    cfg = load_config(preset, [f'data.dataset="{dataset}"', f"run.seed={seed}", f'run.output_dir="{out}"',
-                               "timing.enabled=false", *extra])
+    cfg = load_config(
+        preset,
+        [f'data.dataset="{dataset}"', f"run.seed={seed}", f'run.output_dir="{out}"', "timing.enabled=false", *extra],
+    )
     state = train(build_run(cfg))
-    return {"seed": seed, "status": state.status, "eval": state.last_eval["eval/return_mean"],
-            "seconds": state.wall_time, "steps": state.frames}
+    return {
+        "seed": seed,
+        "status": state.status,
+        "eval": state.last_eval["eval/return_mean"],
+        "seconds": state.wall_time,
+        "steps": state.frames,
+    }
 
 
 def main() -> None:
@@ -58,8 +65,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--cells", nargs="*", default=list(CELLS), choices=list(CELLS))
-    parser.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
-                        help="an override for every run (a shorter budget, say)")
+    parser.add_argument(
+        "--set",
+        dest="extra",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override for every run (a shorter budget, say)",
+    )
     parser.add_argument("--readme", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -73,19 +86,40 @@ def main() -> None:
     with ProcessPoolExecutor(args.jobs) as pool:
         for cell in args.cells:
             preset, dataset = CELLS[cell]
-            runs = list(pool.map(train_one, [preset] * args.seeds, [dataset] * args.seeds, range(args.seeds),
-                                 [out] * args.seeds, [tuple(args.extra)] * args.seeds))
+            runs = list(
+                pool.map(
+                    train_one,
+                    [preset] * args.seeds,
+                    [dataset] * args.seeds,
+                    range(args.seeds),
+                    [out] * args.seeds,
+                    [tuple(args.extra)] * args.seeds,
+                )
+            )
             data = mean_return(dataset)
             scores = [normalized(r["eval"]) for r in runs]
-            row = {"cell": cell, "preset": preset, "dataset": dataset, "dataset_return": data,
-                   "dataset_score": normalized(data), "runs": runs, "scores": scores,
-                   "median": statistics.median(scores), "min": min(scores), "max": max(scores),
-                   "above_dataset": sum(r["eval"] > data for r in runs),
-                   "seconds": statistics.median(r["seconds"] for r in runs), "steps": runs[0]["steps"]}
+            row = {
+                "cell": cell,
+                "preset": preset,
+                "dataset": dataset,
+                "dataset_return": data,
+                "dataset_score": normalized(data),
+                "runs": runs,
+                "scores": scores,
+                "median": statistics.median(scores),
+                "min": min(scores),
+                "max": max(scores),
+                "above_dataset": sum(r["eval"] > data for r in runs),
+                "seconds": statistics.median(r["seconds"] for r in runs),
+                "steps": runs[0]["steps"],
+            }
             rows.append(row)
-            print(f"{cell:20s} dataset {row['dataset_score']:6.1f}  score {row['median']:6.1f} "
-                  f"({row['min']:.1f} to {row['max']:.1f}), above the dataset on {row['above_dataset']}/{args.seeds}, "
-                  f"{row['seconds']:.0f} s", flush=True)
+            print(
+                f"{cell:20s} dataset {row['dataset_score']:6.1f}  score {row['median']:6.1f} "
+                f"({row['min']:.1f} to {row['max']:.1f}), above the dataset on {row['above_dataset']}/{args.seeds}, "
+                f"{row['seconds']:.0f} s",
+                flush=True,
+            )
     if args.json:
         args.json.write_text(json.dumps({"random": random, "expert": expert, "rows": rows}, indent=2))
     if args.readme:
@@ -99,18 +133,26 @@ def write_readme(path: Path, rows: list[dict], seeds: int, random: float, expert
 
     import torch
 
-    lines = [BEGIN, "",
-             f"Normalized scores (0: random actions, {random:.1f}; 100: the expert dataset, {expert:.1f}), "
-             f"median (min to max) over {seeds} seeds of the deterministic evaluation (10 episodes) that ends "
-             "each run, beside the dataset's own mean episode return on the same scale:", "",
-             "| algorithm | dataset | dataset's score | score | runs above the dataset | gradient steps | seconds (median) |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        BEGIN,
+        "",
+        f"Normalized scores (0: random actions, {random:.1f}; 100: the expert dataset, {expert:.1f}), "
+        f"median (min to max) over {seeds} seeds of the deterministic evaluation (10 episodes) that ends "
+        "each run, beside the dataset's own mean episode return on the same scale:",
+        "",
+        "| algorithm | dataset | dataset's score | score | runs above the dataset | gradient steps | seconds (median) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for row in rows:
         algo, data = row["cell"].split(":")
-        lines.append(f"| {algo} | {data} | {row['dataset_score']:.1f} | {row['median']:.1f} ({row['min']:.1f} to "
-                     f"{row['max']:.1f}) | {row['above_dataset']}/{seeds} | {row['steps']:,} | {row['seconds']:.0f} |")
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-               f"{jobs} run(s) at a time, {datetime.date.today().isoformat()}")
+        lines.append(
+            f"| {algo} | {data} | {row['dataset_score']:.1f} | {row['median']:.1f} ({row['min']:.1f} to "
+            f"{row['max']:.1f}) | {row['above_dataset']}/{seeds} | {row['steps']:,} | {row['seconds']:.0f} |"
+        )
+    machine = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{jobs} run(s) at a time, {datetime.date.today().isoformat()}"
+    )
     lines += ["", f"Machine: {machine}. Seconds are training wall time, evaluation included.", "", END]
     text = path.read_text(encoding="utf-8")
     if BEGIN in text:

@@ -41,13 +41,20 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=81920, help="frames per throughput run")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--parallel", choices=["replicate", "split"], default="replicate")
-    parser.add_argument("--solve", action="store_true", help="also train the whole preset with --nproc N to its "
-                                                              "stop_at_return, and report frames and seconds to it")
+    parser.add_argument(
+        "--solve",
+        action="store_true",
+        help="also train the whole preset with --nproc N to its stop_at_return, and report frames and seconds to it",
+    )
     opts = parser.parse_args()
     fps: dict[int, list[float]] = {1: [], opts.nproc: []}
     shares: list[float] = []
-    settings = (f"collector.total_frames={opts.frames}", "run.stop_at_return=1e9", "checkpoint.every_frames=0",
-                f'run.parallel="{opts.parallel}"')
+    settings = (
+        f"collector.total_frames={opts.frames}",
+        "run.stop_at_return=1e9",
+        "checkpoint.every_frames=0",
+        f'run.parallel="{opts.parallel}"',
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(opts.repeat):
             # Interleaved, so that drift of a shared machine falls on both alike.
@@ -60,15 +67,19 @@ def main() -> None:
         one, many = statistics.median(fps[1]), statistics.median(fps[opts.nproc])
         share = statistics.median(shares)
         print(f"{opts.preset}, {opts.frames:,} frames, run.parallel={opts.parallel}, medians of {opts.repeat}:")
-        print(f"  --nproc 1: {one:,.0f} frames/s   --nproc {opts.nproc}: {many:,.0f} frames/s   "
-              f"ratio {many / one:.2f}x   all-reduce share of the iteration {share:.1%}")
+        print(
+            f"  --nproc 1: {one:,.0f} frames/s   --nproc {opts.nproc}: {many:,.0f} frames/s   "
+            f"ratio {many / one:.2f}x   all-reduce share of the iteration {share:.1%}"
+        )
         # What the ranks' own work allows: the same run with the all-reduce waits taken out.
         print(f"  ratio with the all-reduce time taken out of the iteration: {many / (1 - share) / one:.2f}x")
         if opts.solve:
             info = train(opts.preset, opts.nproc, Path(tmp) / "solve", f'run.parallel="{opts.parallel}"')
-            print(f"  --nproc {opts.nproc} to the threshold: status {info['status']}, "
-                  f"{info['solved_at_frames'] or 'not reached'} frames, {info['solved_at_seconds']} s "
-                  f"(best return {info['best_return']:.1f}, {info['frames']:,} frames trained)")
+            print(
+                f"  --nproc {opts.nproc} to the threshold: status {info['status']}, "
+                f"{info['solved_at_frames'] or 'not reached'} frames, {info['solved_at_seconds']} s "
+                f"(best return {info['best_return']:.1f}, {info['frames']:,} frames trained)"
+            )
 
 
 if __name__ == "__main__":

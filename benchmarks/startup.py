@@ -52,8 +52,7 @@ app()
 
 def wall(src: str, argv: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", LAUNCH, src, "wall", *argv], cwd=ROOT, capture_output=True,
-                          text=True)
+    done = subprocess.run([sys.executable, "-c", LAUNCH, src, "wall", *argv], cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{argv} exited {done.returncode}: {done.stderr[-2000:]}")
@@ -63,8 +62,12 @@ def wall(src: str, argv: list[str]) -> float:
 def first_iteration(src: str, out: str) -> float:
     # The LAUNCH probe replaces the trainer's _iteration, which it imports first; the rest of the
     # imports happen as in a real run, since rlcli.trainer.loop is part of what `train` loads anyway.
-    done = subprocess.run([sys.executable, "-c", LAUNCH, src, "first-iteration", "train", "ppo_cartpole",
-                           "--out", out, "--quiet"], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH, src, "first-iteration", "train", "ppo_cartpole", "--out", out, "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     for line in done.stderr.splitlines():
         if line.startswith("FIRST_ITERATION"):
             return float(line.split()[1])

@@ -54,8 +54,10 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 def markdown(results: list[SeedsResult], jobs: int) -> str:
     import torch
 
-    rows = ["| preset | threshold | seeds solved | median frames to it | median train s | median process s |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "| preset | threshold | seeds solved | median frames to it | median train s | median process s |",
+        "|---|---|---|---|---|---|",
+    ]
     for result in results:
         s = result.summary()
         rows.append(
@@ -64,8 +66,10 @@ def markdown(results: list[SeedsResult], jobs: int) -> str:
             f"{_fmt(s['solved_process_s']['median'])} |"
         )
     at_once = "one seed at a time" if jobs == 1 else f"{jobs} seeds at a time"
-    machine = (f"{cpu_name()}, {os.cpu_count()} cores, {at_once}, torch {torch.__version__}, "
-               f"Python {platform.python_version()}")
+    machine = (
+        f"{cpu_name()}, {os.cpu_count()} cores, {at_once}, torch {torch.__version__}, "
+        f"Python {platform.python_version()}"
+    )
     return "\n".join(rows) + f"\n\nMachine: {machine}. Medians over the seeds that reached the threshold.\n"
 
 
@@ -96,7 +100,9 @@ def main() -> int:
             print(f"{args.readme}: no results markers", file=sys.stderr)
             return 2
         head, rest = text.split(BEGIN, 1)
-        args.readme.write_text(f"{head}{BEGIN}\n\n{markdown(results, args.jobs)}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
+        args.readme.write_text(
+            f"{head}{BEGIN}\n\n{markdown(results, args.jobs)}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8"
+        )
     return 1 if any(r.failed for r in results) else 0
 
 

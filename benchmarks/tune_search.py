@@ -28,17 +28,38 @@ from pathlib import Path
 import optuna
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = ["env.num_envs=8", "collector.total_frames=60000", "eval.every_frames=60000", "eval.episodes=5",
-            "eval.deterministic=true", 'optim.lr_schedule="constant"', 'algo.clip_schedule="constant"',
-            # RL-Zoo trains every trial to its budget: no stop at a rolling return.
-            "run.stop_at_return=1e9"]
+SETTINGS = [
+    "env.num_envs=8",
+    "collector.total_frames=60000",
+    "eval.every_frames=60000",
+    "eval.episodes=5",
+    "eval.deterministic=true",
+    'optim.lr_schedule="constant"',
+    'algo.clip_schedule="constant"',
+    # RL-Zoo trains every trial to its budget: no stop at a rolling return.
+    "run.stop_at_return=1e9",
+]
 
 
 def command(out: Path, *, trials: int = 24, pruner: str = "median") -> list[str]:
     rlcli = shutil.which("rlcli") or str(Path(sys.executable).parent / "rlcli")
     sets = [item for s in SETTINGS for item in ("--set", s)]
-    return [rlcli, "tune", "ppo_cartpole", "--space", str(ROOT / "benchmarks/spaces/ppo_zoo.toml"), "--trials",
-            str(trials), "--jobs", "2", "--pruner", pruner, "--out", str(out), *sets]
+    return [
+        rlcli,
+        "tune",
+        "ppo_cartpole",
+        "--space",
+        str(ROOT / "benchmarks/spaces/ppo_zoo.toml"),
+        "--trials",
+        str(trials),
+        "--jobs",
+        "2",
+        "--pruner",
+        pruner,
+        "--out",
+        str(out),
+        *sets,
+    ]
 
 
 def study_figures(out: Path) -> dict:
@@ -46,17 +67,25 @@ def study_figures(out: Path) -> dict:
     trials = study.get_trials(deepcopy=False)
     states = collections.Counter(t.state.name for t in trials)
     numbers = [t.number for t in trials]
-    return {"best": study.best_value, "states": dict(states), "frames": sum(t.user_attrs.get("frames", 0)
-                                                                              for t in trials),
-            "unique_numbers": len(set(numbers)) == len(numbers), "trials": len(trials)}
+    return {
+        "best": study.best_value,
+        "states": dict(states),
+        "frames": sum(t.user_attrs.get("frames", 0) for t in trials),
+        "unique_numbers": len(set(numbers)) == len(numbers),
+        "trials": len(trials),
+    }
 
 
 def search(pruner: str) -> dict:
     out = Path(tempfile.mkdtemp(prefix=f"tune-search-{pruner}-"))
     start = time.perf_counter()
     subprocess.run(command(out, pruner=pruner), check=True, stdout=subprocess.DEVNULL)
-    return {"scenario": f"search --pruner {pruner}", "wall_s": round(time.perf_counter() - start, 1),
-            **study_figures(out), "folder": str(out)}
+    return {
+        "scenario": f"search --pruner {pruner}",
+        "wall_s": round(time.perf_counter() - start, 1),
+        **study_figures(out),
+        "folder": str(out),
+    }
 
 
 def finished(out: Path) -> int:
@@ -79,8 +108,13 @@ def kill() -> dict:
     at_kill = study_figures(out)
     start = time.perf_counter()
     subprocess.run(command(out), check=True, stdout=subprocess.DEVNULL)
-    return {"scenario": "kill -9 after 8 finished, then again", "at_kill": at_kill["states"],
-            "second_command_s": round(time.perf_counter() - start, 1), **study_figures(out), "folder": str(out)}
+    return {
+        "scenario": "kill -9 after 8 finished, then again",
+        "at_kill": at_kill["states"],
+        "second_command_s": round(time.perf_counter() - start, 1),
+        **study_figures(out),
+        "folder": str(out),
+    }
 
 
 def workers() -> dict:
@@ -89,8 +123,12 @@ def workers() -> dict:
     time.sleep(3)
     second = subprocess.Popen(command(out, trials=12), stdout=subprocess.DEVNULL)
     codes = [first.wait(), second.wait()]
-    return {"scenario": "two tuners, one SQLite study of 12", "exit_codes": codes, **study_figures(out),
-            "folder": str(out)}
+    return {
+        "scenario": "two tuners, one SQLite study of 12",
+        "exit_codes": codes,
+        **study_figures(out),
+        "folder": str(out),
+    }
 
 
 def main() -> None:
@@ -98,8 +136,11 @@ def main() -> None:
     parser.add_argument("scenarios", nargs="+", choices=["search", "kill", "workers"])
     args = parser.parse_args()
     for scenario in args.scenarios:
-        results = [search("median"), search("none")] if scenario == "search" else [
-            kill() if scenario == "kill" else workers()]
+        results = (
+            [search("median"), search("none")]
+            if scenario == "search"
+            else [kill() if scenario == "kill" else workers()]
+        )
         for result in results:
             print(json.dumps(result), flush=True)
 

@@ -91,8 +91,14 @@ def load(path: Path) -> dict:
 def run_one(cell: Cell, seed: int, out: Path, extra: list[str]) -> dict:
     """One ``rlcli train`` of ``cell`` with ``seed`` at the Zoo's budget; its final evaluation and times."""
     folder = out / f"{cell.preset}-{seed}"
-    overrides = [f"collector.total_frames={cell.budget}", "run.stop_at_return=1e9", f"run.seed={seed}",
-                 f"run.output_dir={json.dumps(folder.as_posix())}", "checkpoint.every_frames=0", *extra]
+    overrides = [
+        f"collector.total_frames={cell.budget}",
+        "run.stop_at_return=1e9",
+        f"run.seed={seed}",
+        f"run.output_dir={json.dumps(folder.as_posix())}",
+        "checkpoint.every_frames=0",
+        *extra,
+    ]
     command = [sys.executable, "-m", "rlcli", "train", cell.preset, "--quiet"]
     for item in overrides:
         command += ["--set", item]
@@ -100,16 +106,26 @@ def run_one(cell: Cell, seed: int, out: Path, extra: list[str]) -> dict:
     runs = sorted(folder.glob("*/run.json"))
     info = json.loads(runs[-1].read_text(encoding="utf-8")) if runs else {}
     final = info.get("final_eval") or {}
-    return {"preset": cell.preset, "seed": seed, "exit": done.returncode, "status": info.get("status"),
-            "frames": info.get("frames"), "train_s": info.get("wall_time_s"), "final_eval": final.get("mean"),
-            "final_std": final.get("std"), "episodes": final.get("episodes"),
-            "error": None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1],
-            "date": datetime.date.today().isoformat(), "overrides": extra}
+    return {
+        "preset": cell.preset,
+        "seed": seed,
+        "exit": done.returncode,
+        "status": info.get("status"),
+        "frames": info.get("frames"),
+        "train_s": info.get("wall_time_s"),
+        "final_eval": final.get("mean"),
+        "final_std": final.get("std"),
+        "episodes": final.get("episodes"),
+        "error": None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1],
+        "date": datetime.date.today().isoformat(),
+        "overrides": extra,
+    }
 
 
 def cell_rows(results: dict, cell: Cell) -> list[dict]:
-    return sorted((r for r in results.get(cell.preset, {}).values() if r.get("final_eval") is not None),
-                  key=lambda r: r["seed"])
+    return sorted(
+        (r for r in results.get(cell.preset, {}).values() if r.get("final_eval") is not None), key=lambda r: r["seed"]
+    )
 
 
 def sb3_scores(scores: dict) -> str:
@@ -122,20 +138,27 @@ def sb3_scores(scores: dict) -> str:
             continue
         seeds = sorted(runs, key=int)
         values = [runs[seed]["final_eval"] for seed in seeds]
-        lines.append(f"- {cell.task} {cell.algo} @ {cell.budget:,}: SB3 {statistics.median(values):.1f} "
-                     f"({min(values):.1f} – {max(values):.1f}) over seeds {', '.join(seeds)}; "
-                     f"the Zoo's one run {cell.mean:g}")
+        lines.append(
+            f"- {cell.task} {cell.algo} @ {cell.budget:,}: SB3 {statistics.median(values):.1f} "
+            f"({min(values):.1f} – {max(values):.1f}) over seeds {', '.join(seeds)}; "
+            f"the Zoo's one run {cell.mean:g}"
+        )
     if not lines:
         return ""
-    return ("\nStable-Baselines3 2.9.2 scored the same way (the Zoo's hyperparameters and budget, the median over "
-            "seeds of 100 deterministic episodes; `benchmarks/peers/sb3_zoo_score.sh`), on cells rlcli misses:\n\n"
-            + "\n".join(lines) + "\n")
+    return (
+        "\nStable-Baselines3 2.9.2 scored the same way (the Zoo's hyperparameters and budget, the median over "
+        "seeds of 100 deterministic episodes; `benchmarks/peers/sb3_zoo_score.sh`), on cells rlcli misses:\n\n"
+        + "\n".join(lines)
+        + "\n"
+    )
 
 
 def markdown(results: dict, sb3: dict, sb3_score: dict | None = None) -> str:
-    lines = ["| task | algo | RL-Zoo: mean ± std @ frames | rlcli: median final eval (min – max) | seeds "
-             "| ≥ Zoo mean − std | ≥ Zoo mean | rlcli median train s | SB3 2.9.2 s (rlcli / SB3) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| task | algo | RL-Zoo: mean ± std @ frames | rlcli: median final eval (min – max) | seeds "
+        "| ≥ Zoo mean − std | ≥ Zoo mean | rlcli median train s | SB3 2.9.2 s (rlcli / SB3) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     met_low = met_mean = filled = 0
     for cell in CELLS:
         rows = cell_rows(results, cell)
@@ -154,48 +177,63 @@ def markdown(results: dict, sb3: dict, sb3_score: dict | None = None) -> str:
         timed = [r["train_s"] for r in rows if not r.get("untimed")] or [r["train_s"] for r in rows]
         seconds = statistics.median(timed)
         peer = sb3.get(cell.preset)
-        versus = (f"{peer['sb3_s']:,.0f} ({peer['rlcli_s'] / peer['sb3_s']:.2f})" if peer else "")
+        versus = f"{peer['sb3_s']:,.0f} ({peer['rlcli_s'] / peer['sb3_s']:.2f})" if peer else ""
         seeds = f"{len(rows)}" + (" (one seed: long budget)" if cell.one_seed and len(rows) == 1 else "")
-        lines.append(f"| {cell.task} | {cell.algo} | {zoo} | {median:.1f} ({min(scores):.1f} – {max(scores):.1f}) | "
-                     f"{seeds} | {'yes' if low else '**no**'} | {'yes' if mean else 'no'} | {seconds:,.0f} | {versus} |")
+        lines.append(
+            f"| {cell.task} | {cell.algo} | {zoo} | {median:.1f} ({min(scores):.1f} – {max(scores):.1f}) | "
+            f"{seeds} | {'yes' if low else '**no**'} | {'yes' if mean else 'no'} | {seconds:,.0f} | {versus} |"
+        )
     import torch
 
     machine = f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, Python {platform.python_version()}"
     dates = sorted({r["date"] for runs in results.values() for r in runs.values()})
-    return ("\n".join(lines) + f"\n\n{filled} of {len(CELLS)} cells run; at or above the Zoo's mean − std in "
-            f"{met_low}, at or above its mean in {met_mean}. Machine: {machine}; runs dated "
-            f"{dates[0] if dates else '-'} to {dates[-1] if dates else '-'}. The Zoo's figures are one training run "
-            "each (its `benchmark.md`); rlcli's are the median over seeds of the mean return of 100 deterministic "
-            "episodes after the same budget. Train s: `run.json`'s wall time with one torch thread, two or three "
-            "runs side by side on the cores, so not a solo timing. SB3 column: Stable-Baselines3 2.9.2 with the "
-            "Zoo's hyperparameters, "
-            "same budget, same machine, one thread, run one after the other with rlcli's own figure "
-            "(`benchmarks/peers/sb3_zoo_wall.sh`).\n" + sb3_scores(sb3_score or {}))
+    return (
+        "\n".join(lines) + f"\n\n{filled} of {len(CELLS)} cells run; at or above the Zoo's mean − std in "
+        f"{met_low}, at or above its mean in {met_mean}. Machine: {machine}; runs dated "
+        f"{dates[0] if dates else '-'} to {dates[-1] if dates else '-'}. The Zoo's figures are one training run "
+        "each (its `benchmark.md`); rlcli's are the median over seeds of the mean return of 100 deterministic "
+        "episodes after the same budget. Train s: `run.json`'s wall time with one torch thread, two or three "
+        "runs side by side on the cores, so not a solo timing. SB3 column: Stable-Baselines3 2.9.2 with the "
+        "Zoo's hyperparameters, "
+        "same budget, same machine, one thread, run one after the other with rlcli's own figure "
+        "(`benchmarks/peers/sb3_zoo_wall.sh`).\n" + sb3_scores(sb3_score or {})
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, help="seeds per cell (default 3, and 1 for long cells; a number "
-                                                     "given here applies to long cells too)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        help="seeds per cell (default 3, and 1 for long cells; a number given here applies to long cells too)",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (each one thread)")
     parser.add_argument("--only", nargs="*", default=[], help="presets, algorithms or tasks to run")
     parser.add_argument("--rerun", action="store_true", help="run (preset, seed) pairs already in the results again")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
     parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--readme", type=Path, help="rewrite this README's block from the results (runs nothing "
-                                                    "unless --only is given)")
+    parser.add_argument(
+        "--readme", type=Path, help="rewrite this README's block from the results (runs nothing unless --only is given)"
+    )
     args = parser.parse_args()
     results = load(args.results)
     wanted = [c for c in CELLS if not args.only or {c.preset, c.algo.lower(), c.task} & set(args.only)]
     if args.readme is None or args.only:
-        tasks = [(cell, seed) for cell in wanted for seed in range(args.seeds or (1 if cell.one_seed else 3))
-                 if args.rerun or str(seed) not in results.get(cell.preset, {})]
+        tasks = [
+            (cell, seed)
+            for cell in wanted
+            for seed in range(args.seeds or (1 if cell.one_seed else 3))
+            if args.rerun or str(seed) not in results.get(cell.preset, {})
+        ]
         with tempfile.TemporaryDirectory() as out, ThreadPoolExecutor(args.jobs) as pool:
             futures = [pool.submit(run_one, cell, seed, Path(out), args.set) for cell, seed in tasks]
             for (cell, seed), future in zip(tasks, futures):
                 row = future.result()
-                print(f"{cell.preset} seed {seed}: {row['status']} final eval {row['final_eval']} "
-                      f"train {row['train_s']} s" + (f" ({row['error']})" if row["error"] else ""), flush=True)
+                print(
+                    f"{cell.preset} seed {seed}: {row['status']} final eval {row['final_eval']} "
+                    f"train {row['train_s']} s" + (f" ({row['error']})" if row["error"] else ""),
+                    flush=True,
+                )
                 results.setdefault(cell.preset, {})[str(seed)] = row
                 args.results.parent.mkdir(parents=True, exist_ok=True)
                 args.results.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")

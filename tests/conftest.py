@@ -37,11 +37,24 @@ BROKEN_CONFIGS = ROOT / "tests" / "broken_configs"
 
 # Presets whose env needs an optional extra, by the module the extra installs. `.ci/run`
 # installs every extra; without one, the tests that build such a preset are skipped.
-EXTRA_MODULES = {"sac_halfcheetah": "mujoco", "ppo_breakout": "ale_py", "ppo_pong": "ale_py", "dqn_breakout": "ale_py",
-                 **{f"{algo}_{task}": "Box2D" for algo, task in (
-                     ("ppo", "lunarlander"), ("a2c", "lunarlander"), ("dqn", "lunarlander"),
-                     ("ppo", "lunarlandercontinuous"), ("sac", "lunarlandercontinuous"),
-                     ("td3", "lunarlandercontinuous"), ("ddpg", "lunarlandercontinuous"))}}
+EXTRA_MODULES = {
+    "sac_halfcheetah": "mujoco",
+    "ppo_breakout": "ale_py",
+    "ppo_pong": "ale_py",
+    "dqn_breakout": "ale_py",
+    **{
+        f"{algo}_{task}": "Box2D"
+        for algo, task in (
+            ("ppo", "lunarlander"),
+            ("a2c", "lunarlander"),
+            ("dqn", "lunarlander"),
+            ("ppo", "lunarlandercontinuous"),
+            ("sac", "lunarlandercontinuous"),
+            ("td3", "lunarlandercontinuous"),
+            ("ddpg", "lunarlandercontinuous"),
+        )
+    },
+}
 
 
 def has_extra(preset: Path) -> bool:
@@ -66,7 +79,9 @@ def offline_root(tmp_path_factory):
 
 BUILDABLE_PRESETS = [p for p in PRESET_FILES if has_extra(p)]
 PRESETS_TO_BUILD = [
-    pytest.param(p, id=p.stem, marks=pytest.mark.skipif(not has_extra(p), reason=f"needs the {EXTRA_MODULES.get(p.stem)} extra"))
+    pytest.param(
+        p, id=p.stem, marks=pytest.mark.skipif(not has_extra(p), reason=f"needs the {EXTRA_MODULES.get(p.stem)} extra")
+    )
     for p in PRESET_FILES
 ]
 
@@ -161,8 +176,10 @@ def require_extra(module: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError:
-        pytest.fail(f"{module} is missing: install the extras with the README's test command "
-                    "(pip install -e '.[test,plot,video]')")
+        pytest.fail(
+            f"{module} is missing: install the extras with the README's test command "
+            "(pip install -e '.[test,plot,video]')"
+        )
 
 
 @pytest.fixture
@@ -173,14 +190,27 @@ def cartpole_dqn():
     from rlcli.run import build_run
 
     def make(**algo):
-        return build_run(validate_data({
-            "run": {"seed": 4, "device": "cpu"},
-            "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point",
-                    "max_episode_steps": 7},
-            "algo": {"name": "dqn", "batch_size": 8, "learning_starts": 64, "replay": {"capacity": 10_000},
-                     **algo},
-            "collector": {"frames_per_batch": 32, "total_frames": 3200},
-        }))
+        return build_run(
+            validate_data(
+                {
+                    "run": {"seed": 4, "device": "cpu"},
+                    "env": {
+                        "id": "CartPole-v1",
+                        "num_envs": 4,
+                        "vectorization": "vector_entry_point",
+                        "max_episode_steps": 7,
+                    },
+                    "algo": {
+                        "name": "dqn",
+                        "batch_size": 8,
+                        "learning_starts": 64,
+                        "replay": {"capacity": 10_000},
+                        **algo,
+                    },
+                    "collector": {"frames_per_batch": 32, "total_frames": 3200},
+                }
+            )
+        )
 
     return make
 
@@ -203,7 +233,6 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
-
 
 
 @dataclass
@@ -264,6 +293,7 @@ def package_hidden(package: str, *importers: str) -> Iterator[None]:
     themselves imported, are dropped from ``sys.modules`` so that the next import runs again and
     meets the missing package; every module is as before once the block ends.
     """
+
     def ours(name: str) -> bool:
         return any(name == prefix or name.startswith(prefix + ".") for prefix in (package, *importers))
 

@@ -43,8 +43,10 @@ def program(args) -> str:
 
 
 def guard_message(nodeid: str, what: str) -> str:
-    return (f"{nodeid} {what} in the default test layer: mark it @pytest.mark.integration "
-            "(tests/README.md says which layer a test belongs in), or test the library in-process")
+    return (
+        f"{nodeid} {what} in the default test layer: mark it @pytest.mark.integration "
+        "(tests/README.md says which layer a test belongs in), or test the library in-process"
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +81,7 @@ def layer_guard(request, monkeypatch):
             if self.family in (socket.AF_INET, socket.AF_INET6):
                 refuse(f"connects to a server at {address!r}")
             return connect(self, address)
+
         return method
 
     monkeypatch.setattr(subprocess.Popen, "__init__", popen)

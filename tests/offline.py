@@ -14,8 +14,15 @@ ROOT: Path | None = None
 """The session's dataset folder (set by conftest.py's ``offline_root`` fixture)."""
 
 
-def random_dataset(env_id: str, *, episodes: int = 4, seed: int = 0, max_steps: int = 50, name: str | None = None,
-                   root: Path | None = None) -> str:
+def random_dataset(
+    env_id: str,
+    *,
+    episodes: int = 4,
+    seed: int = 0,
+    max_steps: int = 50,
+    name: str | None = None,
+    root: Path | None = None,
+) -> str:
     """The path of a Minari dataset of ``episodes`` random episodes of ``env_id`` (each cut at
     ``max_steps`` steps by truncation), written on first use, as ``name`` under ``root`` (by default
     a name of its own under the session's folder)."""
@@ -38,14 +45,22 @@ def random_dataset(env_id: str, *, episodes: int = 4, seed: int = 0, max_steps: 
         while not done:
             action = env.action_space.sample()
             obs, reward, terminated, truncated, _ = env.step(action)
-            for key, value in zip(("observations", "actions", "rewards", "terminations", "truncations"),
-                                  (obs, action, reward, terminated, truncated)):
+            for key, value in zip(
+                ("observations", "actions", "rewards", "terminations", "truncations"),
+                (obs, action, reward, terminated, truncated),
+            ):
                 steps[key].append(value)
             done = terminated or truncated
-        buffers.append(EpisodeBuffer(observations=_stack(steps["observations"]), actions=np.stack(steps["actions"]),
-                                     rewards=np.asarray(steps["rewards"], dtype=np.float64),
-                                     terminations=np.asarray(steps["terminations"]),
-                                     truncations=np.asarray(steps["truncations"]), infos={}))
+        buffers.append(
+            EpisodeBuffer(
+                observations=_stack(steps["observations"]),
+                actions=np.stack(steps["actions"]),
+                rewards=np.asarray(steps["rewards"], dtype=np.float64),
+                terminations=np.asarray(steps["terminations"]),
+                truncations=np.asarray(steps["truncations"]),
+                infos={},
+            )
+        )
     env.close()
     import os
 

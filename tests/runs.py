@@ -65,8 +65,14 @@ def env_packages() -> None:
 @pytest.fixture(scope="session")
 def on_policy_run(tmp_path_factory) -> TrainedRun:
     """``rlcli train ppo_cartpole`` for 4,096 frames with checkpoints every 2,048, console output kept."""
-    return train_cli(tmp_path_factory.mktemp("on-policy") / "runs", "ppo_cartpole",
-                     "--set", f"collector.total_frames={ON_POLICY_FRAMES}", "--set", "checkpoint.every_frames=2048")
+    return train_cli(
+        tmp_path_factory.mktemp("on-policy") / "runs",
+        "ppo_cartpole",
+        "--set",
+        f"collector.total_frames={ON_POLICY_FRAMES}",
+        "--set",
+        "checkpoint.every_frames=2048",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -77,15 +83,21 @@ def off_policy_run(tmp_path_factory) -> TrainedRun:
     from rlcli.run import build_run
     from rlcli.trainer import train
 
-    state = train(build_run(validate_data({
-        "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path_factory.mktemp("off-policy"))},
-        "env": {"id": "Pendulum-v1", "num_envs": 2},
-        "network": {"hidden_sizes": [16, 16]},
-        "algo": {"name": "sac", "batch_size": 16, "learning_starts": 32},
-        "collector": {"frames_per_batch": 8, "total_frames": 480},
-        "eval": {"final_episodes": 0},
-        "timing": {"enabled": False},
-    })))
+    state = train(
+        build_run(
+            validate_data(
+                {
+                    "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path_factory.mktemp("off-policy"))},
+                    "env": {"id": "Pendulum-v1", "num_envs": 2},
+                    "network": {"hidden_sizes": [16, 16]},
+                    "algo": {"name": "sac", "batch_size": 16, "learning_starts": 32},
+                    "collector": {"frames_per_batch": 8, "total_frames": 480},
+                    "eval": {"final_episodes": 0},
+                    "timing": {"enabled": False},
+                }
+            )
+        )
+    )
     return TrainedRun(state.run_dir)
 
 
@@ -94,20 +106,25 @@ def offline_run(tmp_path_factory) -> TrainedRun:
     """IQL for 40 gradient steps on a Minari dataset of 4 random Pendulum episodes, evaluated every 20
     (2 episodes), no final evaluation."""
     from offline import random_dataset
-
     from rlcli.config.load import validate_data
     from rlcli.run import build_run
     from rlcli.trainer import train
 
-    state = train(build_run(validate_data({
-        "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path_factory.mktemp("offline"))},
-        "env": {"id": "Pendulum-v1", "num_envs": 2},
-        "network": {"hidden_sizes": [16, 16]},
-        "algo": {"name": "iql", "batch_size": 16},
-        "data": {"dataset": random_dataset("Pendulum-v1"), "total_steps": 40, "steps_per_iteration": 20},
-        "eval": {"every_frames": 20, "episodes": 2, "final_episodes": 0},
-        "timing": {"enabled": False},
-    })))
+    state = train(
+        build_run(
+            validate_data(
+                {
+                    "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path_factory.mktemp("offline"))},
+                    "env": {"id": "Pendulum-v1", "num_envs": 2},
+                    "network": {"hidden_sizes": [16, 16]},
+                    "algo": {"name": "iql", "batch_size": 16},
+                    "data": {"dataset": random_dataset("Pendulum-v1"), "total_steps": 40, "steps_per_iteration": 20},
+                    "eval": {"every_frames": 20, "episodes": 2, "final_episodes": 0},
+                    "timing": {"enabled": False},
+                }
+            )
+        )
+    )
     return TrainedRun(state.run_dir)
 
 
@@ -122,7 +139,9 @@ def pixel_run(tmp_path_factory) -> TrainedRun:
     config.write_text(
         '[env]\nid = "RlcliTest/DictCorridor-v0"\nnum_envs = 4\n\n'
         '[algo]\nname = "ppo"\nminibatch_size = 32\n\n'
-        "[collector]\nframes_per_batch = 64\ntotal_frames = 640\n", encoding="utf-8")
+        "[collector]\nframes_per_batch = 64\ntotal_frames = 640\n",
+        encoding="utf-8",
+    )
     return train_cli(base / "runs", config, "--env-package", "rlcli_test_envs", "--quiet")
 
 

@@ -5,8 +5,7 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.advantages import (ESTIMATORS, add_advantages, episode_ended, gae, n_step_returns, td0, td1,
-                              td_lambda)
+from rlcli.advantages import ESTIMATORS, add_advantages, episode_ended, gae, n_step_returns, td0, td1, td_lambda
 from rlcli.config.algos import ALGO_CONFIGS
 
 
@@ -74,8 +73,13 @@ def test_episode_end_stops_the_trace():
 def test_add_advantages_writes_advantage_and_target_keys_by_the_named_estimator():
     reward, value, next_value, terminated, truncated = random_rollout(16, 4, seed=3)
     batch = TensorDict(
-        {keys.REWARD: reward, keys.VALUE: value, keys.NEXT_VALUE: next_value,
-         keys.TERMINATED: terminated, keys.TRUNCATED: truncated},
+        {
+            keys.REWARD: reward,
+            keys.VALUE: value,
+            keys.NEXT_VALUE: next_value,
+            keys.TERMINATED: terminated,
+            keys.TRUNCATED: truncated,
+        },
         batch_size=[16, 4],
     )
     add_advantages(batch, gamma=0.9, lam=0.7)
@@ -90,8 +94,16 @@ def test_add_advantages_writes_advantage_and_target_keys_by_the_named_estimator(
 
 def test_add_advantages_reads_given_values_instead_of_the_batchs():
     reward, value, next_value, terminated, truncated = random_rollout(16, 4, seed=4)
-    batch = TensorDict({keys.REWARD: reward, keys.VALUE: value, keys.NEXT_VALUE: next_value,
-                        keys.TERMINATED: terminated, keys.TRUNCATED: truncated}, batch_size=[16, 4])
+    batch = TensorDict(
+        {
+            keys.REWARD: reward,
+            keys.VALUE: value,
+            keys.NEXT_VALUE: next_value,
+            keys.TERMINATED: terminated,
+            keys.TRUNCATED: truncated,
+        },
+        batch_size=[16, 4],
+    )
     zeros = torch.zeros_like(reward)
     add_advantages(batch, estimator="td1", gamma=0.9, lam=1.0, value=zeros, next_value=zeros)
     expected = reference_lambda_return(reward, zeros, terminated, truncated, 0.9, 1.0)
@@ -156,8 +168,9 @@ SHAPES = [(1, 1), (7, 3), (32, 4), (33, 5), (257, 3)]
 @pytest.mark.parametrize("steps,envs", SHAPES)
 @pytest.mark.parametrize("gamma", [0.99, 0.9, 1.0])
 def test_td0_matches_a_plain_loop(steps, envs, gamma):
-    reward, value, next_value, terminated, truncated = random_rollout(steps, envs, seed=steps + envs, p_term=0.1,
-                                                                      p_trunc=0.1)
+    reward, value, next_value, terminated, truncated = random_rollout(
+        steps, envs, seed=steps + envs, p_term=0.1, p_trunc=0.1
+    )
     advantage, target = td0(reward, value, next_value, terminated, truncated, gamma=gamma)
     assert target.shape == (steps, envs) and target.dtype == torch.float32
     torch.testing.assert_close(target.double(), reference_td0(reward, next_value, terminated, gamma))

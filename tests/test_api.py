@@ -7,10 +7,12 @@ import sys
 
 import pytest
 
-CODE = ("from rlcli import ConfigError, TrainingError, build_run, load_config, train; "
-        "import rlcli.trainer; "
-        "assert issubclass(ConfigError, Exception) and issubclass(TrainingError, Exception); "
-        "print(TrainingError is rlcli.trainer.TrainingError and train is rlcli.trainer.train)")
+CODE = (
+    "from rlcli import ConfigError, TrainingError, build_run, load_config, train; "
+    "import rlcli.trainer; "
+    "assert issubclass(ConfigError, Exception) and issubclass(TrainingError, Exception); "
+    "print(TrainingError is rlcli.trainer.TrainingError and train is rlcli.trainer.train)"
+)
 
 
 def test_errors_and_entry_points_import_from_the_package():

@@ -25,8 +25,13 @@ pytest.importorskip("ale_py")
 # (ppo_pong is ppo_breakout's settings on another game; tests/test_presets.py builds it and its env).
 SMOKE = {
     # Games cut at 100 agent steps: the eval --video below plays whole ones.
-    "ppo_breakout": ["collector.total_frames=256", "collector.frames_per_batch=256", "algo.minibatch_size=128",
-                     "algo.epochs=1", "env.kwargs.max_num_frames_per_episode=400"],
+    "ppo_breakout": [
+        "collector.total_frames=256",
+        "collector.frames_per_batch=256",
+        "algo.minibatch_size=128",
+        "algo.epochs=1",
+        "env.kwargs.max_num_frames_per_episode=400",
+    ],
     "dqn_breakout": ["collector.total_frames=512", "algo.learning_starts=256", "algo.replay.capacity=2000"],
 }
 
@@ -35,8 +40,7 @@ SMOKE = {
 @pytest.mark.parametrize("preset", sorted(SMOKE))
 def test_atari_presets_train_from_the_command_line(rlcli, tmp_path, preset):
     sets = [arg for item in SMOKE[preset] for arg in ("--set", item)]
-    result = rlcli("train", preset, "--out", tmp_path, "--set", "env.num_envs=4", *sets,
-                   timeout=300)
+    result = rlcli("train", preset, "--out", tmp_path, "--set", "env.num_envs=4", *sets, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     (metrics,) = tmp_path.glob(f"{preset}*/metrics.csv")
     rows = list(csv.DictReader(metrics.open(encoding="utf-8")))
@@ -54,10 +58,19 @@ def test_atari_presets_train_from_the_command_line(rlcli, tmp_path, preset):
 def _space_invaders(tmp_path, *extra: str):
     # Space Invaders pays 5 to 30 points an invader: random play scores far above its count of rewards.
     # Games cut at 300 agent steps: three batches of 128 steps an env end a game in each.
-    return load_config("ppo_breakout", [
-        'env.id="ALE/SpaceInvaders-v5"', "env.num_envs=2", "collector.frames_per_batch=256",
-        "algo.minibatch_size=128", "env.kwargs.max_num_frames_per_episode=1200", "run.device=cpu",
-        f'run.output_dir="{tmp_path}"', *extra])
+    return load_config(
+        "ppo_breakout",
+        [
+            'env.id="ALE/SpaceInvaders-v5"',
+            "env.num_envs=2",
+            "collector.frames_per_batch=256",
+            "algo.minibatch_size=128",
+            "env.kwargs.max_num_frames_per_episode=1200",
+            "run.device=cpu",
+            f'run.output_dir="{tmp_path}"',
+            *extra,
+        ],
+    )
 
 
 def test_the_return_column_is_the_game_score_while_learning_sees_lost_lives_and_clipped_rewards(tmp_path):
@@ -78,7 +91,7 @@ def test_the_return_column_is_the_game_score_while_learning_sees_lost_lives_and_
             games.append(float(running[n]))
             running[n] = 0.0
     # The raw env rewards of the batch, summed over whole games, are the returns the run reports...
-    assert games and recorded[:len(games)] == pytest.approx(games)
+    assert games and recorded[: len(games)] == pytest.approx(games)
     # ...and they are game scores: points above 1 a step were kept, over every life.
     assert max(recorded) > 5 and batch[keys.REWARD].max() > 1
     # What the algorithm learns from ends at each lost life too (life_loss_info): more
@@ -120,13 +133,16 @@ def test_frames_stay_uint8_from_the_env_to_the_encoder(tmp_path):
         run.close()
 
 
-@pytest.mark.parametrize(("setting", "fragments"), [
-    ("env.kwargs.reward_clipping=true", ("env.kwargs.reward_clipping", "clip_reward")),
-    ("env.kwargs.episodic_life=true", ("env.kwargs.episodic_life", "restarts the whole game")),
-    ("env.kwargs.frame_skip=4", ("env.kwargs.frame_skip", "frameskip")),
-    ("env.kwargs.stack_num=2.5", ("env.kwargs.stack_num", "must be int")),
-    ('env.id="ALE/Breakot-v5"', ("env.id", "ALE/Breakout-v5")),
-])
+@pytest.mark.parametrize(
+    ("setting", "fragments"),
+    [
+        ("env.kwargs.reward_clipping=true", ("env.kwargs.reward_clipping", "clip_reward")),
+        ("env.kwargs.episodic_life=true", ("env.kwargs.episodic_life", "restarts the whole game")),
+        ("env.kwargs.frame_skip=4", ("env.kwargs.frame_skip", "frameskip")),
+        ("env.kwargs.stack_num=2.5", ("env.kwargs.stack_num", "must be int")),
+        ('env.id="ALE/Breakot-v5"', ("env.id", "ALE/Breakout-v5")),
+    ],
+)
 def test_bad_atari_env_settings_are_refused_before_any_env_is_made(cli, setting, fragments):
     assert_bad_input(cli("validate", "ppo_breakout", "--set", setting), *fragments)
 
@@ -148,13 +164,17 @@ def test_nature_cnn_on_a_vector_observation_is_refused(tmp_path):
 
 def test_a_dqn_atari_buffer_that_cannot_fit_is_refused_with_its_frame_sizes(tmp_path):
     # One env: the preset's 8 would cost seconds to start, and the size of a transition is the same.
-    cfg = load_config("dqn_breakout", ["algo.replay.capacity=2000000000", "run.device=cpu", "env.num_envs=1",
-                                       f'run.output_dir="{tmp_path}"'])
+    cfg = load_config(
+        "dqn_breakout",
+        ["algo.replay.capacity=2000000000", "run.device=cpu", "env.num_envs=1", f'run.output_dir="{tmp_path}"'],
+    )
     with pytest.raises(ConfigError) as caught:
         build_run(cfg)
     issue = caught.value.issues[0]
     # One 84x84 frame, the action, reward and flags a transition: about 7 kB, not two 4-frame stacks.
-    assert issue.path == "algo.replay.capacity" and "about 7,0" in issue.message and "lower the capacity" in issue.message
+    assert (
+        issue.path == "algo.replay.capacity" and "about 7,0" in issue.message and "lower the capacity" in issue.message
+    )
 
 
 def test_normalizing_image_observations_is_allowed_with_one_warning(tmp_path, capsys):

@@ -9,16 +9,26 @@ from rlcli.config.load import validate_data
 
 
 def context(env_id: str, **env) -> BuildContext:
-    cfg = validate_data({
-        "env": {"id": env_id, "num_envs": 2, **env},
-        "algo": {"name": "sac", "batch_size": 8, "learning_starts": 8},
-        "collector": {"frames_per_batch": 8, "total_frames": 80},
-        "optim": {"lr": 0.01, "lr_schedule": "linear"},
-    })
+    cfg = validate_data(
+        {
+            "env": {"id": env_id, "num_envs": 2, **env},
+            "algo": {"name": "sac", "batch_size": 8, "learning_starts": 8},
+            "collector": {"frames_per_batch": 8, "total_frames": 80},
+            "optim": {"lr": 0.01, "lr_schedule": "linear"},
+        }
+    )
     probe = gym.make(env_id)
     try:
-        return BuildContext(probe.observation_space, probe.action_space, network=cfg.network, env=cfg.env,
-                            collector=cfg.collector, optim=cfg.optim, device=torch.device("cpu"), seed=0)
+        return BuildContext(
+            probe.observation_space,
+            probe.action_space,
+            network=cfg.network,
+            env=cfg.env,
+            collector=cfg.collector,
+            optim=cfg.optim,
+            device=torch.device("cpu"),
+            seed=0,
+        )
     finally:
         probe.close()
 

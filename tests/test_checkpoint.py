@@ -95,8 +95,9 @@ def test_resume_config_problems_allow_only_budget_logging_and_timing():
     from rlcli.config.presets import find_preset
 
     saved = load_config(find_preset("ppo_cartpole"))
-    allowed = load_config(find_preset("ppo_cartpole"), ["collector.total_frames=999999", "logger.interval=5",
-                                                        "timing.enabled=false"])
+    allowed = load_config(
+        find_preset("ppo_cartpole"), ["collector.total_frames=999999", "logger.interval=5", "timing.enabled=false"]
+    )
     assert checkpoint.resume_config_problems(saved, allowed) == []
     changed = load_config(find_preset("ppo_cartpole"), ["algo.gamma=0.5", "run.seed=3"])
     problems = checkpoint.resume_config_problems(saved, changed)

@@ -11,12 +11,14 @@ from rlcli.timing import Timer
 
 def short_episode_config(vectorization: str, env_id: str = "CartPole-v1", algo: str = "ppo", **env):
     extra = {"minibatch_size": 32} if algo == "ppo" else {"learning_starts": 0}
-    return validate_data({
-        "run": {"seed": 5, "device": "cpu"},
-        "env": {"id": env_id, "num_envs": 4, "vectorization": vectorization, "max_episode_steps": 5, **env},
-        "algo": {"name": algo, **extra},
-        "collector": {"frames_per_batch": 64, "total_frames": 640},
-    })
+    return validate_data(
+        {
+            "run": {"seed": 5, "device": "cpu"},
+            "env": {"id": env_id, "num_envs": 4, "vectorization": vectorization, "max_episode_steps": 5, **env},
+            "algo": {"name": algo, **extra},
+            "collector": {"frames_per_batch": 64, "total_frames": 640},
+        }
+    )
 
 
 def replay(cfg, actions: torch.Tensor):

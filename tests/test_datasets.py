@@ -20,14 +20,17 @@ minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.1
 
 
 def offline_config(tmp_path, dataset: str, *, algo: str = "iql", env: str = "Pendulum-v1", **sections) -> dict:
-    return {"run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
-            "env": {"id": env, "num_envs": 2},
-            "network": {"hidden_sizes": [16, 16]},
-            "algo": {"name": algo, "batch_size": 16},
-            "data": {"dataset": dataset, "total_steps": 40, "steps_per_iteration": 20},
-            # No final evaluation: 100 Pendulum episodes would cost seconds, and no test reads it.
-            "eval": {"every_frames": 20, "episodes": 2, "final_episodes": 0},
-            "timing": {"enabled": False}, **sections}
+    return {
+        "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
+        "env": {"id": env, "num_envs": 2},
+        "network": {"hidden_sizes": [16, 16]},
+        "algo": {"name": algo, "batch_size": 16},
+        "data": {"dataset": dataset, "total_steps": 40, "steps_per_iteration": 20},
+        # No final evaluation: 100 Pendulum episodes would cost seconds, and no test reads it.
+        "eval": {"every_frames": 20, "episodes": 2, "final_episodes": 0},
+        "timing": {"enabled": False},
+        **sections,
+    }
 
 
 def test_a_dataset_loads_the_transitions_minari_iterates():
@@ -38,18 +41,19 @@ def test_a_dataset_loads_the_transitions_minari_iterates():
     start = 0
     for episode in episodes:
         length = len(episode.rewards)
-        rows = data.rows[start:start + length]
+        rows = data.rows[start : start + length]
         assert np.allclose(data.observations[rows].numpy(), episode.observations[:-1])
         assert np.allclose(data.observations[rows + 1].numpy(), episode.observations[1:])
-        assert np.allclose(data.actions[start:start + length].numpy(), episode.actions)
-        assert np.allclose(data.rewards[start:start + length].numpy(), episode.rewards, atol=1e-5)
-        assert data.terminated[start:start + length].tolist() == list(episode.terminations)
-        assert data.truncated[start:start + length].tolist() == list(episode.truncations)
+        assert np.allclose(data.actions[start : start + length].numpy(), episode.actions)
+        assert np.allclose(data.rewards[start : start + length].numpy(), episode.rewards, atol=1e-5)
+        assert data.terminated[start : start + length].tolist() == list(episode.terminations)
+        assert data.truncated[start : start + length].tolist() == list(episode.truncations)
         start += length
     # Each observation once: a next observation is never a copy.
     assert data.observations.shape[0] == data.transitions + data.episodes
-    assert data.nbytes == dataset_bytes(data.observation_space, data.action_space, steps=data.transitions,
-                                        episodes=data.episodes)
+    assert data.nbytes == dataset_bytes(
+        data.observation_space, data.action_space, steps=data.transitions, episodes=data.episodes
+    )
 
 
 def test_an_unknown_id_names_where_it_looked_and_the_close_ids(tmp_path, monkeypatch, offline_root):
@@ -107,10 +111,13 @@ def test_an_offline_run_resumes_from_its_checkpoint(tmp_path):
     assert resumed.episodes == 8  # two evaluations of 2 episodes before, two after
 
 
-@pytest.mark.parametrize(("change", "path", "fragment"), [
-    ({"collector": {"frames_per_batch": 8}}, "collector", "remove [collector]"),
-    ({"algo": {"name": "sac"}}, "data", "the algorithms that learn from a dataset: td3, bc, iql, cql"),
-])
+@pytest.mark.parametrize(
+    ("change", "path", "fragment"),
+    [
+        ({"collector": {"frames_per_batch": 8}}, "collector", "remove [collector]"),
+        ({"algo": {"name": "sac"}}, "data", "the algorithms that learn from a dataset: td3, bc, iql, cql"),
+    ],
+)
 def test_a_source_the_algorithm_does_not_learn_from_is_a_config_error(tmp_path, change, path, fragment):
     data = offline_config(tmp_path, random_dataset("Pendulum-v1")) | change
     with pytest.raises(ConfigError) as info:
@@ -139,9 +146,16 @@ def test_discrete_actions_for_iql_and_a_dataset_of_another_env_are_refused(tmp_p
 def test_bc_on_discrete_actions_fits_the_dataset_actions_distribution(tmp_path):
     """Behaviour cloning of uniformly random CartPole actions: a categorical clone's cross-entropy
     reaches the entropy of the data, log 2."""
-    cfg = validate_data(offline_config(tmp_path, random_dataset("CartPole-v1", episodes=20), algo="bc", env="CartPole-v1")
-                        | {"data": {"dataset": random_dataset("CartPole-v1", episodes=20), "total_steps": 200,
-                                    "steps_per_iteration": 200}})
+    cfg = validate_data(
+        offline_config(tmp_path, random_dataset("CartPole-v1", episodes=20), algo="bc", env="CartPole-v1")
+        | {
+            "data": {
+                "dataset": random_dataset("CartPole-v1", episodes=20),
+                "total_steps": 200,
+                "steps_per_iteration": 200,
+            }
+        }
+    )
     state = train(build_run(cfg))
     assert state.status == "completed"
     row = json.loads((state.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
@@ -152,7 +166,8 @@ def test_bc_on_discrete_actions_fits_the_dataset_actions_distribution(tmp_path):
 def test_rlcli_train_reports_an_offline_run_in_gradient_steps_and_its_evaluation(cli, tmp_path):
     dataset = random_dataset("Pendulum-v1")
     config = tmp_path / "iql.toml"
-    config.write_text(f"""
+    config.write_text(
+        f"""
 [run]
 output_dir = "{tmp_path.as_posix()}"
 [env]
@@ -170,7 +185,9 @@ steps_per_iteration = 20
 [eval]
 episodes = 2
 final_episodes = 0
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     result = cli("train", config)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout

@@ -47,8 +47,9 @@ def episodes_by_loop(envs, actions, mode: AutoresetMode) -> tuple[list[float], l
     return returns, lengths
 
 
-@pytest.mark.parametrize(("vectorization", "mode"), [("sync", AutoresetMode.SAME_STEP),
-                                                     ("vector_entry_point", AutoresetMode.NEXT_STEP)])
+@pytest.mark.parametrize(
+    ("vectorization", "mode"), [("sync", AutoresetMode.SAME_STEP), ("vector_entry_point", AutoresetMode.NEXT_STEP)]
+)
 def test_each_vectorization_declares_its_autoreset_mode(vectorization, mode):
     envs = make_envs(EnvConfig(id="CartPole-v1", num_envs=3, vectorization=vectorization))
     try:
@@ -83,8 +84,10 @@ def test_same_step_envs_reset_in_the_step_that_ends_the_episode_and_keep_the_fin
     assert final.shape == (2, 3) and not np.allclose(final, obs)
 
 
-@pytest.mark.parametrize(("env_id", "vectorization"), [("CartPole-v1", "sync"), ("CartPole-v1", "vector_entry_point"),
-                                                       ("Pendulum-v1", "sync")])
+@pytest.mark.parametrize(
+    ("env_id", "vectorization"),
+    [("CartPole-v1", "sync"), ("CartPole-v1", "vector_entry_point"), ("Pendulum-v1", "sync")],
+)
 def test_the_return_window_holds_the_last_episodes_of_a_plain_loop(env_id, vectorization):
     cfg = EnvConfig(id=env_id, num_envs=2, vectorization=vectorization, max_episode_steps=12)
     rng = np.random.default_rng(0)
@@ -177,12 +180,16 @@ def test_a_single_env_that_cannot_be_made_is_the_same_config_error_as_a_vector_o
     assert issue.path == "env" and issue.message.startswith("cannot make 'Pendulum-v1': TypeError: ")
 
 
-@pytest.mark.parametrize(("space", "name"), [
-    (gym.spaces.Box(-1.0, 1.0, (4,)), "Box(4,)"),
-    (gym.spaces.Box(0, 255, (84, 84, 3), np.uint8), "Box(84, 84, 3) uint8"),
-    (gym.spaces.Discrete(2), "Discrete(2)"),
-    (gym.spaces.MultiDiscrete([2, 3]), "MultiDiscrete([2 3])"),
-], ids=["box", "image", "discrete", "other"])
+@pytest.mark.parametrize(
+    ("space", "name"),
+    [
+        (gym.spaces.Box(-1.0, 1.0, (4,)), "Box(4,)"),
+        (gym.spaces.Box(0, 255, (84, 84, 3), np.uint8), "Box(84, 84, 3) uint8"),
+        (gym.spaces.Discrete(2), "Discrete(2)"),
+        (gym.spaces.MultiDiscrete([2, 3]), "MultiDiscrete([2 3])"),
+    ],
+    ids=["box", "image", "discrete", "other"],
+)
 def test_describe_space(space, name):
     assert describe_space(space) == name
 
@@ -209,19 +216,23 @@ def test_env_package_that_is_not_a_module_name_is_refused_unimported(name):
 
 def test_env_package_import_errors_give_their_type_and_first_line(tmp_path, monkeypatch):
     (tmp_path / "rlcli_envs_test_explodes.py").write_text(
-        'raise RuntimeError("needs a licence key\\nsecond line never shown")\n', encoding="utf-8")
+        'raise RuntimeError("needs a licence key\\nsecond line never shown")\n', encoding="utf-8"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         with pytest.raises(InputError) as info:
             import_env_packages(["rlcli_envs_test_explodes"])
     finally:
         sys.modules.pop("rlcli_envs_test_explodes", None)
-    assert info.value.render() == ("--env-package rlcli_envs_test_explodes: cannot import it: "
-                                   "RuntimeError: needs a licence key")
+    assert info.value.render() == (
+        "--env-package rlcli_envs_test_explodes: cannot import it: RuntimeError: needs a licence key"
+    )
     with pytest.raises(InputError) as info:
         import_env_packages(["rlcli_envs_test_nowhere"])
-    assert info.value.render() == ("--env-package rlcli_envs_test_nowhere: cannot import it: "
-                                   "ModuleNotFoundError: No module named 'rlcli_envs_test_nowhere'")
+    assert info.value.render() == (
+        "--env-package rlcli_envs_test_nowhere: cannot import it: "
+        "ModuleNotFoundError: No module named 'rlcli_envs_test_nowhere'"
+    )
 
 
 def test_env_packages_are_imported_in_order_and_their_registrations_take_effect(tmp_path, monkeypatch):
@@ -231,7 +242,9 @@ def test_env_packages_are_imported_in_order_and_their_registrations_take_effect(
     (package / "register.py").write_text(
         "import gymnasium as gym\n"
         "gym.register('RlcliEnvsTest/Pendulum-v0', entry_point='gymnasium.envs.classic_control:PendulumEnv',\n"
-        "             max_episode_steps=5)\n", encoding="utf-8")
+        "             max_episode_steps=5)\n",
+        encoding="utf-8",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         with pytest.raises(InputError, match="--env-package rlcli_envs_test_missing"):
@@ -253,8 +266,10 @@ def test_env_packages_are_imported_in_order_and_their_registrations_take_effect(
 
 def write_run_json(run_dir, env_packages):
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(run_dir / "run.json", {"status": "completed", "env": "RlcliTest/Corridor-v0",
-                                      **provenance(0, env_packages=env_packages)})
+    write_json(
+        run_dir / "run.json",
+        {"status": "completed", "env": "RlcliTest/Corridor-v0", **provenance(0, env_packages=env_packages)},
+    )
 
 
 def test_a_run_needs_every_env_package_it_was_trained_with(tmp_path):
@@ -262,16 +277,19 @@ def test_a_run_needs_every_env_package_it_was_trained_with(tmp_path):
     write_run_json(run_dir, ["rlcli_test_envs", "more_envs.register"])
     with pytest.raises(InputError) as info:
         check_run_packages(run_dir, ["rlcli_test_envs"])
-    assert info.value.render() == (f"run folder {run_dir}: its env was registered by --env-package "
-                                   "more_envs.register; give the same flags again")
+    assert info.value.render() == (
+        f"run folder {run_dir}: its env was registered by --env-package more_envs.register; give the same flags again"
+    )
     with pytest.raises(InputError, match="--env-package rlcli_test_envs --env-package more_envs.register;"):
         check_run_packages(run_dir, [])
     check_run_packages(run_dir, ["more_envs.register", "other", "rlcli_test_envs"])
 
 
-@pytest.mark.parametrize("content", [None, "{not json", "[1, 2]", '{"status": "running"}',
-                                     '{"env_packages": null}', '{"env_packages": []}'],
-                         ids=["no-run-json", "not-json", "not-an-object", "no-key", "null", "empty"])
+@pytest.mark.parametrize(
+    "content",
+    [None, "{not json", "[1, 2]", '{"status": "running"}', '{"env_packages": null}', '{"env_packages": []}'],
+    ids=["no-run-json", "not-json", "not-an-object", "no-key", "null", "empty"],
+)
 def test_a_run_that_records_no_env_packages_needs_none(tmp_path, content):
     if content is not None:
         (tmp_path / "run.json").write_text(content, encoding="utf-8")

@@ -17,8 +17,9 @@ from rlcli.envstate import EnvStateError
 
 CONFIGS = {
     "cartpole-sync": EnvConfig(id="CartPole-v1", num_envs=3, vectorization="sync", max_episode_steps=15),
-    "cartpole-vector": EnvConfig(id="CartPole-v1", num_envs=3, vectorization="vector_entry_point",
-                                 max_episode_steps=15),
+    "cartpole-vector": EnvConfig(
+        id="CartPole-v1", num_envs=3, vectorization="vector_entry_point", max_episode_steps=15
+    ),
     "pendulum-sync": EnvConfig(id="Pendulum-v1", num_envs=2, vectorization="sync", max_episode_steps=15),
 }
 
@@ -121,8 +122,19 @@ def test_plain_attributes_come_back_with_their_types_and_others_are_left_alone(t
     draws = generator.random(3)
     torch.save(state, tmp_path / "holder.pt")
     kept = set(state["sub_envs"][0][0]["attrs"])
-    assert {"count", "label", "nothing", "scale", "flag", "strided", "small", "window", "pair", "items",
-            "_np_random"} <= kept
+    assert {
+        "count",
+        "label",
+        "nothing",
+        "scale",
+        "flag",
+        "strided",
+        "small",
+        "window",
+        "pair",
+        "items",
+        "_np_random",
+    } <= kept
     assert not {"table", "callback"} & kept
 
     for name in ("count", "label", "scale", "flag", "strided", "small", "window", "pair", "items"):
@@ -163,8 +175,10 @@ def test_the_state_of_envs_of_another_kind_is_refused_by_name():
     try:
         with pytest.raises(EnvStateError) as info:
             envstate.restore(vector, envstate.capture(sync))
-        assert str(info.value) == ("the saved envs are RecordEpisodeStatistics > SyncVectorEnv, the envs built "
-                                   "now are RecordEpisodeStatistics > CartPoleVectorEnv")
+        assert str(info.value) == (
+            "the saved envs are RecordEpisodeStatistics > SyncVectorEnv, the envs built "
+            "now are RecordEpisodeStatistics > CartPoleVectorEnv"
+        )
         with pytest.raises(EnvStateError):
             envstate.restore(sync, envstate.capture(vector))
     finally:

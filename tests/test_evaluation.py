@@ -3,7 +3,6 @@ how evaluate_run finds a run's weights."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
@@ -19,12 +18,14 @@ ENV_PACKAGES = ROOT / "tests" / "envpkg"
 
 def built(env: dict, algo: dict, seed: int = 1):
     """A built run (networks initialised from ``seed``, nothing trained)."""
-    cfg = validate_data({
-        "run": {"seed": seed, "device": "cpu"},
-        "env": {"num_envs": 4, "vectorization": "sync"} | env,
-        "algo": algo,
-        "collector": {"frames_per_batch": 64, "total_frames": 640},
-    })
+    cfg = validate_data(
+        {
+            "run": {"seed": seed, "device": "cpu"},
+            "env": {"num_envs": 4, "vectorization": "sync"} | env,
+            "algo": algo,
+            "collector": {"frames_per_batch": 64, "total_frames": 640},
+        }
+    )
     return build_run(cfg)
 
 
@@ -49,8 +50,9 @@ class Recorder:
 
 @pytest.mark.parametrize("episodes", [1, 3, 4, 7])
 def test_plays_exactly_the_episodes_asked_and_counts_cartpoles_steps(cartpole, episodes):
-    evaluator = Evaluator(cartpole.algo.agent, cartpole.cfg.env, episodes=episodes, deterministic=True, seed=5,
-                          device="cpu")
+    evaluator = Evaluator(
+        cartpole.algo.agent, cartpole.cfg.env, episodes=episodes, deterministic=True, seed=5, device="cpu"
+    )
     try:
         result = evaluator()
     finally:
@@ -97,7 +99,9 @@ def test_a_round_is_reproducible_and_leaves_every_training_rng_alone(cartpole):
 def test_the_same_seed_makes_the_same_round_in_a_new_evaluator(cartpole):
     rounds = []
     for _ in range(2):
-        evaluator = Evaluator(cartpole.algo.agent, cartpole.cfg.env, episodes=3, deterministic=False, seed=4, device="cpu")
+        evaluator = Evaluator(
+            cartpole.algo.agent, cartpole.cfg.env, episodes=3, deterministic=False, seed=4, device="cpu"
+        )
         try:
             rounds.append(evaluator(2))
         finally:
@@ -109,8 +113,7 @@ def test_deterministic_and_stochastic_reach_the_policy_with_the_evaluators_own_g
     results = {}
     for deterministic in (True, False):
         recorder = Recorder(cartpole.algo.agent)
-        evaluator = Evaluator(recorder, cartpole.cfg.env, episodes=5, deterministic=deterministic, seed=3,
-                              device="cpu")
+        evaluator = Evaluator(recorder, cartpole.cfg.env, episodes=5, deterministic=deterministic, seed=3, device="cpu")
         try:
             results[deterministic] = evaluator()
         finally:
@@ -125,13 +128,15 @@ def test_deterministic_and_stochastic_reach_the_policy_with_the_evaluators_own_g
 
 
 def test_sac_on_pendulum_returns_raw_negative_rewards_over_full_episodes():
-    run = built({"id": "Pendulum-v1"}, {"name": "sac", "batch_size": 16, "learning_starts": 64,
-                                        "replay": {"capacity": 1000}})
+    run = built(
+        {"id": "Pendulum-v1"}, {"name": "sac", "batch_size": 16, "learning_starts": 64, "replay": {"capacity": 1000}}
+    )
     try:
         rounds = {}
         for deterministic in (True, False):
-            evaluator = Evaluator(run.algo.agent, run.cfg.env, episodes=2, deterministic=deterministic, seed=9,
-                                  device="cpu")
+            evaluator = Evaluator(
+                run.algo.agent, run.cfg.env, episodes=2, deterministic=deterministic, seed=9, device="cpu"
+            )
             try:
                 rounds[deterministic] = (evaluator(), evaluator())
             finally:
@@ -155,7 +160,9 @@ def test_envs(monkeypatch):
 def test_recording_sends_every_frame_of_the_first_episode_only(test_envs):
     run = built({"id": "RlcliTest/PaintedCorridor-v0"}, {"name": "ppo", "minibatch_size": 32})
     frames: list[np.ndarray] = []
-    evaluator = Evaluator(run.algo.agent, run.cfg.env, episodes=3, deterministic=True, seed=0, device="cpu", render=True)
+    evaluator = Evaluator(
+        run.algo.agent, run.cfg.env, episodes=3, deterministic=True, seed=0, device="cpu", render=True
+    )
     try:
         assert len(evaluator.envs) == 1
         result = evaluator(frames_sink=frames.append)

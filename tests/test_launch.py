@@ -55,8 +55,7 @@ def test_resume_with_another_number_of_ranks_is_refused(tmp_path, rlcli):
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = tmp_path.iterdir()
     more = ("--set", "collector.total_frames=8192")
-    assert_bad_input(rlcli("train", "--resume", folder, "--nproc", "1", *more), "trained by 2 rank(s)",
-                     "--nproc 2")
+    assert_bad_input(rlcli("train", "--resume", folder, "--nproc", "1", *more), "trained by 2 rank(s)", "--nproc 2")
     # Without --nproc the one process finds out from the checkpoint, before writing anything.
     assert_bad_input(rlcli("train", "--resume", folder, *more), "saved by 2 rank(s)", "--nproc 2")
     resumed = rlcli("train", "--resume", folder, "--nproc", "2", *more, timeout=300)
@@ -64,11 +63,14 @@ def test_resume_with_another_number_of_ranks_is_refused(tmp_path, rlcli):
     assert json.loads((folder / "run.json").read_text(encoding="utf-8"))["frames"] == 8192
 
 
-@pytest.mark.parametrize(("args", "fragments"), [
-    (("--nproc", "0"), ("--nproc 0", "must be at least 1")),
-    (("--nproc", "3", "--set", 'run.parallel="split"'), ("env.num_envs", "multiple of the world size (3)")),
-    (("--nproc", "2", "--seeds", "0,1"), ("--seeds",)),
-])
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("--nproc", "0"), ("--nproc 0", "must be at least 1")),
+        (("--nproc", "3", "--set", 'run.parallel="split"'), ("env.num_envs", "multiple of the world size (3)")),
+        (("--nproc", "2", "--seeds", "0,1"), ("--seeds",)),
+    ],
+)
 def test_bad_rank_counts_exit_2_before_any_rank_starts(tmp_path, cli, args, fragments):
     # In this process: a rank started here would be a process, which the layer guard refuses.
     result = cli("train", "ppo_cartpole", "--out", tmp_path, *args)
@@ -78,8 +80,9 @@ def test_bad_rank_counts_exit_2_before_any_rank_starts(tmp_path, cli, args, frag
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA")
 def test_a_cuda_run_without_cuda_is_refused_once_before_any_rank_starts(tmp_path, cli):
-    output = assert_bad_input(cli("train", "ppo_cartpole", "--out", tmp_path, "--nproc", "2", "--device", "cuda"),
-                              "run.device", "CUDA")
+    output = assert_bad_input(
+        cli("train", "ppo_cartpole", "--out", tmp_path, "--nproc", "2", "--device", "cuda"), "run.device", "CUDA"
+    )
     # Said by the launcher, not by each rank.
     assert output.count("run.device") == 1 and "exitcode" not in output
     assert not any(tmp_path.iterdir()), "a run folder was made"
@@ -92,9 +95,19 @@ def test_each_rank_keeps_its_own_memmap_buffer_in_a_configured_folder(tmp_path, 
     # Rank 1's folder cannot be made: rank 1 alone fails, with its folder named, and the run ends at once.
     (chosen / "rank-1").write_text("in the way", encoding="utf-8")
     # Well within the collective timeout: a rank 0 left waiting for rank 1 would run past it.
-    result = rlcli("train", "dqn_cartpole", "--out", tmp_path / "runs", "--nproc", "2",
-                   "--set", 'algo.replay.storage="memmap"', "--set", f"algo.replay.directory={json.dumps(str(chosen))}",
-                   timeout=COLLECTIVE_TIMEOUT.total_seconds() / 2)
+    result = rlcli(
+        "train",
+        "dqn_cartpole",
+        "--out",
+        tmp_path / "runs",
+        "--nproc",
+        "2",
+        "--set",
+        'algo.replay.storage="memmap"',
+        "--set",
+        f"algo.replay.directory={json.dumps(str(chosen))}",
+        timeout=COLLECTIVE_TIMEOUT.total_seconds() / 2,
+    )
     # Rank 1's own error ends the run with its status (2), even when rank 0, waiting for it in a
     # collective, fails the same second and says so (a lost rank is never taken for the cause).
     assert_bad_input(result, "algo.replay.directory", str(chosen / "rank-1"))
@@ -133,9 +146,24 @@ def _wait_for_rows(proc: subprocess.Popen, out: Path, rows: int = 2) -> None:
 
 @pytest.mark.integration
 def test_a_dead_rank_ends_the_run_with_its_name_and_a_consistent_folder(tmp_path):
-    proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--nproc", "2", "--out", str(tmp_path),
-                             "-q", "--set", "collector.total_frames=100000000"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            rlcli_executable(),
+            "train",
+            "ppo_cartpole",
+            "--nproc",
+            "2",
+            "--out",
+            str(tmp_path),
+            "-q",
+            "--set",
+            "collector.total_frames=100000000",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_for_rows(proc, tmp_path)
         os.kill(_rank_pids(proc.pid)[1], signal.SIGKILL)
@@ -155,9 +183,26 @@ def test_a_dead_rank_ends_the_run_with_its_name_and_a_consistent_folder(tmp_path
 def test_ctrl_c_stops_every_rank_with_a_checkpoint_and_exit_130(tmp_path):
     from conftest import sigint_default
 
-    proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--nproc", "2", "--out", str(tmp_path),
-                             "-q", "--set", "collector.total_frames=100000000"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [
+            rlcli_executable(),
+            "train",
+            "ppo_cartpole",
+            "--nproc",
+            "2",
+            "--out",
+            str(tmp_path),
+            "-q",
+            "--set",
+            "collector.total_frames=100000000",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_default,
+    )
     try:
         _wait_for_rows(proc, tmp_path)
         # What a terminal's Ctrl-C does: SIGINT to the launcher and its ranks alike.
@@ -177,9 +222,28 @@ def test_torchrun_runs_the_module_as_a_cluster_would(tmp_path):
     """What each node of a cluster runs: torchrun itself, with rlcli as a module."""
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                             "-m", "rlcli", "train", "ppo_cartpole", "--out", str(tmp_path), "-q", *SMALL],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "rlcli",
+            "train",
+            "ppo_cartpole",
+            "--out",
+            str(tmp_path),
+            "-q",
+            *SMALL,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     (folder,) = tmp_path.iterdir()
     info = json.loads((folder / "run.json").read_text(encoding="utf-8"))

@@ -4,9 +4,10 @@ fails with a message naming the marker to use; git, unix sockets and marked test
 from __future__ import annotations
 
 import pytest
+
 from conftest import rlcli_executable
 
-INNER_TESTS = '''
+INNER_TESTS = """
 import socket
 import subprocess
 
@@ -40,7 +41,7 @@ def test_reads_git():
 @pytest.mark.{marker}
 def test_marked():
     subprocess.run([RLCLI, "--version"], capture_output=True, check=True)
-'''
+"""
 
 
 # pytest-benchmark asks hg and git for a commit when it loads: not the inner tests' doing.
@@ -60,8 +61,10 @@ def test_a_default_layer_test_that_starts_rlcli_fails_naming_the_marker(pytester
     result.assert_outcomes(failed=2, passed=2, errors=1)
     output = result.stdout.str()
     for test in ("test_starts_rlcli", "test_swallows_the_error_and_still_fails"):
-        assert (f"test_inner.py::{test} starts a process (rlcli) in the default test layer: "
-                "mark it @pytest.mark.integration") in output, output
+        assert (
+            f"test_inner.py::{test} starts a process (rlcli) in the default test layer: "
+            "mark it @pytest.mark.integration"
+        ) in output, output
     assert "test_inner.py::test_connects_to_a_server connects to a server at ('127.0.0.1'," in output, output
     git = pytester.runpytest_inprocess(*INNER_OPTIONS, "-v", "-k", "test_reads_git").stdout.str()
     assert "test_inner.py::test_reads_git PASSED" in git, git

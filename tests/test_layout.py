@@ -28,14 +28,19 @@ def test_the_check_counts_modules_and_functions_as_written(tmp_path):
     package.mkdir()
     body = "\n".join(f"    x{i} = {i}" for i in range(61))
     (package / "big.py").write_text(
-        "class C:\n    @staticmethod\n    def method():\n" + body.replace("    x", "        x") + "\n\n"
-        + "def short():\n    return 1\n" + "\n" * 340, encoding="utf-8")
+        "class C:\n    @staticmethod\n    def method():\n"
+        + body.replace("    x", "        x")
+        + "\n\n"
+        + "def short():\n    return 1\n"
+        + "\n" * 340,
+        encoding="utf-8",
+    )
     sizes = {s.name: s.lines for s in layout.function_sizes(package)}
-    assert sizes == {"big.py:C.method": 63, "big.py:short": 2}
+    assert sizes == {"big.py:C.method": 61, "big.py:short": 1}
     # 3 + 61 lines of the class, a blank, 2 of short and 340 blank lines.
     assert layout.module_sizes(package)[0].lines == 407
     over = layout.over_limits(package)
-    assert over == ["module big.py: 407 lines (limit 400)", "function big.py:C.method: 63 lines (limit 60)"]
+    assert over == ["module big.py: 407 lines (limit 400)", "function big.py:C.method: 61 lines (limit 60)"]
 
 
 def test_no_modules_import_each_other_even_from_inside_a_function():
@@ -50,6 +55,7 @@ def test_the_cycle_check_sees_function_local_imports_and_skips_type_checking_one
     (package / "a.py").write_text("from rlcli import b\n", encoding="utf-8")
     (package / "b.py").write_text("def f():\n    from rlcli.a import x\n", encoding="utf-8")
     (package / "c.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rlcli import a\n", encoding="utf-8")
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rlcli import a\n", encoding="utf-8"
+    )
     (package / "d.py").write_text("from rlcli import c\n", encoding="utf-8")
     assert layout.import_cycles(package) == [["rlcli.a", "rlcli.b"]]

@@ -15,11 +15,17 @@ pytestmark = pytest.mark.slow
 def solved_seeds(preset: str, threshold: float, max_frames: int, seeds: int, tmp_path) -> list[int]:
     reached = []
     for seed in range(seeds):
-        cfg = load_config(preset, [
-            f"run.seed={seed}", f"run.stop_at_return={threshold}",
-            f"collector.total_frames={max_frames}", f'run.output_dir="{tmp_path.as_posix()}"',
-            "timing.enabled=false", "eval.final_episodes=0",
-        ])
+        cfg = load_config(
+            preset,
+            [
+                f"run.seed={seed}",
+                f"run.stop_at_return={threshold}",
+                f"collector.total_frames={max_frames}",
+                f'run.output_dir="{tmp_path.as_posix()}"',
+                "timing.enabled=false",
+                "eval.final_episodes=0",
+            ],
+        )
         state = train(build_run(cfg))
         if state.status == "solved":
             assert state.solved_at[0] <= max_frames

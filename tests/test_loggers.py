@@ -9,7 +9,6 @@ from rlcli.config.errors import ConfigError
 from rlcli.config.schema import LoggerConfig
 from rlcli.loggers import check_backends, make_loggers
 
-
 COLUMNS = ["iteration", "frames", "loss/policy", "rollout/episode_return_mean"]
 
 

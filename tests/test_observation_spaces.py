@@ -69,8 +69,7 @@ def test_dict_observations_train_from_the_command_line(cli, write_toml, tmp_path
 
 
 def test_validate_build_prints_each_encoder_of_a_dict_observation(cli, write_toml, env_packages):
-    result = cli("validate", "--build", "--json", write_toml("dict.toml", DICT_SAC), "--env-package",
-                   "rlcli_test_envs")
+    result = cli("validate", "--build", "--json", write_toml("dict.toml", DICT_SAC), "--env-package", "rlcli_test_envs")
     assert result.returncode == 0, result.stdout + result.stderr
     summary = result.stdout
     # The actor and the critic each read both keys: the 16x16 image through IMPALA's CNN (too small

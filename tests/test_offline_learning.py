@@ -28,12 +28,18 @@ def datasets(tmp_path_factory, monkeypatch_module):
     monkeypatch_module.setenv("MINARI_DATASETS_PATH", str(root))
     # The script trains its expert in a tempfile folder: TMPDIR keeps that, as the datasets and the
     # working folder, under this session's folders, never in the repository or the machine's /tmp.
-    made = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_datasets.py"), "--frames", "8000",
-                           "--steps", "20000"], cwd=scratch, capture_output=True, text=True,
-                          env={**os.environ, "MINARI_DATASETS_PATH": str(root), "TMPDIR": str(scratch)})
+    made = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "make_datasets.py"), "--frames", "8000", "--steps", "20000"],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MINARI_DATASETS_PATH": str(root), "TMPDIR": str(scratch)},
+    )
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
-    return {name: float(load_dataset(open_dataset(f"pendulum/{name}-v0")).episode_returns().mean())
-            for name in ("random", "expert", "medium")}
+    return {
+        name: float(load_dataset(open_dataset(f"pendulum/{name}-v0")).episode_returns().mean())
+        for name in ("random", "expert", "medium")
+    }
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,19 @@ from rlcli.trainer import train
 @pytest.fixture(scope="module")
 def dqn_folder(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
-    state = train(build_run(validate_data({
-        "run": {"seed": 2, "device": "cpu", "output_dir": str(out)},
-        "env": {"id": "CartPole-v1", "num_envs": 2, "vectorization": "vector_entry_point"},
-        "algo": {"name": "dqn", "batch_size": 8, "learning_starts": 16, "replay": {"capacity": 500}},
-        "collector": {"frames_per_batch": 16, "total_frames": 64},
-        "timing": {"enabled": False},
-    })))
+    state = train(
+        build_run(
+            validate_data(
+                {
+                    "run": {"seed": 2, "device": "cpu", "output_dir": str(out)},
+                    "env": {"id": "CartPole-v1", "num_envs": 2, "vectorization": "vector_entry_point"},
+                    "algo": {"name": "dqn", "batch_size": 8, "learning_starts": 16, "replay": {"capacity": 500}},
+                    "collector": {"frames_per_batch": 16, "total_frames": 64},
+                    "timing": {"enabled": False},
+                }
+            )
+        )
+    )
     return state.run_dir
 
 

@@ -14,15 +14,37 @@ import numpy as np
 import pytest
 
 from conftest import require_extra
-
 from rlcli.config.errors import InputError
 from rlcli.plot import (
-    DPI, FIGSIZE_IN, LEGEND_ROW_IN, RETURN, Group, expand_run_dirs, figure_size, group_curve, group_runs,
-    mean_phase_ms, plot_runs, read_metrics, read_run, y_label,
+    DPI,
+    FIGSIZE_IN,
+    LEGEND_ROW_IN,
+    RETURN,
+    Group,
+    expand_run_dirs,
+    figure_size,
+    group_curve,
+    group_runs,
+    mean_phase_ms,
+    plot_runs,
+    read_metrics,
+    read_run,
+    y_label,
 )
 
-COLUMNS = ["iteration", "frames", "wall_time_s", "fps", RETURN, "rollout/episode_length_mean",
-           "rollout/episodes", "loss/policy", "time/collect_ms", "time/update_ms", "time/iteration_ms"]
+COLUMNS = [
+    "iteration",
+    "frames",
+    "wall_time_s",
+    "fps",
+    RETURN,
+    "rollout/episode_length_mean",
+    "rollout/episodes",
+    "loss/policy",
+    "time/collect_ms",
+    "time/update_ms",
+    "time/iteration_ms",
+]
 TIMING = {
     "collect": {"mean_ms": 6.0, "total_s": 0.6, "share": 0.2},
     "collect.env_step": {"mean_ms": 2.0, "total_s": 0.2, "share": 0.07},
@@ -37,9 +59,19 @@ def cell(value: float) -> str:
     return "" if math.isnan(value) else repr(value)
 
 
-def write_run(folder: Path, *, name: str = "ppo_cartpole", seed: int = 0, algo: str = "ppo",
-              env: str = "CartPole-v1", frames: list[float] | None = None, returns: list[float] | None = None,
-              times: list[float] | None = None, timing: dict | None = None, tail: str = "") -> Path:
+def write_run(
+    folder: Path,
+    *,
+    name: str = "ppo_cartpole",
+    seed: int = 0,
+    algo: str = "ppo",
+    env: str = "CartPole-v1",
+    frames: list[float] | None = None,
+    returns: list[float] | None = None,
+    times: list[float] | None = None,
+    timing: dict | None = None,
+    tail: str = "",
+) -> Path:
     """A run folder as ``rlcli train`` leaves it: config.toml, metrics.csv (``tail`` appended) and run.json."""
     frames = frames if frames is not None else [512.0 * (i + 1) for i in range(5)]
     returns = returns if returns is not None else [10.0 + i for i in range(len(frames))]
@@ -47,15 +79,27 @@ def write_run(folder: Path, *, name: str = "ppo_cartpole", seed: int = 0, algo: 
     folder.mkdir(parents=True)
     (folder / "config.toml").write_text(
         f'[run]\nname = "{name}"\nseed = {seed}\nreturn_window = 100\n\n[env]\nid = "{env}"\n\n'
-        f'[algo]\nname = "{algo}"\n', encoding="utf-8")
+        f'[algo]\nname = "{algo}"\n',
+        encoding="utf-8",
+    )
     lines = [",".join(COLUMNS)]
     for i, (f, r, t) in enumerate(zip(frames, returns, times)):
-        lines.append(",".join([str(i + 1), cell(f), cell(t), "1000.0", cell(r), "20.0", "3", "", "6.0", "20.0",
-                               "30.0"]))
+        lines.append(
+            ",".join([str(i + 1), cell(f), cell(t), "1000.0", cell(r), "20.0", "3", "", "6.0", "20.0", "30.0"])
+        )
     (folder / "metrics.csv").write_text("\n".join(lines) + "\n" + tail, encoding="utf-8")
-    (folder / "run.json").write_text(json.dumps({"status": "completed", "algo": algo, "env": env, "seed": seed,
-                                                 "timing": TIMING if timing is None else timing}),
-                                     encoding="utf-8")
+    (folder / "run.json").write_text(
+        json.dumps(
+            {
+                "status": "completed",
+                "algo": algo,
+                "env": env,
+                "seed": seed,
+                "timing": TIMING if timing is None else timing,
+            }
+        ),
+        encoding="utf-8",
+    )
     return folder
 
 
@@ -79,10 +123,13 @@ def interpolate(xs: list[float], ys: list[float], at: float) -> float:
 
 
 def test_metrics_empty_cells_are_nan_and_a_row_that_does_not_parse_is_left_out(tmp_path):
-    run = write_run(tmp_path / "run", returns=[math.nan, 11.0, 12.0, 13.0, 14.0],
-                    tail="6,3072,0.3,1000.0,15.0,20.0,3,,6.0,20.0,30.0\n"
-                         "7,garbled,0.35,1000.0,16.0,20.0,3,,6.0,20.0,30.0\n"
-                         "8,4096,0.4,10")
+    run = write_run(
+        tmp_path / "run",
+        returns=[math.nan, 11.0, 12.0, 13.0, 14.0],
+        tail="6,3072,0.3,1000.0,15.0,20.0,3,,6.0,20.0,30.0\n"
+        "7,garbled,0.35,1000.0,16.0,20.0,3,,6.0,20.0,30.0\n"
+        "8,4096,0.4,10",
+    )
     header, values = read_metrics(run / "metrics.csv")
     assert header == tuple(COLUMNS)
     # Row 7 has a word in it and row 8 was cut off by a kill.
@@ -116,11 +163,15 @@ def test_a_run_folder_is_itself_and_a_folder_of_them_opens_one_level_and_seeds_g
     assert expand_run_dirs([single, out]) == [single, *seeds]
 
 
-@pytest.mark.parametrize(("make", "fragment"), [
-    (lambda root: root / "missing", "does not exist"),
-    (lambda root: (root / "file.csv", (root / "file.csv").write_text("", encoding="utf-8"))[0], "is not a folder"),
-    (lambda root: (root / "empty", (root / "empty").mkdir())[0], "holds no metrics.csv"),
-], ids=["missing", "file", "no-runs"])
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda root: root / "missing", "does not exist"),
+        (lambda root: (root / "file.csv", (root / "file.csv").write_text("", encoding="utf-8"))[0], "is not a folder"),
+        (lambda root: (root / "empty", (root / "empty").mkdir())[0], "holds no metrics.csv"),
+    ],
+    ids=["missing", "file", "no-runs"],
+)
 def test_a_path_that_is_not_a_run_is_an_input_error_naming_it(tmp_path, make, fragment):
     path = make(tmp_path)
     with pytest.raises(InputError) as caught:
@@ -174,14 +225,18 @@ def test_median_and_band_on_the_frames_grid_match_a_plain_computation(tmp_path, 
     rng = random.Random(0)
     returns = [[rng.uniform(0, 500) for _ in range(8)] for _ in range(3)]
     frames = [512.0 * (i + 1) for i in range(8)]
-    runs = tuple(read_run(write_run(tmp_path / f"seed{s}", seed=s, frames=frames, returns=returns[s]))
-                 for s in range(3))
+    runs = tuple(
+        read_run(write_run(tmp_path / f"seed{s}", seed=s, frames=frames, returns=returns[s])) for s in range(3)
+    )
     curve = group_curve(Group("x", "x", runs), "frames", RETURN, band)
     assert curve.x.tolist() == frames
     for index in range(len(frames)):
         values = [returns[s][index] for s in range(3)]
-        low, high = ((min(values), max(values)) if band == "minmax"
-                     else statistics.quantiles(values, n=4, method="inclusive")[::2])
+        low, high = (
+            (min(values), max(values))
+            if band == "minmax"
+            else statistics.quantiles(values, n=4, method="inclusive")[::2]
+        )
         assert curve.median[index] == pytest.approx(statistics.median(values))
         assert (curve.low[index], curve.high[index]) == pytest.approx((low, high))
 
@@ -190,8 +245,18 @@ def test_runs_on_different_x_grids_are_interpolated_inside_their_own_range_only(
     rng = random.Random(1)
     times = [sorted(rng.uniform(0, 10) for _ in range(12)) for _ in range(4)]
     returns = [[rng.uniform(0, 500) for _ in range(12)] for _ in range(4)]
-    runs = tuple(read_run(write_run(tmp_path / f"seed{s}", seed=s, frames=[512.0 * (i + 1) for i in range(12)],
-                                    times=times[s], returns=returns[s])) for s in range(4))
+    runs = tuple(
+        read_run(
+            write_run(
+                tmp_path / f"seed{s}",
+                seed=s,
+                frames=[512.0 * (i + 1) for i in range(12)],
+                times=times[s],
+                returns=returns[s],
+            )
+        )
+        for s in range(4)
+    )
     curve = group_curve(Group("x", "x", runs), "wall_time_s", RETURN, "iqr")
     grid = sorted({t for ts in times for t in ts})
     assert curve.x.tolist() == pytest.approx(grid)
@@ -218,8 +283,11 @@ def test_a_run_that_stopped_early_or_started_late_leaves_those_points_to_the_oth
 
 def test_timing_bar_is_top_level_phases_averaged_with_the_rest_as_other(tmp_path):
     slower = {**TIMING, "update": {"mean_ms": 24.0}, "iteration": {"mean_ms": 40.0}}
-    runs = (read_run(write_run(tmp_path / "a", timing=TIMING)), read_run(write_run(tmp_path / "b", timing=slower)),
-            read_run(write_run(tmp_path / "c", timing={})))
+    runs = (
+        read_run(write_run(tmp_path / "a", timing=TIMING)),
+        read_run(write_run(tmp_path / "b", timing=slower)),
+        read_run(write_run(tmp_path / "c", timing={})),
+    )
     means = mean_phase_ms(Group("x", "x", runs))
     # Run c has no timing and does not count; other = iteration - (collect + update + log).
     assert means == pytest.approx({"collect": 6.0, "update": 22.0, "log": 1.0, "other": (3.0 + 9.0) / 2})
@@ -281,12 +349,15 @@ def test_plot_runs_writes_the_png_and_names_groups_and_skipped_runs(tmp_path):
     assert result.skipped == [(out / "ppo_cartpole-killed", f"no value of {RETURN} yet")]
 
 
-@pytest.mark.parametrize(("kwargs", "fragment"), [
-    ({"x": "steps"}, "--x steps: allowed: frames, time"),
-    ({"band": "std"}, "--band std: allowed: minmax, iqr"),
-    ({"output": Path("curve.svg")}, "-o curve.svg: give a file name ending in .png"),
-    ({"output": Path("no/such/folder/curve.png")}, "folder no/such/folder does not exist"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"x": "steps"}, "--x steps: allowed: frames, time"),
+        ({"band": "std"}, "--band std: allowed: minmax, iqr"),
+        ({"output": Path("curve.svg")}, "-o curve.svg: give a file name ending in .png"),
+        ({"output": Path("no/such/folder/curve.png")}, "folder no/such/folder does not exist"),
+    ],
+)
 def test_bad_options_are_input_errors(tmp_path, kwargs, fragment):
     require_extra("matplotlib")
     run = write_run(tmp_path / "run")

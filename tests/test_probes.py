@@ -91,14 +91,16 @@ for env_id, (env_class, limit) in PROBES.items():
 def trained_agent(env_id: str, algo: dict, frames: int = 8192, tmp_path=None):
     # A2C takes one gradient step per batch: give it small batches and as many steps as PPO.
     batch = 32 if algo["name"] == "a2c" else 256
-    cfg = validate_data({
-        "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
-        "env": {"id": env_id, "num_envs": 8, "vectorization": "sync"},
-        "algo": algo,
-        "collector": {"frames_per_batch": batch, "total_frames": frames},
-        "optim": {"lr": 3e-3},
-        "timing": {"enabled": False},
-    })
+    cfg = validate_data(
+        {
+            "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
+            "env": {"id": env_id, "num_envs": 8, "vectorization": "sync"},
+            "algo": algo,
+            "collector": {"frames_per_batch": batch, "total_frames": frames},
+            "optim": {"lr": 3e-3},
+            "timing": {"enabled": False},
+        }
+    )
     state = train(build_run(cfg))
     assert state.status == "completed"
     return state.run.algo.agent
@@ -131,8 +133,9 @@ def test_critic_discounts_a_delayed_reward(tmp_path):
 
 def test_truncation_bootstraps_instead_of_ending_the_value(tmp_path):
     # Treating the time limit as termination would teach V ~ 1 + 0.9 + ... (5 terms) = 4.1.
-    agent = trained_agent("rlcli-probe/TruncatedForever-v0", {**PPO, "gae_lambda": 0.0}, frames=16384,
-                          tmp_path=tmp_path)
+    agent = trained_agent(
+        "rlcli-probe/TruncatedForever-v0", {**PPO, "gae_lambda": 0.0}, frames=16384, tmp_path=tmp_path
+    )
     assert value_of(agent, 0.0) == pytest.approx([10.0], abs=1.0)
 
 
@@ -144,8 +147,15 @@ def test_policy_learns_the_rewarded_action(algo, tmp_path):
     assert probs[1] > 0.9
 
 
-DQN = {"name": "dqn", "gamma": 0.9, "learning_starts": 512, "batch_size": 64, "utd_ratio": 0.25,
-       "target_update_interval": 50, "replay": {"capacity": 10_000}}
+DQN = {
+    "name": "dqn",
+    "gamma": 0.9,
+    "learning_starts": 512,
+    "batch_size": 64,
+    "utd_ratio": 0.25,
+    "target_update_interval": 50,
+    "replay": {"capacity": 10_000},
+}
 
 
 def q_of(agent, *observations: float) -> list[list[float]]:
@@ -168,8 +178,7 @@ def test_q_discounts_a_delayed_reward(tmp_path):
 @pytest.mark.parametrize("n_step", [1, 3])
 def test_q_bootstraps_through_truncation(tmp_path, n_step):
     # Treating the time limit as termination would give about 4.1 (five rewards, discounted).
-    agent = trained_agent("rlcli-probe/TruncatedForever-v0", {**DQN, "n_step": n_step}, frames=16384,
-                          tmp_path=tmp_path)
+    agent = trained_agent("rlcli-probe/TruncatedForever-v0", {**DQN, "n_step": n_step}, frames=16384, tmp_path=tmp_path)
     assert q_of(agent, 0.0)[0] == pytest.approx([10.0, 10.0], abs=1.0)
 
 

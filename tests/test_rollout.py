@@ -14,13 +14,22 @@ from rlcli.timing import Timer
 
 
 def ppo_run(algo=None, **env):
-    return build_run(validate_data({
-        "run": {"seed": 7, "device": "cpu"},
-        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point",
-                "max_episode_steps": 10, **env},
-        "algo": {"name": "ppo", "minibatch_size": 16, "gamma": 0.9, "gae_lambda": 0.8, **(algo or {})},
-        "collector": {"frames_per_batch": 64, "total_frames": 640},
-    }))
+    return build_run(
+        validate_data(
+            {
+                "run": {"seed": 7, "device": "cpu"},
+                "env": {
+                    "id": "CartPole-v1",
+                    "num_envs": 4,
+                    "vectorization": "vector_entry_point",
+                    "max_episode_steps": 10,
+                    **env,
+                },
+                "algo": {"name": "ppo", "minibatch_size": 16, "gamma": 0.9, "gae_lambda": 0.8, **(algo or {})},
+                "collector": {"frames_per_batch": 64, "total_frames": 640},
+            }
+        )
+    )
 
 
 def test_rows_write_advantages_of_the_rollout_and_flatten_every_row_with_valid():
@@ -31,8 +40,15 @@ def test_rows_write_advantages_of_the_rollout_and_flatten_every_row_with_valid()
         rows = run.algo.rollout.rows(batch, timer)
     finally:
         run.close()
-    advantage, target = gae(batch[keys.REWARD], batch[keys.VALUE], batch[keys.NEXT_VALUE], batch[keys.TERMINATED],
-                            batch[keys.TRUNCATED], gamma=0.9, lam=0.8)
+    advantage, target = gae(
+        batch[keys.REWARD],
+        batch[keys.VALUE],
+        batch[keys.NEXT_VALUE],
+        batch[keys.TERMINATED],
+        batch[keys.TRUNCATED],
+        gamma=0.9,
+        lam=0.8,
+    )
     assert rows.batch_size == torch.Size([64]) and keys.VALID in rows.keys()
     torch.testing.assert_close(rows[keys.ADVANTAGE], advantage.reshape(-1))
     torch.testing.assert_close(rows[keys.VALUE_TARGET], target.reshape(-1))
@@ -97,11 +113,15 @@ def test_evaluate_minibatch_normalizes_the_advantage_over_valid_rows_only():
     run.close()
     agent = run.algo.agent
     g = torch.Generator().manual_seed(3)
-    batch = TensorDict({
-        keys.INPUT: torch.randn(8, 4, generator=g), keys.ACTION: torch.randint(0, 2, (8,), generator=g),
-        keys.ADVANTAGE: torch.tensor([1.0, 2.0, 3.0, 100.0, -50.0, 4.0, 5.0, 6.0]),
-        keys.VALID: torch.tensor([True, True, True, False, False, True, True, True]),
-    }, batch_size=[8])
+    batch = TensorDict(
+        {
+            keys.INPUT: torch.randn(8, 4, generator=g),
+            keys.ACTION: torch.randint(0, 2, (8,), generator=g),
+            keys.ADVANTAGE: torch.tensor([1.0, 2.0, 3.0, 100.0, -50.0, 4.0, 5.0, 6.0]),
+            keys.VALID: torch.tensor([True, True, True, False, False, True, True, True]),
+        },
+        batch_size=[8],
+    )
     out = evaluate_minibatch(agent, batch, normalize_advantage=True)
     valid = out.advantage[batch[keys.VALID]]
     # The valid rows 1..6 centred and scaled by their own unbiased spread.
@@ -123,8 +143,16 @@ def test_next_values_of_a_cnn_reuse_the_stored_values_where_the_next_step_saw_th
 
     cfg = validate_data({"env": {"id": "CartPole-v1"}, "algo": {"name": "ppo"}, "network": {"hidden_sizes": []}})
     frames = spaces.Box(0, 255, (2, 36, 36), np.uint8)
-    ctx = BuildContext(frames, spaces.Discrete(3), network=cfg.network, env=cfg.env, collector=cfg.collector,
-                       optim=cfg.optim, device=torch.device("cpu"), seed=0)
+    ctx = BuildContext(
+        frames,
+        spaces.Discrete(3),
+        network=cfg.network,
+        env=cfg.env,
+        collector=cfg.collector,
+        optim=cfg.optim,
+        device=torch.device("cpu"),
+        seed=0,
+    )
     torch.manual_seed(0)
     agent = build_actor_critic(ctx)
     steps, envs = 5, 3

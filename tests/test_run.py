@@ -28,7 +28,7 @@ def test_the_run_holds_the_algorithms_phases_after_update_and_its_metrics():
     try:
         module = ALGORITHMS["ppo"]
         assert run.phases[:4] == ("collect", "collect.policy", "collect.env_step", "update")
-        assert run.phases[4:4 + len(module.PHASES)] == module.PHASES
+        assert run.phases[4 : 4 + len(module.PHASES)] == module.PHASES
         assert run.phases[-2:] == ("log", "iteration") and "eval" not in run.phases
         assert run.metrics == module.METRICS and run.evaluator is None
         assert run.iterations == 10 and run.planned_frames == 640
@@ -76,7 +76,7 @@ def test_a_run_folder_that_cannot_be_made_is_an_input_error_naming_the_folder_an
     blocker = tmp_path / "file"
     blocker.write_text("", encoding="utf-8")
     with pytest.raises(InputError) as caught:
-        RunFolder(blocker / "below", "exp").path
+        _ = RunFolder(blocker / "below", "exp").path
     text = str(caught.value)
     assert str(blocker / "below") in text and "--out DIR" in text and "run.output_dir" in text
 
@@ -106,5 +106,7 @@ def test_check_build_summarises_spaces_parameters_and_device():
         params = sum(p.numel() for p in run.algo.agent.parameters())
     finally:
         run.close()
-    assert summary == (f"ppo on CartPole-v1: observation Box(4,), action Discrete(2), {params:,} parameters, cpu; "
-                       "encoders: encoder flat -> 4; observation normalization off")
+    assert summary == (
+        f"ppo on CartPole-v1: observation Box(4,), action Discrete(2), {params:,} parameters, cpu; "
+        "encoders: encoder flat -> 4; observation normalization off"
+    )

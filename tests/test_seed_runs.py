@@ -9,8 +9,10 @@ from rlcli.config.errors import InputError
 from rlcli.seed_runs import _killed_by, parse_seeds
 
 
-@pytest.mark.parametrize(("spec", "seeds"), [("0,1,2", [0, 1, 2]), ("0-4", [0, 1, 2, 3, 4]),
-                                              ("3-5,0", [3, 4, 5, 0]), (" 7 ", [7]), ("1,1-2", [1, 2])])
+@pytest.mark.parametrize(
+    ("spec", "seeds"),
+    [("0,1,2", [0, 1, 2]), ("0-4", [0, 1, 2, 3, 4]), ("3-5,0", [3, 4, 5, 0]), (" 7 ", [7]), ("1,1-2", [1, 2])],
+)
 def test_seed_specs(spec, seeds):
     assert parse_seeds(spec) == seeds
 

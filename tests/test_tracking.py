@@ -38,10 +38,26 @@ def mlflow_server(tmp_path):
     pytest.importorskip("mlflow")
     port = free_port()
     exe = shutil.which("mlflow") or str(Path(sys.executable).parent / "mlflow")
-    proc = subprocess.Popen([exe, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-                             "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
-                             "--default-artifact-root", (tmp_path / "artifacts").as_uri()],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            exe,
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "--default-artifact-root",
+            (tmp_path / "artifacts").as_uri(),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     uri = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -110,9 +126,26 @@ def test_tune_nests_each_trial_under_its_study_run(rlcli, tmp_path, mlflow_serve
     uri, _ = mlflow_server
     space = tmp_path / "space.toml"
     space.write_text('[space]\n"optim.lr" = { low = 1e-4, high = 1e-2, log = true }\n', encoding="utf-8")
-    result = rlcli("tune", "ppo_cartpole", "--space", space, "--trials", "2", "--jobs", "2", "--out", tmp_path / "tune",
-                   "--set", "collector.total_frames=1024", "--set", 'logger.backends=["csv", "mlflow"]',
-                   "--set", f"logger.mlflow_uri={json.dumps(uri)}", cwd=tmp_path, timeout=240)
+    result = rlcli(
+        "tune",
+        "ppo_cartpole",
+        "--space",
+        space,
+        "--trials",
+        "2",
+        "--jobs",
+        "2",
+        "--out",
+        tmp_path / "tune",
+        "--set",
+        "collector.total_frames=1024",
+        "--set",
+        'logger.backends=["csv", "mlflow"]',
+        "--set",
+        f"logger.mlflow_uri={json.dumps(uri)}",
+        cwd=tmp_path,
+        timeout=240,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("rlcli")
@@ -120,7 +153,8 @@ def test_tune_nests_each_trial_under_its_study_run(rlcli, tmp_path, mlflow_serve
     (parent,) = [r for r in runs if r.data.tags.get("rlcli.study") == "ppo_cartpole"]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert sorted(r.info.run_name for r in children) == ["trial-0000-seed0", "trial-0001-seed0"] or all(
-        r.info.run_name.startswith(("trial-0000-seed0-", "trial-0001-seed0-")) for r in children)
+        r.info.run_name.startswith(("trial-0000-seed0-", "trial-0001-seed0-")) for r in children
+    )
     assert len(children) == 2 and "best/value" in client.get_run(parent.info.run_id).data.metrics
 
 
@@ -129,8 +163,18 @@ def test_wandb_offline_keeps_config_rows_and_summary_in_the_run_folder(rlcli, tm
     pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
-    result = rlcli("train", *TRAIN, "--set", 'logger.backends=["csv", "wandb"]', "--set", "logger.log_model=true",
-                   "--out", tmp_path / "runs", cwd=tmp_path, timeout=180)
+    result = rlcli(
+        "train",
+        *TRAIN,
+        "--set",
+        'logger.backends=["csv", "wandb"]',
+        "--set",
+        "logger.log_model=true",
+        "--out",
+        tmp_path / "runs",
+        cwd=tmp_path,
+        timeout=180,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = run_folder(tmp_path / "runs")
     records = read_wandb(run_dir)
@@ -160,8 +204,8 @@ def wandb_records(path: Path) -> list[bytes]:
         if left < 7:
             offset += left
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[offset:offset + 7])
-        chunk = data[offset + 7:offset + 7 + length]
+        _crc, length, kind = struct.unpack("<IHB", data[offset : offset + 7])
+        chunk = data[offset + 7 : offset + 7 + length]
         offset += 7 + length
         if kind == 0 and length == 0:
             continue
@@ -183,11 +227,19 @@ def read_wandb(run_dir: Path) -> list[dict]:
         record.ParseFromString(data)
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            out.append({"kind": "history", **{i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                                               for i in record.history.item}})
+            out.append(
+                {
+                    "kind": "history",
+                    **{i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item},
+                }
+            )
         elif kind == "summary":
-            out.append({"kind": "summary", **{i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                                               for i in record.summary.update}})
+            out.append(
+                {
+                    "kind": "summary",
+                    **{i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.summary.update},
+                }
+            )
         elif kind == "artifact":
             out.append({"kind": "artifact", "name": record.artifact.name})
         elif kind == "run":
@@ -200,7 +252,8 @@ def test_a_backend_whose_package_is_missing_is_refused_before_training(cli, tmp_
     # rlcli imports the package when it checks the backends (rlcli.loggers.check_backends): a None in
     # sys.modules makes that import fail as a missing package does.
     monkeypatch.setitem(sys.modules, backend, None)
-    result = cli("train", *TRAIN, "--set", f'logger.backends=["csv", "{backend}"]', "--out", tmp_path / "runs",
-                 cwd=tmp_path)
+    result = cli(
+        "train", *TRAIN, "--set", f'logger.backends=["csv", "{backend}"]', "--out", tmp_path / "runs", cwd=tmp_path
+    )
     assert_bad_input(result, "logger.backends", f"pip install 'rlcli[{backend}]'")
     assert not (tmp_path / "runs").exists()

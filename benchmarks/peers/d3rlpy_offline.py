@@ -84,13 +84,17 @@ def mdp_dataset(dataset_id: str) -> tuple[MDPDataset, str, gym.spaces.Box]:
         else:
             pad = np.zeros(length + 1, dtype=np.float32)
             pad[-1] = 1.0
-            parts = (episode.observations, np.concatenate([actions, np.zeros_like(actions[:1])]),
-                     np.append(rewards, np.float32(0.0)), np.zeros(length + 1, np.float32), pad)
+            parts = (
+                episode.observations,
+                np.concatenate([actions, np.zeros_like(actions[:1])]),
+                np.append(rewards, np.float32(0.0)),
+                np.zeros(length + 1, np.float32),
+                pad,
+            )
         for key, part in zip(columns, parts):
             columns[key].append(part)
     obs, act, rew, term, tout = (np.concatenate(columns[key]) for key in columns)
-    dataset = MDPDataset(observations=obs.astype(np.float32), actions=act, rewards=rew, terminals=term,
-                         timeouts=tout)
+    dataset = MDPDataset(observations=obs.astype(np.float32), actions=act, rewards=rew, terminals=term, timeouts=tout)
     return dataset, data.spec.env_spec.id, data.action_space
 
 
@@ -99,20 +103,43 @@ def make_algo(algo: str, action_space: gym.spaces.Box, hidden: list[int]):
     docstring)."""
     net = VectorEncoderFactory(hidden_units=hidden, activation="relu")
     adam = AdamFactory(betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
-    common = {"batch_size": 256, "gamma": 0.99, "tau": 0.005, "n_critics": 2,
-              "observation_scaler": StandardObservationScaler(),
-              "action_scaler": MinMaxActionScaler(minimum=action_space.low, maximum=action_space.high),
-              "actor_encoder_factory": net, "critic_encoder_factory": net,
-              "actor_optim_factory": adam, "critic_optim_factory": adam}
+    common = {
+        "batch_size": 256,
+        "gamma": 0.99,
+        "tau": 0.005,
+        "n_critics": 2,
+        "observation_scaler": StandardObservationScaler(),
+        "action_scaler": MinMaxActionScaler(minimum=action_space.low, maximum=action_space.high),
+        "actor_encoder_factory": net,
+        "critic_encoder_factory": net,
+        "actor_optim_factory": adam,
+        "critic_optim_factory": adam,
+    }
     if algo == "iql":
-        config = d3rlpy.algos.IQLConfig(**common, value_encoder_factory=net, expectile=0.7, weight_temp=3.0,
-                                        max_weight=100.0, actor_learning_rate=3e-4, critic_learning_rate=3e-4)
+        config = d3rlpy.algos.IQLConfig(
+            **common,
+            value_encoder_factory=net,
+            expectile=0.7,
+            weight_temp=3.0,
+            max_weight=100.0,
+            actor_learning_rate=3e-4,
+            critic_learning_rate=3e-4,
+        )
     else:
-        config = d3rlpy.algos.CQLConfig(**common, conservative_weight=5.0, n_action_samples=10,
-                                        actor_learning_rate=1e-4, critic_learning_rate=3e-4,
-                                        temp_learning_rate=1e-4, temp_optim_factory=adam, initial_temperature=1.0,
-                                        alpha_learning_rate=0.0, initial_alpha=1.0,
-                                        soft_q_backup=False, max_q_backup=False)
+        config = d3rlpy.algos.CQLConfig(
+            **common,
+            conservative_weight=5.0,
+            n_action_samples=10,
+            actor_learning_rate=1e-4,
+            critic_learning_rate=3e-4,
+            temp_learning_rate=1e-4,
+            temp_optim_factory=adam,
+            initial_temperature=1.0,
+            alpha_learning_rate=0.0,
+            initial_alpha=1.0,
+            soft_q_backup=False,
+            max_q_backup=False,
+        )
     return config.create(device="cpu:0")
 
 
@@ -157,17 +184,38 @@ def main() -> None:
     setup = time.perf_counter() - start
 
     start = time.perf_counter()
-    algo.fit(dataset, n_steps=args.steps, n_steps_per_epoch=args.steps, logger_adapter=NoopAdapterFactory(),
-             show_progress=False, evaluators=None, save_interval=args.steps + 1)
+    algo.fit(
+        dataset,
+        n_steps=args.steps,
+        n_steps_per_epoch=args.steps,
+        logger_adapter=NoopAdapterFactory(),
+        show_progress=False,
+        evaluators=None,
+        save_interval=args.steps + 1,
+    )
     seconds = time.perf_counter() - start
 
     returns = evaluate(algo, env_id)
-    print(json.dumps({"peer": "d3rlpy", "version": version("d3rlpy"), "algo": args.algo, "steps": args.steps,
-                      "train_seconds": seconds, "eval_return_mean": float(np.mean(returns)),
-                      "eval_return_std": float(np.std(returns)), "seed": args.seed, "dataset": args.dataset,
-                      "hidden": hidden, "transitions": dataset.transition_count, "setup_seconds": setup,
-                      "threads": torch.get_num_threads(),
-                      "versions": {name: version(name) for name in ("d3rlpy", "torch", "gymnasium", "minari", "numpy")}}))
+    print(
+        json.dumps(
+            {
+                "peer": "d3rlpy",
+                "version": version("d3rlpy"),
+                "algo": args.algo,
+                "steps": args.steps,
+                "train_seconds": seconds,
+                "eval_return_mean": float(np.mean(returns)),
+                "eval_return_std": float(np.std(returns)),
+                "seed": args.seed,
+                "dataset": args.dataset,
+                "hidden": hidden,
+                "transitions": dataset.transition_count,
+                "setup_seconds": setup,
+                "threads": torch.get_num_threads(),
+                "versions": {name: version(name) for name in ("d3rlpy", "torch", "gymnasium", "minari", "numpy")},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -76,17 +76,32 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="run.threads (default 1)")
     parser.add_argument("--hidden", default="256,256", help="network.hidden_sizes (default 256,256)")
     parser.add_argument("--out", default="/tmp/peer-rlcli", help="each run gets a new folder under it")
-    parser.add_argument("--set", action="append", default=[], dest="sets", metavar="KEY=VALUE",
-                        help="a further rlcli override (repeatable)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="sets",
+        metavar="KEY=VALUE",
+        help="a further rlcli override (repeatable)",
+    )
     args = parser.parse_args()
     hidden = [int(width) for width in args.hidden.split(",")]
     Path(args.out).mkdir(parents=True, exist_ok=True)
     out = tempfile.mkdtemp(prefix="run-", dir=args.out)
     per_iteration = 1000 if args.steps % 1000 == 0 else args.steps
-    overrides = [f"data.total_steps={args.steps}", f"data.steps_per_iteration={per_iteration}",
-                 f"data.dataset={json.dumps(args.dataset)}", "eval.every_frames=0", "checkpoint.every_frames=0",
-                 f"run.seed={args.seed}", 'run.device="cpu"', f"run.threads={args.threads}",
-                 f"run.output_dir={json.dumps(out)}", f"network.hidden_sizes={json.dumps(hidden)}", *args.sets]
+    overrides = [
+        f"data.total_steps={args.steps}",
+        f"data.steps_per_iteration={per_iteration}",
+        f"data.dataset={json.dumps(args.dataset)}",
+        "eval.every_frames=0",
+        "checkpoint.every_frames=0",
+        f"run.seed={args.seed}",
+        'run.device="cpu"',
+        f"run.threads={args.threads}",
+        f"run.output_dir={json.dumps(out)}",
+        f"network.hidden_sizes={json.dumps(hidden)}",
+        *args.sets,
+    ]
     cfg = load_config(PRESETS[args.algo], overrides)
 
     start = time.perf_counter()
@@ -101,13 +116,30 @@ def main() -> None:
     eval_seconds = state.timer.totals.get("eval", 0.0)
 
     returns = evaluate(agent, cfg.env.id, device)
-    print(json.dumps({"peer": "rlcli", "version": version("rlcli"), "algo": args.algo, "steps": cfg.data.steps,
-                      "train_seconds": state.wall_time - eval_seconds, "eval_return_mean": float(np.mean(returns)),
-                      "eval_return_std": float(np.std(returns)), "seed": args.seed, "dataset": args.dataset,
-                      "hidden": cfg.network.hidden_sizes, "setup_seconds": setup, "call_seconds": call, "eval_seconds": eval_seconds,
-                      "rlcli_eval_return_mean": state.last_eval.get("eval/return_mean"),
-                      "threads": torch.get_num_threads(), "sets": args.sets, "run_dir": str(state.run_dir),
-                      "versions": {name: version(name) for name in ("rlcli", "torch", "gymnasium", "minari", "numpy")}}))
+    print(
+        json.dumps(
+            {
+                "peer": "rlcli",
+                "version": version("rlcli"),
+                "algo": args.algo,
+                "steps": cfg.data.steps,
+                "train_seconds": state.wall_time - eval_seconds,
+                "eval_return_mean": float(np.mean(returns)),
+                "eval_return_std": float(np.std(returns)),
+                "seed": args.seed,
+                "dataset": args.dataset,
+                "hidden": cfg.network.hidden_sizes,
+                "setup_seconds": setup,
+                "call_seconds": call,
+                "eval_seconds": eval_seconds,
+                "rlcli_eval_return_mean": state.last_eval.get("eval/return_mean"),
+                "threads": torch.get_num_threads(),
+                "sets": args.sets,
+                "run_dir": str(state.run_dir),
+                "versions": {name: version(name) for name in ("rlcli", "torch", "gymnasium", "minari", "numpy")},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

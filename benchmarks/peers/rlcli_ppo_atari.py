@@ -37,16 +37,21 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=16384, help="agent steps timed (default 16384)")
     parser.add_argument("--threads", type=int, default=1, help="run.threads (default 1)")
     parser.add_argument("--out", default="/tmp/peer-rlcli", help="each run gets a new folder under it")
-    parser.add_argument("--set", action="append", default=[], dest="sets", metavar="KEY=VALUE",
-                        help="a further rlcli override (repeatable)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="sets",
+        metavar="KEY=VALUE",
+        help="a further rlcli override (repeatable)",
+    )
     args = parser.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
     out = tempfile.mkdtemp(prefix="run-", dir=args.out)
     sets = [f"collector.total_frames={args.steps + WARM_UP}", f"run.threads={args.threads}", *args.sets]
     command = [sys.executable, "-m", "rlcli", "train", "ppo_breakout", "--quiet", "--out", out, "--device", "cpu"]
     # rlcli's summary goes to stderr so that this script's stdout is the JSON line alone.
-    subprocess.run(command + [arg for item in sets for arg in ("--set", item)], check=True,
-                   stdout=sys.stderr)
+    subprocess.run(command + [arg for item in sets for arg in ("--set", item)], check=True, stdout=sys.stderr)
     (metrics,) = Path(out).glob("*/metrics.csv")
     with metrics.open(encoding="utf-8", newline="") as file:
         rows = list(csv.DictReader(file))
@@ -56,11 +61,25 @@ def main() -> None:
     steps = int(last["frames"]) - int(first["frames"])
     seconds = float(last["wall_time_s"]) - float(first["wall_time_s"])
     collect = sum(float(row["time/collect_ms"]) for row in rows[1:]) / 1000
-    print(json.dumps({"peer": "rlcli", "mode": "train", "steps": steps, "seconds": seconds,
-                      "agent_steps_per_s": steps / seconds, "collect_s": collect, "train_s": seconds - collect,
-                      "iterations": len(rows) - 1, "warm_up_steps": int(first["frames"]),
-                      "threads": args.threads, "sets": args.sets, "run_dir": str(metrics.parent),
-                      "versions": {name: version(name) for name in ("rlcli", "torch", "ale-py", "gymnasium", "numpy")}}))
+    print(
+        json.dumps(
+            {
+                "peer": "rlcli",
+                "mode": "train",
+                "steps": steps,
+                "seconds": seconds,
+                "agent_steps_per_s": steps / seconds,
+                "collect_s": collect,
+                "train_s": seconds - collect,
+                "iterations": len(rows) - 1,
+                "warm_up_steps": int(first["frames"]),
+                "threads": args.threads,
+                "sets": args.sets,
+                "run_dir": str(metrics.parent),
+                "versions": {name: version(name) for name in ("rlcli", "torch", "ale-py", "gymnasium", "numpy")},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -95,14 +95,30 @@ def env_only(steps: int) -> dict:
         vec.step(actions[i % 64])
     seconds = time.perf_counter() - start
     vec.close()
-    return {"peer": "sb3", "mode": "env_only", "steps": calls * N_ENVS, "seconds": seconds,
-            "agent_steps_per_s": calls * N_ENVS / seconds}
+    return {
+        "peer": "sb3",
+        "mode": "env_only",
+        "steps": calls * N_ENVS,
+        "seconds": seconds,
+        "agent_steps_per_s": calls * N_ENVS / seconds,
+    }
 
 
 def train(steps: int) -> dict:
-    model = PPO("CnnPolicy", envs(0), n_steps=N_STEPS, n_epochs=4, batch_size=256,
-                learning_rate=linear(2.5e-4), clip_range=linear(0.1), vf_coef=0.5, ent_coef=0.01,
-                seed=0, verbose=0, device="cpu")
+    model = PPO(
+        "CnnPolicy",
+        envs(0),
+        n_steps=N_STEPS,
+        n_epochs=4,
+        batch_size=256,
+        learning_rate=linear(2.5e-4),
+        clip_range=linear(0.1),
+        vf_coef=0.5,
+        ent_coef=0.01,
+        seed=0,
+        verbose=0,
+        device="cpu",
+    )
     model.learn(WARM_UP)
     before = model.num_timesteps
     phases = Phases()
@@ -110,10 +126,17 @@ def train(steps: int) -> dict:
     model.learn(steps, callback=phases, reset_num_timesteps=False)
     seconds = time.perf_counter() - start
     taken = model.num_timesteps - before
-    return {"peer": "sb3", "mode": "train", "steps": taken, "seconds": seconds,
-            "agent_steps_per_s": taken / seconds, "collect_s": phases.collect,
-            "train_s": seconds - phases.collect, "iterations": phases.rollouts,
-            "warm_up_steps": before}
+    return {
+        "peer": "sb3",
+        "mode": "train",
+        "steps": taken,
+        "seconds": seconds,
+        "agent_steps_per_s": taken / seconds,
+        "collect_s": phases.collect,
+        "train_s": seconds - phases.collect,
+        "iterations": phases.rollouts,
+        "warm_up_steps": before,
+    }
 
 
 def main() -> None:
@@ -126,8 +149,10 @@ def main() -> None:
     gym.register_envs(ale_py)
     result = env_only(args.steps) if args.env_only else train(args.steps)
     result["threads"] = torch.get_num_threads()
-    result["versions"] = {name: version(name) for name in
-                          ("stable_baselines3", "torch", "ale-py", "gymnasium", "numpy", "opencv-python-headless")}
+    result["versions"] = {
+        name: version(name)
+        for name in ("stable_baselines3", "torch", "ale-py", "gymnasium", "numpy", "opencv-python-headless")
+    }
     print(json.dumps(result))
 
 

@@ -51,7 +51,26 @@ def timed(self, model):
 
 exp_manager.ExperimentManager.learn = timed
 with tempfile.TemporaryDirectory() as logs:
-    sys.argv = ["train", "--algo", algo, "--env", env, "-n", str(steps), "--seed", str(seed), "--num-threads", "1",
-                "--eval-freq", "-1", "--device", "cpu", "--log-folder", logs, "--verbose", "0"]
+    sys.argv = [
+        "train",
+        "--algo",
+        algo,
+        "--env",
+        env,
+        "-n",
+        str(steps),
+        "--seed",
+        str(seed),
+        "--num-threads",
+        "1",
+        "--eval-freq",
+        "-1",
+        "--device",
+        "cpu",
+        "--log-folder",
+        logs,
+        "--verbose",
+        "0",
+    ]
     train()
 print(json.dumps({"algo": algo, "env": env, "timesteps": steps, "seed": seed, **measured}))

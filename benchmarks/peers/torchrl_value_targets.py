@@ -48,41 +48,72 @@ def rollout(steps: int, envs: int, seed: int, *, p_term: float, p_trunc: float) 
     g = torch.Generator().manual_seed(seed)
     terminated = torch.rand(steps, envs, generator=g) < p_term
     truncated = (torch.rand(steps, envs, generator=g) < p_trunc) & ~terminated
-    return {"reward": torch.randn(steps, envs, generator=g), "value": torch.randn(steps, envs, generator=g),
-            "next_value": torch.randn(steps, envs, generator=g), "terminated": terminated, "truncated": truncated}
+    return {
+        "reward": torch.randn(steps, envs, generator=g),
+        "value": torch.randn(steps, envs, generator=g),
+        "next_value": torch.randn(steps, envs, generator=g),
+        "terminated": terminated,
+        "truncated": truncated,
+    }
 
 
 def torchrl_layout(data: dict[str, torch.Tensor], dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """TorchRL's [N, T, 1] tensors of a rollout: ``done`` is either end, ``terminated`` the task's."""
+
     def lay(x):
         return x.t().unsqueeze(-1).contiguous()
 
-    return {"reward": lay(data["reward"]).to(dtype), "next_state_value": lay(data["next_value"]).to(dtype),
-            "done": lay(data["terminated"] | data["truncated"]), "terminated": lay(data["terminated"])}
+    return {
+        "reward": lay(data["reward"]).to(dtype),
+        "next_state_value": lay(data["next_value"]).to(dtype),
+        "done": lay(data["terminated"] | data["truncated"]),
+        "terminated": lay(data["terminated"]),
+    }
 
 
 def pairs(gamma: float, lam: float):
     """(name, rlcli's target of a [T, N] rollout, TorchRL's of its [N, T, 1] layout) for each estimator."""
+
     def ours(function, **extra):
         def run(d):
-            return function(d["reward"], d["value"], d["next_value"], d["terminated"], d["truncated"],
-                            gamma=gamma, **extra)[1]
+            return function(
+                d["reward"], d["value"], d["next_value"], d["terminated"], d["truncated"], gamma=gamma, **extra
+            )[1]
+
         return run
 
     return (
-        ("td0", ours(td0),
-         lambda t: trl.td0_return_estimate(gamma, t["next_state_value"], t["reward"], t["terminated"])),
-        ("td1", ours(td1),
-         lambda t: trl.td1_return_estimate(gamma, t["next_state_value"], t["reward"], t["done"], t["terminated"])),
-        ("td1 (vec_)", ours(td1),
-         lambda t: trl.vec_td1_return_estimate(gamma, t["next_state_value"], t["reward"], t["done"],
-                                               t["terminated"])),
-        ("td_lambda", ours(td_lambda, lam=lam),
-         lambda t: trl.td_lambda_return_estimate(gamma, lam, t["next_state_value"], t["reward"], t["done"],
-                                                 t["terminated"])),
-        ("td_lambda (vec_)", ours(td_lambda, lam=lam),
-         lambda t: trl.vec_td_lambda_return_estimate(gamma, lam, t["next_state_value"], t["reward"], t["done"],
-                                                     t["terminated"])),
+        (
+            "td0",
+            ours(td0),
+            lambda t: trl.td0_return_estimate(gamma, t["next_state_value"], t["reward"], t["terminated"]),
+        ),
+        (
+            "td1",
+            ours(td1),
+            lambda t: trl.td1_return_estimate(gamma, t["next_state_value"], t["reward"], t["done"], t["terminated"]),
+        ),
+        (
+            "td1 (vec_)",
+            ours(td1),
+            lambda t: trl.vec_td1_return_estimate(
+                gamma, t["next_state_value"], t["reward"], t["done"], t["terminated"]
+            ),
+        ),
+        (
+            "td_lambda",
+            ours(td_lambda, lam=lam),
+            lambda t: trl.td_lambda_return_estimate(
+                gamma, lam, t["next_state_value"], t["reward"], t["done"], t["terminated"]
+            ),
+        ),
+        (
+            "td_lambda (vec_)",
+            ours(td_lambda, lam=lam),
+            lambda t: trl.vec_td_lambda_return_estimate(
+                gamma, lam, t["next_state_value"], t["reward"], t["done"], t["terminated"]
+            ),
+        ),
     )
 
 
@@ -123,16 +154,40 @@ def main() -> None:
             data = rollout(steps, envs, 0, p_term=0.02, p_trunc=0.01)
             mine_s = statistics.median(seconds(ours, data, args.repeat))
             theirs_s = statistics.median(seconds(theirs, torchrl_layout(data, torch.float32), args.repeat))
-            results.append({"estimator": name, "T": steps, "N": envs, "max_abs_err": error,
-                            "max_abs_err_f64": error64, "rlcli_ms": mine_s * 1e3, "torchrl_ms": theirs_s * 1e3,
-                            "time_ratio": mine_s / theirs_s})
-    print(f"{'estimator':18} {'T':>5} {'N':>3} {'max|err|':>9} {'vs f64':>9} {'rlcli ms':>9} {'torchrl ms':>10} "
-          f"{'rlcli/torchrl':>13}")
+            results.append(
+                {
+                    "estimator": name,
+                    "T": steps,
+                    "N": envs,
+                    "max_abs_err": error,
+                    "max_abs_err_f64": error64,
+                    "rlcli_ms": mine_s * 1e3,
+                    "torchrl_ms": theirs_s * 1e3,
+                    "time_ratio": mine_s / theirs_s,
+                }
+            )
+    print(
+        f"{'estimator':18} {'T':>5} {'N':>3} {'max|err|':>9} {'vs f64':>9} {'rlcli ms':>9} {'torchrl ms':>10} "
+        f"{'rlcli/torchrl':>13}"
+    )
     for r in results:
-        print(f"{r['estimator']:18} {r['T']:>5} {r['N']:>3} {r['max_abs_err']:9.2e} {r['max_abs_err_f64']:9.2e} "
-              f"{r['rlcli_ms']:9.3f} {r['torchrl_ms']:10.3f} {r['time_ratio']:13.3f}")
-    print(json.dumps({"torch": torch.__version__, "torchrl": version("torchrl"), "threads": 1,
-                      "gamma": args.gamma, "lam": args.lam, "repeat": args.repeat, "results": results}))
+        print(
+            f"{r['estimator']:18} {r['T']:>5} {r['N']:>3} {r['max_abs_err']:9.2e} {r['max_abs_err_f64']:9.2e} "
+            f"{r['rlcli_ms']:9.3f} {r['torchrl_ms']:10.3f} {r['time_ratio']:13.3f}"
+        )
+    print(
+        json.dumps(
+            {
+                "torch": torch.__version__,
+                "torchrl": version("torchrl"),
+                "threads": 1,
+                "gamma": args.gamma,
+                "lam": args.lam,
+                "repeat": args.repeat,
+                "results": results,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -187,9 +187,16 @@ ESTIMATORS: dict[str, Estimator] = {
 that returns (advantage, value_target)."""
 
 
-def add_advantages(batch: TensorDict, *, estimator: str = "gae", gamma: float, lam: float,
-                   reward: torch.Tensor | None = None, value: torch.Tensor | None = None,
-                   next_value: torch.Tensor | None = None) -> TensorDict:
+def add_advantages(
+    batch: TensorDict,
+    *,
+    estimator: str = "gae",
+    gamma: float,
+    lam: float,
+    reward: torch.Tensor | None = None,
+    value: torch.Tensor | None = None,
+    next_value: torch.Tensor | None = None,
+) -> TensorDict:
     """Write ``advantage`` and ``value_target`` into a ``[T, N]`` rollout by ``estimator`` of
     :data:`ESTIMATORS` (``lam`` is read by ``gae`` and ``td_lambda`` only).
 
@@ -200,8 +207,10 @@ def add_advantages(batch: TensorDict, *, estimator: str = "gae", gamma: float, l
         batch[keys.REWARD] if reward is None else reward,
         batch[keys.VALUE] if value is None else value,
         batch[keys.NEXT_VALUE] if next_value is None else next_value,
-        batch[keys.TERMINATED], batch[keys.TRUNCATED],
-        gamma=gamma, lam=lam,
+        batch[keys.TERMINATED],
+        batch[keys.TRUNCATED],
+        gamma=gamma,
+        lam=lam,
     )
     batch[keys.ADVANTAGE] = advantage
     batch[keys.VALUE_TARGET] = target
@@ -318,9 +327,9 @@ def n_step_returns(
     last = torch.arange(starts, device=reward.device).unsqueeze(1).expand(starts, reward.shape[1]).clone()
     open_ = torch.ones_like(done[:starts])
     for k in range(n):
-        returns += open_ * (gamma**k) * reward[k:k + starts]
+        returns += open_ * (gamma**k) * reward[k : k + starts]
         last = torch.where(open_, last.new_full((), k) + torch.arange(starts, device=reward.device)[:, None], last)
-        open_ = open_ & ~done[k:k + starts]
+        open_ = open_ & ~done[k : k + starts]
     steps = last - torch.arange(starts, device=reward.device)[:, None] + 1
     return returns, last, torch.pow(gamma, steps.to(reward.dtype))
 

@@ -72,8 +72,12 @@ class BuildContext:
         and Dict observations are never normalized, which the config check says)."""
         space = self.observation_space
         box = isinstance(space, spaces.Box)
-        return ObservationNormalizer(space.shape if box else (), enabled=self.env.normalize_observation and box,
-                                     clip=self.env.clip_observation, group=self.group)
+        return ObservationNormalizer(
+            space.shape if box else (),
+            enabled=self.env.normalize_observation and box,
+            clip=self.env.clip_observation,
+            group=self.group,
+        )
 
     def action_bounds(self) -> ActionBounds:
         """The Box action space's bounds on the device."""

@@ -103,34 +103,44 @@ def read(path: Path) -> dict[str, Any]:
         # (Bytes that are not a pickle at all fail the same way, as an unsupported operand.)
         found = re.search(r"unsupported global:?\s+(?:GLOBAL\s+)?([\w.]+)", str(exc), re.IGNORECASE)
         if found:
-            raise CheckpointError(what, "refused: it holds objects other than tensors and plain containers, "
-                                        f"which could run code when loaded (it names {found.group(1)}); "
-                                        "nothing in it was run") from None
+            raise CheckpointError(
+                what,
+                "refused: it holds objects other than tensors and plain containers, "
+                f"which could run code when loaded (it names {found.group(1)}); "
+                "nothing in it was run",
+            ) from None
         raise CheckpointError(what, "truncated or corrupt, cannot be read (not a torch checkpoint file)") from None
     except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as exc:
         detail = (str(exc).strip().splitlines() or [""])[0]
-        raise CheckpointError(what, f"truncated or corrupt, cannot be read ({type(exc).__name__}: "
-                                    f"{detail[:160]})") from None
+        raise CheckpointError(
+            what, f"truncated or corrupt, cannot be read ({type(exc).__name__}: {detail[:160]})"
+        ) from None
     if not isinstance(payload, dict) or not isinstance(payload.get("agent"), dict) or "format" not in payload:
         raise CheckpointError(what, "not an rlcli checkpoint (no agent weights or format in it)")
     if payload["format"] != FORMAT:
-        raise CheckpointError(what, f"written in checkpoint format {payload['format']!r}; this rlcli reads "
-                                    f"format {FORMAT}")
+        raise CheckpointError(
+            what, f"written in checkpoint format {payload['format']!r}; this rlcli reads format {FORMAT}"
+        )
     return payload
 
 
 def check_origin(payload: dict[str, Any], *, algo: str, env: str, spaces: dict[str, str], what: str) -> None:
     """Raise a CheckpointError unless ``payload`` was written for ``algo`` on ``env`` with ``spaces``."""
     if payload.get("algo") != algo:
-        raise CheckpointError(what, f"it was written by {payload.get('algo')!r}, not by this config's "
-                                    f"algorithm {algo!r} (algo.name)")
+        raise CheckpointError(
+            what, f"it was written by {payload.get('algo')!r}, not by this config's algorithm {algo!r} (algo.name)"
+        )
     if payload.get("env") != env:
-        raise CheckpointError(what, f"it was trained on {payload.get('env')!r}, not on this config's "
-                                    f"env {env!r} (env.id)")
+        raise CheckpointError(
+            what, f"it was trained on {payload.get('env')!r}, not on this config's env {env!r} (env.id)"
+        )
     saved = payload.get("spaces")
     if saved is not None and saved != spaces:
-        diff = ", ".join(f"{role}: {saved.get(role)} in the checkpoint, {spaces.get(role)} here"
-                         for role in spaces if saved.get(role) != spaces.get(role))
+        diff = ", ".join(
+            f"{role}: {saved.get(role)} in the checkpoint, {spaces.get(role)} here"
+            for role in spaces
+            if saved.get(role) != spaces.get(role)
+        )
         raise CheckpointError(what, f"the env's spaces differ ({diff})")
 
 
@@ -150,13 +160,18 @@ def restore_agent(agent: nn.Module, weights: dict[str, torch.Tensor], *, what: s
         mine, theirs = own[name], weights[name]
         if not isinstance(theirs, torch.Tensor) or tuple(mine.shape) != tuple(theirs.shape):
             shape = tuple(theirs.shape) if isinstance(theirs, torch.Tensor) else type(theirs).__name__
-            problems.append(f"{name} is {list(shape) if isinstance(shape, tuple) else shape} in the "
-                            f"checkpoint but {list(mine.shape)} in this config's networks")
+            problems.append(
+                f"{name} is {list(shape) if isinstance(shape, tuple) else shape} in the "
+                f"checkpoint but {list(mine.shape)} in this config's networks"
+            )
     if problems:
         shown = sorted(problems)[:6]
         more = f"; and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
-        raise CheckpointError(what, "its weights do not fit the networks this config builds (a different "
-                                    "network.* or algo.* size?): " + "; ".join(shown) + more)
+        raise CheckpointError(
+            what,
+            "its weights do not fit the networks this config builds (a different "
+            "network.* or algo.* size?): " + "; ".join(shown) + more,
+        )
     agent.load_state_dict(weights)
 
 
@@ -181,8 +196,13 @@ def rng_state() -> dict[str, Any]:
     return {
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype("int64")), "position": int(position),
-                  "has_gauss": int(has_gauss), "gauss": float(gauss)},
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype("int64")),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "gauss": float(gauss),
+        },
         "python": random.getstate(),
     }
 
@@ -198,8 +218,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
     if cuda is not None and torch.cuda.is_available() and torch.cuda.device_count() == len(cuda):
         torch.cuda.set_rng_state_all(cuda)
     saved = state["numpy"]
-    np.random.set_state((saved["kind"], saved["keys"].numpy().astype("uint32"), saved["position"],
-                         saved["has_gauss"], saved["gauss"]))
+    np.random.set_state(
+        (saved["kind"], saved["keys"].numpy().astype("uint32"), saved["position"], saved["has_gauss"], saved["gauss"])
+    )
     random.setstate(state["python"])
 
 
@@ -223,8 +244,10 @@ def lock_folder(run_dir: Path) -> int | None:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(descriptor)
-        raise InputError(f"run folder {run_dir}", "another rlcli process is training in it; stop it "
-                                                  "first (SIGINT or SIGTERM saves a checkpoint)") from None
+        raise InputError(
+            f"run folder {run_dir}",
+            "another rlcli process is training in it; stop it first (SIGINT or SIGTERM saves a checkpoint)",
+        ) from None
     return descriptor
 
 
@@ -255,7 +278,7 @@ class Checkpoints:
         self.folder.mkdir(exist_ok=True)
         path = self.folder / f"ckpt-{frames:012d}.pt"
         save(path, payload)
-        for old in self.paths()[:-self.keep_last]:
+        for old in self.paths()[: -self.keep_last]:
             old.unlink(missing_ok=True)
         return path
 
@@ -307,8 +330,7 @@ def find_checkpoint(path: Path) -> tuple[Path, Path]:
         # keep_last only matters for saving: nothing is saved here.
         latest = Checkpoints(path, keep_last=1).latest()
         if latest is None and not final.is_file():
-            raise InputError(str(path), "the run folder holds no weights yet: no final.pt and no "
-                                        "checkpoints/ckpt-*.pt")
+            raise InputError(str(path), "the run folder holds no weights yet: no final.pt and no checkpoints/ckpt-*.pt")
         if latest is None:
             return path, final
         if final.is_file() and read(final)["frames"] >= int(latest.stem.removeprefix("ckpt-")):
@@ -317,5 +339,8 @@ def find_checkpoint(path: Path) -> tuple[Path, Path]:
     for folder in (path.parent, path.parent.parent):
         if (folder / "config.toml").is_file():
             return folder, path
-    raise InputError(f"checkpoint {path}", "no config.toml beside it or in the two folders above: give a run "
-                                           "folder, or a final.pt or checkpoints/ckpt-*.pt inside one")
+    raise InputError(
+        f"checkpoint {path}",
+        "no config.toml beside it or in the two folders above: give a run "
+        "folder, or a final.pt or checkpoints/ckpt-*.pt inside one",
+    )

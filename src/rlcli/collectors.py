@@ -36,8 +36,9 @@ class Collector:
     nested TensorDict): they become float inside the algorithm's encoder, on the device.
     """
 
-    def __init__(self, envs: VectorEnv, algo: Algorithm, *, steps: int, device: torch.device, seed: int,
-                 world_size: int = 1):
+    def __init__(
+        self, envs: VectorEnv, algo: Algorithm, *, steps: int, device: torch.device, seed: int, world_size: int = 1
+    ):
         from tensordict import TensorDict
 
         self.envs = envs
@@ -47,23 +48,33 @@ class Collector:
         self.world_size = world_size
         self.mode = autoreset_mode(envs)
         if self.mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
-            raise single(None, f"autoreset mode {self.mode} is not supported; "
-                         "supported: NEXT_STEP, SAME_STEP", path="env.vectorization")
+            raise single(
+                None,
+                f"autoreset mode {self.mode} is not supported; supported: NEXT_STEP, SAME_STEP",
+                path="env.vectorization",
+            )
         n = envs.num_envs
         obs_space = envs.single_observation_space
         act_space = envs.single_action_space
-        self.bounds = ((act_space.low.astype(np.float32), act_space.high.astype(np.float32))
-                       if isinstance(act_space, spaces.Box) else None)
+        self.bounds = (
+            (act_space.low.astype(np.float32), act_space.high.astype(np.float32))
+            if isinstance(act_space, spaces.Box)
+            else None
+        )
         self.device = device
         pin = device.type == "cuda"
-        self.host = TensorDict({
-            keys.OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
-            keys.NEXT_OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
-            keys.REWARD: torch.zeros(steps, n),
-            keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
-            keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
-            keys.VALID: torch.ones(steps, n, dtype=torch.bool),
-        }, batch_size=[steps, n], device=torch.device("cpu"))
+        self.host = TensorDict(
+            {
+                keys.OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
+                keys.NEXT_OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
+                keys.REWARD: torch.zeros(steps, n),
+                keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
+                keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
+                keys.VALID: torch.ones(steps, n, dtype=torch.bool),
+            },
+            batch_size=[steps, n],
+            device=torch.device("cpu"),
+        )
         if pin:
             self.host = self.host.pin_memory()
         # numpy views of the host tensors: the env's arrays are copied straight in.
@@ -161,9 +172,13 @@ class Collector:
     def state_dict(self) -> dict:
         """What continuing the rollout needs: the frame count, the action generator, the
         observation the next step acts on, and the envs' own state (:mod:`rlcli.envstate`)."""
-        return {"frames": self.frames, "generator": self.generator.get_state(),
-                "obs": observations.to_saved(self.obs),
-                "resetting": torch.from_numpy(self.resetting.copy()), "envs": envstate.capture(self.envs)}
+        return {
+            "frames": self.frames,
+            "generator": self.generator.get_state(),
+            "obs": observations.to_saved(self.obs),
+            "resetting": torch.from_numpy(self.resetting.copy()),
+            "envs": envstate.capture(self.envs),
+        }
 
     def load_state_dict(self, state: dict) -> bool:
         """Continue from :meth:`state_dict`; returns whether the envs resumed exactly.

@@ -51,8 +51,11 @@ def import_minari(what: str) -> Any:
         import minari
     except ImportError as exc:
         hint = " (minari needs Python 3.11 or newer)" if sys.version_info < (3, 11) else ""
-        raise InputError(what, f"datasets are read and written with minari, which is not installed{hint}: "
-                               f"pip install 'rlcli[{EXTRA}]' ({type(exc).__name__}: {exc})") from None
+        raise InputError(
+            what,
+            f"datasets are read and written with minari, which is not installed{hint}: "
+            f"pip install 'rlcli[{EXTRA}]' ({type(exc).__name__}: {exc})",
+        ) from None
     return minari
 
 
@@ -78,16 +81,23 @@ def resolve(name: str, *, what: str = "data.dataset") -> Path:
     if (by_id / "metadata.json").is_file():
         return by_id
     if path.exists():
-        raise InputError(what, f"{name!r} is not a Minari dataset: {path} holds no metadata.json "
-                               "(nor data/metadata.json)")
+        raise InputError(
+            what, f"{name!r} is not a Minari dataset: {path} holds no metadata.json (nor data/metadata.json)"
+        )
     known = local_ids(root)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = (f"; did you mean {', '.join(repr(c) for c in close)}?" if close
-            else f"; datasets there: {', '.join(known[:8])}" + (" ..." if len(known) > 8 else "") if known
-            else "; none are there (minari download <id>, or rlcli collect, puts one there)")
-    raise DatasetNotFound(what, f"no dataset {name!r}: not a path to a dataset folder, and not an id under "
-                           f"{root} (MINARI_DATASETS_PATH{' is set' if 'MINARI_DATASETS_PATH' in os.environ else ' unset'})"
-                           + hint)
+    hint = (
+        f"; did you mean {', '.join(repr(c) for c in close)}?"
+        if close
+        else f"; datasets there: {', '.join(known[:8])}" + (" ..." if len(known) > 8 else "")
+        if known
+        else "; none are there (minari download <id>, or rlcli collect, puts one there)"
+    )
+    raise DatasetNotFound(
+        what,
+        f"no dataset {name!r}: not a path to a dataset folder, and not an id under "
+        f"{root} (MINARI_DATASETS_PATH{' is set' if 'MINARI_DATASETS_PATH' in os.environ else ' unset'})" + hint,
+    )
 
 
 def local_ids(root: Path) -> list[str]:
@@ -137,8 +147,11 @@ class Dataset:
         """Bytes of every tensor held."""
         tensors = [self.rows, self.actions, self.rewards, self.terminated, self.truncated, self.episode_ends]
         obs = self.observations
-        obs_bytes = (obs.numel() * obs.element_size() if isinstance(obs, torch.Tensor)
-                     else sum(v.numel() * v.element_size() for v in obs.values()))
+        obs_bytes = (
+            obs.numel() * obs.element_size()
+            if isinstance(obs, torch.Tensor)
+            else sum(v.numel() * v.element_size() for v in obs.values())
+        )
         return obs_bytes + sum(t.numel() * t.element_size() for t in tensors)
 
     def episode_returns(self) -> torch.Tensor:
@@ -181,7 +194,7 @@ def dataset_bytes(observation_space: spaces.Space, action_space: spaces.Space, *
     shape, dtype = _action_leaf(action_space)
     action = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
     # rows (int64), reward (float32), two flags; episode ends (int64).
-    return ((steps + episodes) * _leaf_bytes(observation_space) + steps * (action + 8 + 4 + 2) + episodes * 8)
+    return (steps + episodes) * _leaf_bytes(observation_space) + steps * (action + 8 + 4 + 2) + episodes * 8
 
 
 @dataclass
@@ -217,10 +230,14 @@ def open_dataset(name: str, *, what: str = "data.dataset") -> DatasetFile:
         metadata = storage.metadata
         steps, episodes = int(metadata["total_steps"]), int(metadata["total_episodes"])
     except Exception as exc:  # noqa: BLE001 - whatever a damaged file raises is bad input
-        raise InputError(what, f"{data_path} cannot be read as a Minari dataset: {type(exc).__name__}: "
-                               f"{(str(exc).splitlines() or [''])[0][:200]}") from None
-    return DatasetFile(name, data_path, storage, steps, episodes, storage.observation_space, storage.action_space,
-                       _env_spec(metadata))
+        raise InputError(
+            what,
+            f"{data_path} cannot be read as a Minari dataset: {type(exc).__name__}: "
+            f"{(str(exc).splitlines() or [''])[0][:200]}",
+        ) from None
+    return DatasetFile(
+        name, data_path, storage, steps, episodes, storage.observation_space, storage.action_space, _env_spec(metadata)
+    )
 
 
 def load_dataset(opened: DatasetFile, *, what: str = "data.dataset") -> Dataset:
@@ -236,15 +253,17 @@ def load_dataset(opened: DatasetFile, *, what: str = "data.dataset") -> Dataset:
     """
     name, steps, episodes = opened.name, opened.steps, opened.episodes
     check_memory(name, opened.observation_space, opened.action_space, steps=steps, episodes=episodes, what=what)
-    dataset = _allocate(name, opened.path, opened.observation_space, opened.action_space, steps, episodes,
-                        opened.env_spec)
+    dataset = _allocate(
+        name, opened.path, opened.observation_space, opened.action_space, steps, episodes, opened.env_spec
+    )
     try:
         _fill(dataset, opened.storage.get_episodes(range(episodes)), steps=steps, episodes=episodes)
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged episode
-        raise InputError(what, f"{opened.path} is damaged: {type(exc).__name__}: "
-                               f"{(str(exc).splitlines() or [''])[0][:200]}") from None
+        raise InputError(
+            what, f"{opened.path} is damaged: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+        ) from None
     return dataset
 
 
@@ -252,10 +271,14 @@ def stand_in(name: str, observation_space: spaces.Space, action_space: spaces.Sp
     """One seeded episode of random transitions on these spaces, no file behind it (validate --build's)."""
     dataset = _allocate(name, Path(name), observation_space, action_space, steps, 1, None)
     observation_space.seed(0), action_space.seed(0)
-    observations.write(observations.numpy_view(dataset.observations), slice(0, steps + 1),
-                       observations.stack([observation_space.sample() for _ in range(steps + 1)]))
-    dataset.actions.copy_(torch.as_tensor(np.stack([action_space.sample() for _ in range(steps)]))
-                          .reshape(dataset.actions.shape))
+    observations.write(
+        observations.numpy_view(dataset.observations),
+        slice(0, steps + 1),
+        observations.stack([observation_space.sample() for _ in range(steps + 1)]),
+    )
+    dataset.actions.copy_(
+        torch.as_tensor(np.stack([action_space.sample() for _ in range(steps)])).reshape(dataset.actions.shape)
+    )
     dataset.rewards.copy_(torch.linspace(-1.0, 1.0, steps))
     dataset.terminated.zero_()
     dataset.truncated.copy_(torch.arange(steps) == steps - 1)
@@ -265,16 +288,26 @@ def stand_in(name: str, observation_space: spaces.Space, action_space: spaces.Sp
     return dataset
 
 
-def check_memory(name: str, observation_space: spaces.Space, action_space: spaces.Space, *, steps: int,
-                 episodes: int, what: str = "data.dataset") -> None:
+def check_memory(
+    name: str,
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    *,
+    steps: int,
+    episodes: int,
+    what: str = "data.dataset",
+) -> None:
     """Raise an InputError, before anything is allocated, when the dataset would not fit in free memory."""
     from rlcli.replay.storage import free_memory, human_bytes
 
     needed = dataset_bytes(observation_space, action_space, steps=steps, episodes=episodes)
     free = free_memory(torch.device("cpu"))
     if free is not None and needed > free:
-        raise InputError(what, f"{name!r} holds {steps:,} transitions, which need {human_bytes(needed)} of memory, "
-                               f"but only {human_bytes(free)} is free")
+        raise InputError(
+            what,
+            f"{name!r} holds {steps:,} transitions, which need {human_bytes(needed)} of memory, "
+            f"but only {human_bytes(free)} is free",
+        )
 
 
 def _env_spec(metadata: dict) -> Any:
@@ -290,11 +323,13 @@ def _env_spec(metadata: dict) -> Any:
         return None
 
 
-def _allocate(name: str, path: Path, obs_space: spaces.Space, act_space: spaces.Space, steps: int, episodes: int,
-              env_spec: Any) -> Dataset:
+def _allocate(
+    name: str, path: Path, obs_space: spaces.Space, act_space: spaces.Space, steps: int, episodes: int, env_spec: Any
+) -> Dataset:
     shape, dtype = _action_leaf(act_space)
     return Dataset(
-        name=name, path=path,
+        name=name,
+        path=path,
         observations=observations.host_buffer(obs_space, (steps + episodes,)),
         rows=torch.empty(steps, dtype=torch.int64),
         actions=torch.empty(steps, *shape, dtype=dtype),
@@ -302,8 +337,10 @@ def _allocate(name: str, path: Path, obs_space: spaces.Space, act_space: spaces.
         terminated=torch.empty(steps, dtype=torch.bool),
         truncated=torch.empty(steps, dtype=torch.bool),
         episode_ends=torch.empty(episodes, dtype=torch.int64),
-        observation_space=obs_space, action_space=act_space,
-        env_id=None if env_spec is None else env_spec.id, env_spec=env_spec,
+        observation_space=obs_space,
+        action_space=act_space,
+        env_id=None if env_spec is None else env_spec.id,
+        env_spec=env_spec,
     )
 
 
@@ -317,49 +354,70 @@ def _fill(dataset: Dataset, stored, *, steps: int, episodes: int) -> None:
     for episode in stored:
         length = len(episode["rewards"])
         if step + length > steps or count >= episodes:
-            raise InputError("data.dataset", f"{dataset.path} is damaged: its episodes hold more steps than its "
-                                             f"metadata's {steps:,}")
+            raise InputError(
+                "data.dataset", f"{dataset.path} is damaged: its episodes hold more steps than its metadata's {steps:,}"
+            )
         observed = episode["observations"]
         got = len(next(iter(observed.values()))) if isinstance(observed, dict) else len(observed)
         if got != length + 1 or len(episode["actions"]) != length:
-            raise InputError("data.dataset", f"{dataset.path} is damaged: episode {count} has {length} rewards, "
-                                             f"{len(episode['actions'])} actions and {got} observations "
-                                             f"(a Minari episode has one observation more than steps)")
+            raise InputError(
+                "data.dataset",
+                f"{dataset.path} is damaged: episode {count} has {length} rewards, "
+                f"{len(episode['actions'])} actions and {got} observations "
+                f"(a Minari episode has one observation more than steps)",
+            )
         observations.write(obs_view, slice(row, row + length + 1), observed)
-        actions[step:step + length] = np.asarray(episode["actions"]).reshape(actions[step:step + length].shape)
-        rewards[step:step + length] = episode["rewards"]
-        terminated[step:step + length] = episode["terminations"]
-        truncated[step:step + length] = episode["truncations"]
-        rows[step:step + length] = np.arange(row, row + length)
+        actions[step : step + length] = np.asarray(episode["actions"]).reshape(actions[step : step + length].shape)
+        rewards[step : step + length] = episode["rewards"]
+        terminated[step : step + length] = episode["terminations"]
+        truncated[step : step + length] = episode["truncations"]
+        rows[step : step + length] = np.arange(row, row + length)
         step += length
         row += length + 1
         ends[count] = step
         count += 1
     if step != steps or count != episodes:
-        raise InputError("data.dataset", f"{dataset.path} is damaged: {count:,} episodes of {step:,} steps, where "
-                                         f"its metadata says {episodes:,} of {steps:,}")
+        raise InputError(
+            "data.dataset",
+            f"{dataset.path} is damaged: {count:,} episodes of {step:,} steps, where "
+            f"its metadata says {episodes:,} of {steps:,}",
+        )
 
 
-def check_env(dataset: DatasetFile, env_id: str, observation_space: spaces.Space, action_space: spaces.Space,
-              source: str | None) -> None:
+def check_env(
+    dataset: DatasetFile, env_id: str, observation_space: spaces.Space, action_space: spaces.Space, source: str | None
+) -> None:
     """Raise a ConfigError unless the config's env (``env_id``, whose spaces are given) is the dataset's:
     the env its spec records, and the same spaces. The config's env is what evaluation plays."""
     if dataset.env_id is not None and dataset.env_id != env_id:
-        raise single(source, f"dataset {dataset.name!r} was collected on {dataset.env_id} (its env spec), but "
-                             f"env.id is {env_id}; set env.id = \"{dataset.env_id}\"", path="env.id")
-    for role, mine, theirs in (("observation", observation_space, dataset.observation_space),
-                               ("action", action_space, dataset.action_space)):
+        raise single(
+            source,
+            f"dataset {dataset.name!r} was collected on {dataset.env_id} (its env spec), but "
+            f'env.id is {env_id}; set env.id = "{dataset.env_id}"',
+            path="env.id",
+        )
+    for role, mine, theirs in (
+        ("observation", observation_space, dataset.observation_space),
+        ("action", action_space, dataset.action_space),
+    ):
         if not _same_space(mine, theirs):
-            raise single(source, f"dataset {dataset.name!r} has {role} space {describe_space(theirs)}, but {env_id} "
-                                 f"has {describe_space(mine)}: the dataset was not collected on this env",
-                         path="data.dataset")
+            raise single(
+                source,
+                f"dataset {dataset.name!r} has {role} space {describe_space(theirs)}, but {env_id} "
+                f"has {describe_space(mine)}: the dataset was not collected on this env",
+                path="data.dataset",
+            )
 
 
 def _same_space(a: spaces.Space, b: spaces.Space) -> bool:
     if isinstance(a, spaces.Box) and isinstance(b, spaces.Box):
         # Bounds may differ in dtype (float32 in the env, float64 in a file): compare their values.
-        return (a.shape == b.shape and np.dtype(a.dtype) == np.dtype(b.dtype)
-                and np.allclose(a.low, b.low, equal_nan=True) and np.allclose(a.high, b.high, equal_nan=True))
+        return (
+            a.shape == b.shape
+            and np.dtype(a.dtype) == np.dtype(b.dtype)
+            and np.allclose(a.low, b.low, equal_nan=True)
+            and np.allclose(a.high, b.high, equal_nan=True)
+        )
     return a == b
 
 

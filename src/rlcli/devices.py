@@ -19,11 +19,15 @@ def resolve_device(name: str, *, source: str | None = None) -> torch.device:
     device = torch.device(name)
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise single(source, f"device {name!r} requested but CUDA is not available here; use \"cpu\" or \"auto\"",
-                         path="run.device")
+            raise single(
+                source,
+                f'device {name!r} requested but CUDA is not available here; use "cpu" or "auto"',
+                path="run.device",
+            )
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise single(source, f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s) present",
-                         path="run.device")
+            raise single(
+                source, f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s) present", path="run.device"
+            )
     return device
 
 

@@ -43,8 +43,10 @@ class RankLost(Exception):
 
     def __init__(self, rank: int, error: BaseException):
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        super().__init__(f"rank {rank}: a collective with the other ranks failed, so another rank has died or "
-                         f"stopped ({first[:160]})")
+        super().__init__(
+            f"rank {rank}: a collective with the other ranks failed, so another rank has died or "
+            f"stopped ({first[:160]})"
+        )
 
 
 class Group(Protocol):
@@ -59,8 +61,9 @@ class Group(Protocol):
         """Whether this is rank 0, the one that writes the run folder and prints."""
         ...
 
-    def average_gradients(self, params: list[torch.nn.Parameter], timer, *,
-                          weight: torch.Tensor | int | None = None) -> None:
+    def average_gradients(
+        self, params: list[torch.nn.Parameter], timer, *, weight: torch.Tensor | int | None = None
+    ) -> None:
         """Replace each gradient by its mean over the ranks (one flat all-reduce), each rank's
         weighted by its ``weight`` (a count of samples) when given."""
         ...
@@ -109,8 +112,9 @@ class Single:
     local_rank = 0
     is_main = True
 
-    def average_gradients(self, params: list[torch.nn.Parameter], timer, *,
-                          weight: torch.Tensor | int | None = None) -> None:
+    def average_gradients(
+        self, params: list[torch.nn.Parameter], timer, *, weight: torch.Tensor | int | None = None
+    ) -> None:
         pass
 
     def mean(self, values: torch.Tensor) -> torch.Tensor:
@@ -189,8 +193,9 @@ class ProcessGroup:
             # nccl works on the current device: this rank's own, not cuda:0 on every rank.
             torch.cuda.set_device(device)
         if not dist.is_initialized():
-            dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT,
-                                    device_id=device if device.type == "cuda" else None)
+            dist.init_process_group(
+                backend, timeout=COLLECTIVE_TIMEOUT, device_id=device if device.type == "cuda" else None
+            )
         self.flat: torch.Tensor | None = None
 
     @property
@@ -198,8 +203,9 @@ class ProcessGroup:
         return self.rank == 0
 
     @_collective
-    def average_gradients(self, params: list[torch.nn.Parameter], timer, *,
-                          weight: torch.Tensor | int | None = None) -> None:
+    def average_gradients(
+        self, params: list[torch.nn.Parameter], timer, *, weight: torch.Tensor | int | None = None
+    ) -> None:
         with timer.phase("update.all_reduce"):
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
             numel = sum(g.numel() for g in grads)

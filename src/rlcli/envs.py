@@ -41,20 +41,37 @@ ATARI = EnvFamily(
     module="ale_py",
     extra="atari",
     vector_kwargs={
-        "frameskip": (int,), "stack_num": (int,), "img_height": (int,), "img_width": (int,),
-        "grayscale": (bool,), "maxpool": (bool,), "noop_max": (int,), "episodic_life": (bool,),
-        "life_loss_info": (bool,), "reward_clipping": (bool,), "repeat_action_probability": (float, int),
-        "num_threads": (int,), "thread_affinity_offset": (int,), "max_num_frames_per_episode": (int,),
-        "full_action_space": (bool,), "use_fire_reset": (bool,),
+        "frameskip": (int,),
+        "stack_num": (int,),
+        "img_height": (int,),
+        "img_width": (int,),
+        "grayscale": (bool,),
+        "maxpool": (bool,),
+        "noop_max": (int,),
+        "episodic_life": (bool,),
+        "life_loss_info": (bool,),
+        "reward_clipping": (bool,),
+        "repeat_action_probability": (float, int),
+        "num_threads": (int,),
+        "thread_affinity_offset": (int,),
+        "max_num_frames_per_episode": (int,),
+        "full_action_space": (bool,),
+        "use_fire_reset": (bool,),
     },
     # The return column must be the game score: rewards are clipped by [env] clip_reward instead,
     # for learning only.
     vector_defaults={"reward_clipping": False},
     refused={
-        "reward_clipping": (True, "the return column would be the clipped score, not the game's; set "
-                                  "[env] clip_reward = 1.0 to clip what the algorithm learns from"),
-        "episodic_life": (True, "ale-py 0.12's vector env restarts the whole game at each lost life, so "
-                                "every return would be one life's score"),
+        "reward_clipping": (
+            True,
+            "the return column would be the clipped score, not the game's; set "
+            "[env] clip_reward = 1.0 to clip what the algorithm learns from",
+        ),
+        "episodic_life": (
+            True,
+            "ale-py 0.12's vector env restarts the whole game at each lost life, so "
+            "every return would be one life's score",
+        ),
     },
 )
 
@@ -79,9 +96,11 @@ def register_family(env_id: str) -> str | None:
     try:
         importlib.import_module(family.module)
     except ImportError as exc:
-        return (f"{env_id} needs the {family.module} package ({type(exc).__name__}: {exc}); install the "
-                f"{family.extra} extra: pip install 'rlcli[{family.extra}]' (pip install -e '.[{family.extra}]' "
-                "in a clone)")
+        return (
+            f"{env_id} needs the {family.module} package ({type(exc).__name__}: {exc}); install the "
+            f"{family.extra} extra: pip install 'rlcli[{family.extra}]' (pip install -e '.[{family.extra}]' "
+            "in a clone)"
+        )
     return None
 
 
@@ -98,8 +117,13 @@ def vector_kwargs_problems(env_id: str, kwargs: dict[str, Any]) -> list[tuple[st
         if allowed is None:
             close = difflib.get_close_matches(key, list(family.vector_kwargs), n=3)
             hint = f"did you mean {', '.join(close)}? " if close else ""
-            problems.append((path, f"{env_id}'s vector env takes no argument {key!r}; {hint}allowed: "
-                                   + ", ".join(sorted(family.vector_kwargs))))
+            problems.append(
+                (
+                    path,
+                    f"{env_id}'s vector env takes no argument {key!r}; {hint}allowed: "
+                    + ", ".join(sorted(family.vector_kwargs)),
+                )
+            )
         elif not isinstance(value, allowed) or (bool not in allowed and isinstance(value, bool)):
             names = " or ".join(kind.__name__ for kind in allowed)
             problems.append((path, f"must be {names}, got {value!r}"))
@@ -122,14 +146,15 @@ def import_env_packages(names: Sequence[str]) -> None:
     """
     for name in names:
         if not name or not all(part.isidentifier() for part in name.split(".")):
-            raise InputError(f"--env-package {name}", "not a module name; give an importable module "
-                                                      "such as ale_py or my_envs.register")
+            raise InputError(
+                f"--env-package {name}",
+                "not a module name; give an importable module such as ale_py or my_envs.register",
+            )
         try:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - any failure of a user's module is bad input
             first = (str(exc).strip().splitlines() or [""])[0]
-            raise InputError(f"--env-package {name}",
-                             f"cannot import it: {type(exc).__name__}: {first}") from None
+            raise InputError(f"--env-package {name}", f"cannot import it: {type(exc).__name__}: {first}") from None
 
 
 def check_run_packages(run_dir: Path, given: Sequence[str]) -> None:
@@ -146,8 +171,12 @@ def check_run_packages(run_dir: Path, given: Sequence[str]) -> None:
         return
     missing = [name for name in recorded if name not in given]
     if missing:
-        raise InputError(f"run folder {run_dir}", "its env was registered by "
-                         + " ".join(f"--env-package {name}" for name in missing) + "; give the same flags again")
+        raise InputError(
+            f"run folder {run_dir}",
+            "its env was registered by "
+            + " ".join(f"--env-package {name}" for name in missing)
+            + "; give the same flags again",
+        )
 
 
 def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> VectorEnv:
@@ -202,8 +231,9 @@ def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
         vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
     mujoco_warnings_once(cfg.id)
     try:
-        envs = gym.make_vec(cfg.id, num_envs=num_envs, vectorization_mode=cfg.vectorization,
-                            vector_kwargs=vector_kwargs, **kwargs)
+        envs = gym.make_vec(
+            cfg.id, num_envs=num_envs, vectorization_mode=cfg.vectorization, vector_kwargs=vector_kwargs, **kwargs
+        )
     # gymnasium and env constructors raise anything from ImportError (a missing
     # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
     except Exception as exc:  # noqa: BLE001
@@ -266,8 +296,10 @@ def _cannot_make(cfg, exc: Exception, source: str | None) -> Exception:
     if isinstance(exc, gym.error.DependencyNotInstalled):
         for extra in ("mujoco", "box2d"):
             if extra in str(exc).lower():
-                hint = (f"; install the {extra} extra: pip install 'rlcli[{extra}]' "
-                        f"(pip install -e '.[{extra}]' in a clone)")
+                hint = (
+                    f"; install the {extra} extra: pip install 'rlcli[{extra}]' "
+                    f"(pip install -e '.[{extra}]' in a clone)"
+                )
     return single(source, f"cannot make {cfg.id!r}: {type(exc).__name__}: {exc}{hint}", path="env")
 
 
@@ -289,13 +321,16 @@ def make_env(cfg, *, render: bool = False, source: str | None = None) -> gym.Env
     modes = list(env.metadata.get("render_modes") or [])
     env.close()
     if "rgb_array" not in modes:
-        raise InputError("--video", f"{cfg.id} cannot render rgb_array frames; its render modes: "
-                                    f"{', '.join(map(str, modes)) or 'none'}")
+        raise InputError(
+            "--video",
+            f"{cfg.id} cannot render rgb_array frames; its render modes: {', '.join(map(str, modes)) or 'none'}",
+        )
     try:
         return _make(cfg, "rgb_array", source)
     except Exception as exc:  # noqa: BLE001 - whatever the env raises is about rendering here
-        raise InputError("--video", f"{cfg.id} cannot be made with render_mode='rgb_array': "
-                                    f"{type(exc).__name__}: {exc}") from None
+        raise InputError(
+            "--video", f"{cfg.id} cannot be made with render_mode='rgb_array': {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _make(cfg, render_mode: str | None, source: str | None) -> gym.Env:

@@ -65,8 +65,10 @@ def _decode(encoded: dict[str, Any], current: Any) -> Any:
     if kind == "generator":
         generator = current if isinstance(current, np.random.Generator) else np.random.default_rng()
         if generator.bit_generator.state.get("bit_generator") != value.get("bit_generator"):
-            raise EnvStateError(f"a {value.get('bit_generator')} generator cannot be restored into "
-                                f"{generator.bit_generator.state.get('bit_generator')}")
+            raise EnvStateError(
+                f"a {value.get('bit_generator')} generator cannot be restored into "
+                f"{generator.bit_generator.state.get('bit_generator')}"
+            )
         generator.bit_generator.state = value
         return generator
     items = [_decode(item, None) for item in value]
@@ -98,7 +100,7 @@ def _capture_chain(obj: Any, depth: int | None = None) -> list[dict[str, Any]]:
 
 
 def _restore_chain(obj: Any, layers: list[dict[str, Any]]) -> None:
-    chain = _chain(obj)[:len(layers)]
+    chain = _chain(obj)[: len(layers)]
     saved = [layer["class"] for layer in layers]
     built = [type(layer).__name__ for layer in chain]
     if saved != built:

@@ -68,9 +68,16 @@ class EvalResult:
         return statistics.fmean(self.lengths) if self.lengths else math.nan
 
     def to_json(self) -> dict[str, Any]:
-        return {"episodes": self.episodes, "return_mean": self.mean, "return_std": self.std,
-                "return_min": self.min, "return_max": self.max, "length_mean": self.length_mean,
-                "returns": list(self.returns), "lengths": list(self.lengths)}
+        return {
+            "episodes": self.episodes,
+            "return_mean": self.mean,
+            "return_std": self.std,
+            "return_min": self.min,
+            "return_max": self.max,
+            "length_mean": self.length_mean,
+            "returns": list(self.returns),
+            "lengths": list(self.lengths),
+        }
 
     def row(self) -> dict[str, float]:
         """The ``eval/...`` terms of a metrics row."""
@@ -103,8 +110,18 @@ class Evaluator:
     to finish, keeps short episodes (which finish first) from being over-counted.
     """
 
-    def __init__(self, agent: Agent, env_cfg, *, episodes: int, deterministic: bool, seed: int,
-                 device: torch.device | str, render: bool = False, source: str | None = None):
+    def __init__(
+        self,
+        agent: Agent,
+        env_cfg,
+        *,
+        episodes: int,
+        deterministic: bool,
+        seed: int,
+        device: torch.device | str,
+        render: bool = False,
+        source: str | None = None,
+    ):
         """Make the envs; ``source`` names the config in errors.
 
         Raises:
@@ -128,8 +145,9 @@ class Evaluator:
         self.quota = [episodes // copies + (i < episodes % copies) for i in range(copies)]
         self.observation_space = self.envs[0].observation_space
         space = self.action_space = self.envs[0].action_space
-        self.bounds = ((space.low.astype(np.float32), space.high.astype(np.float32))
-                       if isinstance(space, spaces.Box) else None)
+        self.bounds = (
+            (space.low.astype(np.float32), space.high.astype(np.float32)) if isinstance(space, spaces.Box) else None
+        )
         self.generator = torch.Generator(device=self.device)
         self.record = EpisodeRecord(episodes)
         """Every episode played so far (the newest ``episodes`` of them kept)."""
@@ -139,8 +157,9 @@ class Evaluator:
         """The env's metadata (``render_fps`` for a video)."""
         return self.envs[0].metadata
 
-    def __call__(self, seed_offset: int = 0, *, frames_sink: FrameSink | None = None,
-                 stop: Callable[[], bool] | None = None) -> EvalResult:
+    def __call__(
+        self, seed_offset: int = 0, *, frames_sink: FrameSink | None = None, stop: Callable[[], bool] | None = None
+    ) -> EvalResult:
         """Play exactly ``episodes`` episodes; the same ``seed_offset`` plays the same episodes.
 
         The envs are reset with seeds spawned from ``seed + seed_offset`` (numpy's SeedSequence,
@@ -203,11 +222,13 @@ class Evaluator:
         try:
             frame = self.envs[0].render()
         except Exception as exc:  # noqa: BLE001 - a missing renderer (pygame, mujoco's GL) is bad input
-            raise InputError("--video", f"{self.env_id} failed to render a frame: {type(exc).__name__}: "
-                                        f"{exc}") from None
+            raise InputError(
+                "--video", f"{self.env_id} failed to render a frame: {type(exc).__name__}: {exc}"
+            ) from None
         if not isinstance(frame, np.ndarray) or frame.ndim != 3:
-            raise InputError("--video", f"{self.env_id} rendered {type(frame).__name__}, not an rgb_array "
-                                        "frame [H, W, 3]")
+            raise InputError(
+                "--video", f"{self.env_id} rendered {type(frame).__name__}, not an rgb_array frame [H, W, 3]"
+            )
         return frame
 
     def close(self) -> None:

@@ -24,8 +24,16 @@ class ActionNoise(nn.Module):
     episode ends.
     """
 
-    def __init__(self, kind: NoiseType, *, scale: float, num_envs: int, half_range: torch.Tensor,
-                 theta: float = 0.15, dt: float = 1e-2):
+    def __init__(
+        self,
+        kind: NoiseType,
+        *,
+        scale: float,
+        num_envs: int,
+        half_range: torch.Tensor,
+        theta: float = 0.15,
+        dt: float = 1e-2,
+    ):
         super().__init__()
         self.kind, self.scale, self.theta, self.dt = kind, scale, theta, dt
         self.register_buffer("half_range", half_range.clone())

@@ -35,8 +35,11 @@ def on_stop_signals(handler: Callable[[int], None]) -> Iterator[None]:
             return
         handler(signum)
 
-    previous = {signum: signal.signal(signum, handle) for signum in STOP_SIGNALS
-                if signal.getsignal(signum) is not signal.SIG_IGN}
+    previous = {
+        signum: signal.signal(signum, handle)
+        for signum in STOP_SIGNALS
+        if signal.getsignal(signum) is not signal.SIG_IGN
+    }
     try:
         yield
     finally:

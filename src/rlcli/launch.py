@@ -51,9 +51,15 @@ class LaunchInterrupted(Exception):
         super().__init__(f"{signal.Signals(signum).name}: the ranks stopped")
 
 
-def train_ranks(nproc: int, preset: str, *, resume: Path | None = None,
-                overrides: Sequence[str | Override] = (), env_packages: Sequence[str] = (),
-                quiet: bool = False) -> None:
+def train_ranks(
+    nproc: int,
+    preset: str,
+    *,
+    resume: Path | None = None,
+    overrides: Sequence[str | Override] = (),
+    env_packages: Sequence[str] = (),
+    quiet: bool = False,
+) -> None:
     """Check the config of ``preset`` (with ``overrides``) for ``nproc`` ranks here, then train it
     as ``nproc`` local ranks, each ``rlcli train`` with the same arguments.
 
@@ -67,8 +73,14 @@ def train_ranks(nproc: int, preset: str, *, resume: Path | None = None,
     launch(nproc, _rank_args(preset, resume=resume, overrides=overrides, env_packages=env_packages, quiet=quiet))
 
 
-def check_ranks(nproc: int, preset: str, *, resume: Path | None = None,
-                overrides: Sequence[str | Override] = (), env_packages: Sequence[str] = ()) -> None:
+def check_ranks(
+    nproc: int,
+    preset: str,
+    *,
+    resume: Path | None = None,
+    overrides: Sequence[str | Override] = (),
+    env_packages: Sequence[str] = (),
+) -> None:
     """What every rank would find out for itself, said once, before any rank starts.
 
     Raises:
@@ -82,8 +94,9 @@ def check_ranks(nproc: int, preset: str, *, resume: Path | None = None,
     cfg = load_config(find_preset(preset), overrides)
     problems = rank_problems(cfg, nproc)
     if problems:
-        raise ConfigError(preset, [ConfigIssue(f"{message} (--nproc {nproc})", path=path)
-                                   for path, message in problems])
+        raise ConfigError(
+            preset, [ConfigIssue(f"{message} (--nproc {nproc})", path=path) for path, message in problems]
+        )
     resolve_device(cfg.run.device, source=preset)
     check_backends(cfg.logger, source=preset)
     _check_cuda_ranks(cfg.run.device, nproc)
@@ -99,8 +112,11 @@ def _check_resume_ranks(run_dir: Path, nproc: int) -> None:
         # Without run.json the ranks find out from the checkpoint itself.
         return
     if saved != nproc:
-        raise InputError(f"--nproc {nproc}", f"{run_dir} was trained by {saved} rank(s); each rank continues "
-                                             f"its own envs and replay buffer, so resume it with --nproc {saved}")
+        raise InputError(
+            f"--nproc {nproc}",
+            f"{run_dir} was trained by {saved} rank(s); each rank continues "
+            f"its own envs and replay buffer, so resume it with --nproc {saved}",
+        )
 
 
 def _check_cuda_ranks(device: str, nproc: int) -> None:
@@ -113,12 +129,21 @@ def _check_cuda_ranks(device: str, nproc: int) -> None:
         return
     count = torch.cuda.device_count()
     if nproc > count:
-        raise InputError(f"--nproc {nproc}", f"a CUDA run takes one device per rank and this machine has "
-                                             f"{count}; use --nproc {count} or less, or --device cpu")
+        raise InputError(
+            f"--nproc {nproc}",
+            f"a CUDA run takes one device per rank and this machine has "
+            f"{count}; use --nproc {count} or less, or --device cpu",
+        )
 
 
-def _rank_args(preset: str, *, resume: Path | None = None, overrides: Sequence[str | Override] = (),
-              env_packages: Sequence[str] = (), quiet: bool = False) -> list[str]:
+def _rank_args(
+    preset: str,
+    *,
+    resume: Path | None = None,
+    overrides: Sequence[str | Override] = (),
+    env_packages: Sequence[str] = (),
+    quiet: bool = False,
+) -> list[str]:
     """The ``rlcli`` arguments of each rank: ``train`` with the launcher's own run and flags."""
     args = ["train", *(["--resume", str(resume)] if resume is not None else [preset])]
     for item in overrides:
@@ -153,9 +178,17 @@ def launch(nproc: int, args: list[str]) -> None:
     # the agent wait that long; older ones wait their own default).
     if "shutdown_timeout" in {f.name for f in dataclasses.fields(LaunchConfig)}:
         options["shutdown_timeout"] = 300
-    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=f"rlcli-{uuid.uuid4().hex[:8]}",
-                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1,
-                          **options)
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=nproc,
+        run_id=f"rlcli-{uuid.uuid4().hex[:8]}",
+        rdzv_backend="c10d",
+        rdzv_endpoint="localhost:0",
+        max_restarts=0,
+        monitor_interval=0.1,
+        **options,
+    )
     try:
         elastic_launch(config, entrypoint=sys.executable)("-m", "rlcli", *args)
     except SignalException as exc:
@@ -167,6 +200,5 @@ def launch(nproc: int, args: list[str]) -> None:
         own = [(rank, f) for rank, f in failures if f.exitcode != -signal.SIGTERM] or failures
         # A rank that lost its peers is a consequence; failure times are whole seconds, so the order
         # of two ranks failing together is not known from them.
-        rank, failure = min(own, key=lambda item: (item[1].exitcode == RANK_LOST_STATUS, item[1].timestamp,
-                                                   item[0]))
+        rank, failure = min(own, key=lambda item: (item[1].exitcode == RANK_LOST_STATUS, item[1].timestamp, item[0]))
         raise RankFailure(rank, failure.exitcode) from None

@@ -42,7 +42,7 @@ class RunningMeanStd(nn.Module):
         width = flat.shape[1]
         for row, count in zip(rows, rows[:, 0].tolist()):
             if count > 0:
-                self._fold(count, row[1:1 + width].view_as(self.mean), row[1 + width:].view_as(self.var))
+                self._fold(count, row[1 : 1 + width].view_as(self.mean), row[1 + width :].view_as(self.var))
 
     def _fold(self, n: float, mean: torch.Tensor, var: torch.Tensor) -> None:
         """Chan et al.'s update with a batch of ``n`` rows, its ``mean`` and (biased) ``var``."""
@@ -99,8 +99,7 @@ class RewardScaler(nn.Module):
     when episodes end early.
     """
 
-    def __init__(self, num_envs: int, *, gamma: float, enabled: bool, clip: float = 10.0,
-                 group: Group | None = None):
+    def __init__(self, num_envs: int, *, gamma: float, enabled: bool, clip: float = 10.0, group: Group | None = None):
         super().__init__()
         self.enabled = enabled
         self.gamma = gamma

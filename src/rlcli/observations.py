@@ -50,8 +50,10 @@ def host_buffer(space: spaces.Space, leading: Sequence[int]):
     if isinstance(found, dict):
         from tensordict import TensorDict
 
-        return TensorDict({name: torch.zeros(*leading, *shape, dtype=dtype) for name, (shape, dtype) in found.items()},
-                          batch_size=list(leading))
+        return TensorDict(
+            {name: torch.zeros(*leading, *shape, dtype=dtype) for name, (shape, dtype) in found.items()},
+            batch_size=list(leading),
+        )
     shape, dtype = found
     return torch.zeros(*leading, *shape, dtype=dtype)
 
@@ -109,7 +111,8 @@ class ToDevice:
         self.num_envs = num_envs
         if isinstance(found, dict):
             self.copies: dict[str, HostToDevice] | HostToDevice = {
-                name: HostToDevice((num_envs, *shape), dtype, device) for name, (shape, dtype) in found.items()}
+                name: HostToDevice((num_envs, *shape), dtype, device) for name, (shape, dtype) in found.items()
+            }
         else:
             shape, dtype = found
             self.copies = HostToDevice((num_envs, *shape), dtype, device)
@@ -118,8 +121,9 @@ class ToDevice:
         if isinstance(self.copies, dict):
             from tensordict import TensorDict
 
-            return TensorDict({name: move(observation[name]) for name, move in self.copies.items()},
-                              batch_size=[self.num_envs])
+            return TensorDict(
+                {name: move(observation[name]) for name, move in self.copies.items()}, batch_size=[self.num_envs]
+            )
         return self.copies(observation)
 
 
@@ -130,6 +134,12 @@ def batch_tensor(space: spaces.Space, observations: Sequence[Any], device: torch
         from tensordict import TensorDict
 
         sub = space.spaces
-        return TensorDict({name: torch.as_tensor(value, dtype=torch_dtype(sub[name]), device=device)
-                           for name, value in stacked.items()}, batch_size=[len(observations)], device=device)
+        return TensorDict(
+            {
+                name: torch.as_tensor(value, dtype=torch_dtype(sub[name]), device=device)
+                for name, value in stacked.items()
+            },
+            batch_size=[len(observations)],
+            device=device,
+        )
     return torch.as_tensor(stacked, dtype=torch_dtype(space), device=device)

@@ -27,8 +27,15 @@ def _sgd(cfg, params):
 
 
 def _rmsprop(cfg, params):
-    return torch.optim.RMSprop(params, lr=cfg.lr, alpha=cfg.alpha, eps=cfg.eps, momentum=cfg.momentum,
-                               weight_decay=cfg.weight_decay, foreach=True)
+    return torch.optim.RMSprop(
+        params,
+        lr=cfg.lr,
+        alpha=cfg.alpha,
+        eps=cfg.eps,
+        momentum=cfg.momentum,
+        weight_decay=cfg.weight_decay,
+        foreach=True,
+    )
 
 
 OPTIMIZERS: dict[str, Callable] = {"adam": _adam, "adamw": _adamw, "sgd": _sgd, "rmsprop": _rmsprop}

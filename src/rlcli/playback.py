@@ -40,14 +40,29 @@ class EvalReport:
     video: Path | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"checkpoint": str(self.checkpoint), "run_folder": str(self.run_folder), "algo": self.algo,
-                "env": self.env, "seed": self.seed, "deterministic": self.deterministic, "device": self.device,
-                "video": None if self.video is None else str(self.video), **self.result.to_json()}
+        return {
+            "checkpoint": str(self.checkpoint),
+            "run_folder": str(self.run_folder),
+            "algo": self.algo,
+            "env": self.env,
+            "seed": self.seed,
+            "deterministic": self.deterministic,
+            "device": self.device,
+            "video": None if self.video is None else str(self.video),
+            **self.result.to_json(),
+        }
 
 
-def evaluate_run(path: str | Path, *, episodes: int = 10, deterministic: bool = True, seed: int | None = None,
-                 video: str | Path | None = None, device: str | None = None,
-                 env_packages: Sequence[str] | None = None) -> EvalReport:
+def evaluate_run(
+    path: str | Path,
+    *,
+    episodes: int = 10,
+    deterministic: bool = True,
+    seed: int | None = None,
+    video: str | Path | None = None,
+    device: str | None = None,
+    env_packages: Sequence[str] | None = None,
+) -> EvalReport:
     """Play a trained run's policy, with its saved normalization, for ``episodes`` episodes.
 
     ``path`` is a run folder (its ``final.pt``, else its newest ``checkpoints/ckpt-*.pt``) or a
@@ -72,18 +87,28 @@ def evaluate_run(path: str | Path, *, episodes: int = 10, deterministic: bool = 
     config_file = folder / "config.toml"
     cfg = load_config(config_file)
     source = str(config_file)
-    target = (resolve_device(device, source=f"--device {device}") if device is not None
-              else resolve_device(cfg.run.device, source=source))
+    target = (
+        resolve_device(device, source=f"--device {device}")
+        if device is not None
+        else resolve_device(cfg.run.device, source=source)
+    )
     agent = restored_agent(cfg, weights, target, render=video is not None, source=source)
     eval_seed = cfg.run.seed + SEED_OFFSET if seed is None else seed
-    evaluator = Evaluator(agent, cfg.env, episodes=episodes, deterministic=deterministic, seed=eval_seed,
-                          device=target, render=video is not None, source=source)
+    evaluator = Evaluator(
+        agent,
+        cfg.env,
+        episodes=episodes,
+        deterministic=deterministic,
+        seed=eval_seed,
+        device=target,
+        render=video is not None,
+        source=source,
+    )
     try:
         result = evaluator() if video is None else _record(evaluator, video)
     finally:
         evaluator.close()
-    return EvalReport(result, weights, folder, cfg.algo.name, cfg.env.id, eval_seed, deterministic, str(target),
-                      video)
+    return EvalReport(result, weights, folder, cfg.algo.name, cfg.env.id, eval_seed, deterministic, str(target), video)
 
 
 def restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> nn.Module:
@@ -97,12 +122,33 @@ def restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, so
     probe = make_env(cfg.env, render=render, source=source)
     obs_space, act_space = probe.observation_space, probe.action_space
     probe.close()
-    check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source,
-                 encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation)
-    checkpoint.check_origin(payload, algo=cfg.algo.name, env=cfg.env.id, what=what,
-                            spaces={"observation": describe_space(obs_space), "action": describe_space(act_space)})
-    ctx = BuildContext(obs_space, act_space, network=cfg.network, env=cfg.env, collector=cfg.collector,
-                       optim=cfg.optim, device=device, seed=cfg.run.seed, source=source)
+    check_spaces(
+        cfg.algo.name,
+        cfg.env.id,
+        obs_space,
+        act_space,
+        source,
+        encoder=cfg.network.encoder,
+        normalize=cfg.env.normalize_observation,
+    )
+    checkpoint.check_origin(
+        payload,
+        algo=cfg.algo.name,
+        env=cfg.env.id,
+        what=what,
+        spaces={"observation": describe_space(obs_space), "action": describe_space(act_space)},
+    )
+    ctx = BuildContext(
+        obs_space,
+        act_space,
+        network=cfg.network,
+        env=cfg.env,
+        collector=cfg.collector,
+        optim=cfg.optim,
+        device=device,
+        seed=cfg.run.seed,
+        source=source,
+    )
     # As build_run does: initial weights from a forked RNG, so torch's global generator is untouched.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.run.seed)
@@ -126,14 +172,12 @@ def _record(evaluator: Evaluator, video: Path) -> EvalResult:
     import imageio.v2 as imageio
 
     fps = evaluator.metadata.get("render_fps") or 30
-    with tempfile.NamedTemporaryFile(dir=video.parent, prefix=f".{video.name}.", suffix=".mp4",
-                                     delete=False) as tmp:
+    with tempfile.NamedTemporaryFile(dir=video.parent, prefix=f".{video.name}.", suffix=".mp4", delete=False) as tmp:
         temporary = Path(tmp.name)
     try:
         # macro_block_size 2: libx264's yuv420p needs even sizes; the default 16 would resize
         # most frames (CartPole's 600 x 400) with a warning.
-        writer = imageio.get_writer(temporary, format="FFMPEG", mode="I", fps=fps, codec="libx264",
-                                    macro_block_size=2)
+        writer = imageio.get_writer(temporary, format="FFMPEG", mode="I", fps=fps, codec="libx264", macro_block_size=2)
         try:
             result = evaluator(frames_sink=writer.append_data)
         finally:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 
-def provenance(seed: int, *, overrides: Sequence[str] = (), env_packages: Sequence[str] = (),
-               config_file: str | Path | None = None) -> dict[str, Any]:
+def provenance(
+    seed: int, *, overrides: Sequence[str] = (), env_packages: Sequence[str] = (), config_file: str | Path | None = None
+) -> dict[str, Any]:
     """What ``run.json`` records so that a run can be traced and repeated.
 
     ``overrides`` are what the user gave on the command line (``--set KEY=VALUE``, ``--seed N``);
@@ -30,8 +31,9 @@ def provenance(seed: int, *, overrides: Sequence[str] = (), env_packages: Sequen
             "tensordict": _version("tensordict"),
             "python": platform.python_version(),
         },
-        "git": git_commit(Path(config_file).resolve().parent if config_file and Path(config_file).is_file()
-                          else Path.cwd()),
+        "git": git_commit(
+            Path(config_file).resolve().parent if config_file and Path(config_file).is_file() else Path.cwd()
+        ),
         "overrides": list(overrides),
         "env_packages": list(env_packages),
         "command": _command(),
@@ -58,9 +60,24 @@ def git_commit(folder: Path) -> dict[str, Any] | None:
     try:
         # The folder is the config's, which may be untrusted: a repository's own config could
         # name a command for git to run (core.fsmonitor); switch that off, and take no locks.
-        done = subprocess.run(["git", "-c", "core.fsmonitor=false", "--no-optional-locks", "-C", str(folder),
-                               "status", "--porcelain=v2", "--branch", "--untracked-files=no"],
-                              capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [
+                "git",
+                "-c",
+                "core.fsmonitor=false",
+                "--no-optional-locks",
+                "-C",
+                str(folder),
+                "status",
+                "--porcelain=v2",
+                "--branch",
+                "--untracked-files=no",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:

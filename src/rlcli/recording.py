@@ -41,13 +41,29 @@ class Recorded:
     source: Path
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "steps": self.steps, "episodes": self.episodes,
-                "return_mean": self.return_mean, "source": str(self.source)}
+        return {
+            "path": str(self.path),
+            "steps": self.steps,
+            "episodes": self.episodes,
+            "return_mean": self.return_mean,
+            "source": str(self.source),
+        }
 
 
-def record_policy(path: str | Path, *, steps: int, out: str, deterministic: bool = True, epsilon: float = 0.0,
-                  noise: float = 0.0, seed: int = 0, overwrite: bool = False, device: str | None = None,
-                  env_packages: Sequence[str] = (), progress: Progress | None = None) -> Recorded:
+def record_policy(
+    path: str | Path,
+    *,
+    steps: int,
+    out: str,
+    deterministic: bool = True,
+    epsilon: float = 0.0,
+    noise: float = 0.0,
+    seed: int = 0,
+    overwrite: bool = False,
+    device: str | None = None,
+    env_packages: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> Recorded:
     """Play the policy of the run folder or checkpoint ``path`` for ``steps`` env steps and write them as
     the Minari dataset ``out``.
 
@@ -73,23 +89,50 @@ def record_policy(path: str | Path, *, steps: int, out: str, deterministic: bool
     env = make_env(cfg.env, source=source)
     try:
         if noise > 0 and not isinstance(env.action_space, spaces.Box):
-            raise InputError("--noise", f"{cfg.env.id} has {env.action_space} actions: Gaussian noise needs Box "
-                                        "actions; use --epsilon")
-        episodes = _play(env, agent, steps=steps, deterministic=deterministic, epsilon=epsilon, noise=noise,
-                         seed=seed, device=target, progress=progress)
+            raise InputError(
+                "--noise",
+                f"{cfg.env.id} has {env.action_space} actions: Gaussian noise needs Box actions; use --epsilon",
+            )
+        episodes = _play(
+            env,
+            agent,
+            steps=steps,
+            deterministic=deterministic,
+            epsilon=epsilon,
+            noise=noise,
+            seed=seed,
+            device=target,
+            progress=progress,
+        )
         spec = env.spec
     finally:
         env.close()
     mode = "deterministic" if deterministic else "stochastic"
-    written = write_dataset(out, episodes, env_spec=spec, algorithm=f"rlcli {cfg.algo.name}",
-                            description=f"{cfg.algo.name} policy of {folder} ({weights.name}), {mode}, noise {noise}, "
-                                        f"epsilon {epsilon}, seed {seed}", overwrite=overwrite)
+    written = write_dataset(
+        out,
+        episodes,
+        env_spec=spec,
+        algorithm=f"rlcli {cfg.algo.name}",
+        description=f"{cfg.algo.name} policy of {folder} ({weights.name}), {mode}, noise {noise}, "
+        f"epsilon {epsilon}, seed {seed}",
+        overwrite=overwrite,
+    )
     returns = [float(np.sum(e["rewards"])) for e in episodes]
     return Recorded(written, steps, len(episodes), float(np.mean(returns)), weights)
 
 
-def _play(env: gym.Env, agent, *, steps: int, deterministic: bool, epsilon: float, noise: float, seed: int,
-          device: torch.device, progress: Progress | None) -> list[dict]:
+def _play(
+    env: gym.Env,
+    agent,
+    *,
+    steps: int,
+    deterministic: bool,
+    epsilon: float,
+    noise: float,
+    seed: int,
+    device: torch.device,
+    progress: Progress | None,
+) -> list[dict]:
     """``steps`` steps of ``agent`` on ``env``, as episodes (the last cut by truncation)."""
     space = env.action_space
     space.seed(seed)
@@ -109,8 +152,13 @@ def _play(env: gym.Env, agent, *, steps: int, deterministic: bool, epsilon: floa
         if epsilon > 0 and rng.random() < epsilon:
             action = space.sample()
         obs, reward, terminated, truncated, _ = env.step(action)
-        for key, value in (("observations", obs), ("actions", action), ("rewards", reward),
-                           ("terminations", terminated), ("truncations", truncated)):
+        for key, value in (
+            ("observations", obs),
+            ("actions", action),
+            ("rewards", reward),
+            ("terminations", terminated),
+            ("truncations", truncated),
+        ):
             current[key].append(value)
         last = done_steps == steps
         if terminated or truncated or last:
@@ -132,14 +180,16 @@ def _new_episode(obs) -> dict[str, list]:
 def _arrays(episode: dict[str, list]) -> dict[str, Any]:
     observed = episode["observations"]
     stacked = observations.stack(observed)
-    return {"observations": stacked, "actions": np.stack(episode["actions"]),
-            "rewards": np.asarray(episode["rewards"], dtype=np.float64),
-            "terminations": np.asarray(episode["terminations"], dtype=bool),
-            "truncations": np.asarray(episode["truncations"], dtype=bool)}
+    return {
+        "observations": stacked,
+        "actions": np.stack(episode["actions"]),
+        "rewards": np.asarray(episode["rewards"], dtype=np.float64),
+        "terminations": np.asarray(episode["terminations"], dtype=bool),
+        "truncations": np.asarray(episode["truncations"], dtype=bool),
+    }
 
 
-def record_replay(path: str | Path, *, out: str, overwrite: bool = False, env_packages: Sequence[str] = ()
-                  ) -> Recorded:
+def record_replay(path: str | Path, *, out: str, overwrite: bool = False, env_packages: Sequence[str] = ()) -> Recorded:
     """Write the replay buffer saved with a checkpoint as the Minari dataset ``out`` (a "replay" dataset, as
     D4RL's medium-replay). ``path`` is a run folder (its newest checkpoint) or a checkpoint file in its
     ``checkpoints/``.
@@ -168,11 +218,16 @@ def record_replay(path: str | Path, *, out: str, overwrite: bool = False, env_pa
     spec = env.spec
     env.close()
     episodes = _chain(stored)
-    written = write_dataset(out, episodes, env_spec=spec, algorithm=f"rlcli {cfg.algo.name} replay",
-                            description=f"the replay buffer of {folder} at {latest.name}", overwrite=overwrite)
+    written = write_dataset(
+        out,
+        episodes,
+        env_spec=spec,
+        algorithm=f"rlcli {cfg.algo.name} replay",
+        description=f"the replay buffer of {folder} at {latest.name}",
+        overwrite=overwrite,
+    )
     returns = [float(np.sum(e["rewards"])) for e in episodes]
-    return Recorded(written, sum(len(e["rewards"]) for e in episodes), len(episodes), float(np.mean(returns)),
-                    latest)
+    return Recorded(written, sum(len(e["rewards"]) for e in episodes), len(episodes), float(np.mean(returns)), latest)
 
 
 def _replay_tensors(payload: dict, path: Path) -> dict[str, np.ndarray]:
@@ -180,16 +235,23 @@ def _replay_tensors(payload: dict, path: Path) -> dict[str, np.ndarray]:
     try:
         buffer = payload["ranks"][0]["algo_state"]["replay"]["buffer"]
     except (KeyError, IndexError, TypeError):
-        raise InputError("--from-replay", f"{path} holds no replay buffer (an on-policy run, or an offline one)"
-                         ) from None
+        raise InputError(
+            "--from-replay", f"{path} holds no replay buffer (an on-policy run, or an offline one)"
+        ) from None
     storage = buffer.get("storage")
     if not storage or storage.get("memmap"):
-        raise InputError("--from-replay", f"{path} holds no transitions: the run saved checkpoints without its buffer "
-                                          "(checkpoint.replay = false) or keeps it in memmap files")
+        raise InputError(
+            "--from-replay",
+            f"{path} holds no transitions: the run saved checkpoints without its buffer "
+            "(checkpoint.replay = false) or keeps it in memmap files",
+        )
     tensors = storage["tensors"] if "tensors" in storage else storage
     if "discount" in tensors:
-        raise InputError("--from-replay", "the buffer holds n-step transitions (n_step > 1), whose rewards are sums: "
-                                          "they are not a dataset of single steps")
+        raise InputError(
+            "--from-replay",
+            "the buffer holds n-step transitions (n_step > 1), whose rewards are sums: "
+            "they are not a dataset of single steps",
+        )
     rows = len(next(iter(tensors.values())))
     # A full ring's oldest transition sits at the cursor; a filling one starts at row 0 (cursor = rows).
     order = np.roll(np.arange(rows), -(int(buffer["cursor"]) % max(rows, 1)))
@@ -223,9 +285,15 @@ def _chain(stored: dict[str, np.ndarray]) -> list[dict]:
         ends = np.zeros(len(rows), dtype=bool)
         terminated = stored["terminated"][rows].astype(bool)
         ends[-1] = not terminated[-1]
-        episodes.append({"observations": np.concatenate([obs[rows], next_obs[rows[-1:]]]),
-                         "actions": stored["action"][rows], "rewards": stored["reward"][rows].astype(np.float64),
-                         "terminations": terminated, "truncations": ends})
+        episodes.append(
+            {
+                "observations": np.concatenate([obs[rows], next_obs[rows[-1:]]]),
+                "actions": stored["action"][rows],
+                "rewards": stored["reward"][rows].astype(np.float64),
+                "terminations": terminated,
+                "truncations": ends,
+            }
+        )
     return episodes
 
 
@@ -246,13 +314,28 @@ def record_random(env_cfg, *, steps: int, out: str, seed: int = 0, overwrite: bo
 
     env = make_env(env_cfg)
     try:
-        episodes = _play(env, _Uniform(env.action_space, seed), steps=steps, deterministic=False, epsilon=0.0,
-                         noise=0.0, seed=seed, device=torch.device("cpu"), progress=None)
+        episodes = _play(
+            env,
+            _Uniform(env.action_space, seed),
+            steps=steps,
+            deterministic=False,
+            epsilon=0.0,
+            noise=0.0,
+            seed=seed,
+            device=torch.device("cpu"),
+            progress=None,
+        )
         spec = env.spec
     finally:
         env.close()
-    written = write_dataset(out, episodes, env_spec=spec, algorithm="uniform random actions",
-                            description=f"uniformly random actions, seed {seed}", overwrite=overwrite)
+    written = write_dataset(
+        out,
+        episodes,
+        env_spec=spec,
+        algorithm="uniform random actions",
+        description=f"uniformly random actions, seed {seed}",
+        overwrite=overwrite,
+    )
     returns = [float(np.sum(e["rewards"])) for e in episodes]
     return Recorded(written, steps, len(episodes), float(np.mean(returns)), Path(env_cfg.id))
 
@@ -271,8 +354,16 @@ def target(out: str) -> tuple[Path, str]:
     return datasets_root(), out
 
 
-def write_dataset(out: str, episodes: list[Episode], *, env_spec: Any, algorithm: str, description: str,
-                  overwrite: bool = False, what: str = "--out") -> Path:
+def write_dataset(
+    out: str,
+    episodes: list[Episode],
+    *,
+    env_spec: Any,
+    algorithm: str,
+    description: str,
+    overwrite: bool = False,
+    what: str = "--out",
+) -> Path:
     """Write ``episodes`` as the Minari dataset ``out`` (an id or a path, see :func:`target`); returns its folder.
 
     The dataset is written in a hidden folder beside its place and moved there when complete, so that an
@@ -290,15 +381,24 @@ def write_dataset(out: str, episodes: list[Episode], *, env_spec: Any, algorithm
     try:
         parse_dataset_id(dataset_id)
     except Exception as exc:  # noqa: BLE001 - minari's own check of the id's form
-        raise InputError(what, f"{dataset_id!r} is not a Minari dataset id ([namespace/]name-vN, such as "
-                               f"pendulum/expert-v0): {exc}") from None
+        raise InputError(
+            what, f"{dataset_id!r} is not a Minari dataset id ([namespace/]name-vN, such as pendulum/expert-v0): {exc}"
+        ) from None
     final = root / dataset_id
     if final.exists() and not overwrite:
         raise InputError(what, f"{final} already exists; choose another id, or pass --overwrite to replace it")
     check_disk(root, episodes, what=what)
-    buffers = [EpisodeBuffer(observations=e["observations"], actions=e["actions"], rewards=e["rewards"],
-                             terminations=e["terminations"], truncations=e["truncations"], infos={})
-               for e in episodes]
+    buffers = [
+        EpisodeBuffer(
+            observations=e["observations"],
+            actions=e["actions"],
+            rewards=e["rewards"],
+            terminations=e["terminations"],
+            truncations=e["truncations"],
+            infos={},
+        )
+        for e in episodes
+    ]
     staging = None
     previous = os.environ.get("MINARI_DATASETS_PATH")
     try:
@@ -308,14 +408,18 @@ def write_dataset(out: str, episodes: list[Episode], *, env_spec: Any, algorithm
         with warnings.catch_warnings():
             # Minari asks for an author, an e-mail and a code link: rlcli has none to give.
             warnings.simplefilter("ignore", UserWarning)
-            minari.create_dataset_from_buffers(dataset_id, buffers, env=env_spec, algorithm_name=algorithm,
-                                               description=description)
+            minari.create_dataset_from_buffers(
+                dataset_id, buffers, env=env_spec, algorithm_name=algorithm, description=description
+            )
         _replace(staging / dataset_id, final)
     # h5py reports a failed write as an OSError or a RuntimeError (a full disk, a file-size limit).
     except (OSError, RuntimeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200]
-        raise InputError(what, f"cannot write the dataset {final}: {reason}; nothing was written "
-                               "(check the free space and permissions of the folder)") from None
+        raise InputError(
+            what,
+            f"cannot write the dataset {final}: {reason}; nothing was written "
+            "(check the free space and permissions of the folder)",
+        ) from None
     finally:
         if previous is None:
             os.environ.pop("MINARI_DATASETS_PATH", None)
@@ -337,8 +441,11 @@ def check_disk(root: Path, episodes: list[Episode], *, what: str = "--out") -> N
     if needed > free:
         from rlcli.replay.storage import human_bytes
 
-        raise InputError(what, f"the dataset needs about {human_bytes(needed)} but {folder} has only "
-                               f"{human_bytes(free)} free; nothing was written")
+        raise InputError(
+            what,
+            f"the dataset needs about {human_bytes(needed)} but {folder} has only "
+            f"{human_bytes(free)} free; nothing was written",
+        )
 
 
 def _nbytes(value: Any) -> int:

@@ -21,8 +21,10 @@ def frames_planned(collector) -> str:
     """The frames a run trains, and why when that is more than ``total_frames``."""
     text = f"{collector.frames:,} frames"
     if collector.frames != collector.total_frames:
-        text += (f" (total_frames {collector.total_frames:,} rounded up to {collector.iterations:,} "
-                 f"whole batches of {collector.frames_per_batch:,})")
+        text += (
+            f" (total_frames {collector.total_frames:,} rounded up to {collector.iterations:,} "
+            f"whole batches of {collector.frames_per_batch:,})"
+        )
     return text
 
 
@@ -30,8 +32,10 @@ def steps_planned(data) -> str:
     """The gradient steps an offline run takes (``[data]``), and why when that is more than ``total_steps``."""
     text = f"{data.steps:,} gradient steps from {data.dataset}"
     if data.steps != data.total_steps:
-        text += (f" (total_steps {data.total_steps:,} rounded up to {data.iterations:,} whole iterations of "
-                 f"{data.steps_per_iteration:,})")
+        text += (
+            f" (total_steps {data.total_steps:,} rounded up to {data.iterations:,} whole iterations of "
+            f"{data.steps_per_iteration:,})"
+        )
     return text
 
 
@@ -47,8 +51,10 @@ def timing_table(state: TrainState) -> Table:
     total = state.phases.get("iteration", 0.0) or 1e-12
     table = Table(
         title=f"iteration {state.iteration}/{state.run.iterations}",
-        caption=(f"{state.run.source.unit} {state.frames:,}  ·  {state.fps:,.0f}/s  ·  "
-                 f"return ({_return_label(state)}) {_fmt_return(state.last_return)}"),
+        caption=(
+            f"{state.run.source.unit} {state.frames:,}  ·  {state.fps:,.0f}/s  ·  "
+            f"return ({_return_label(state)}) {_fmt_return(state.last_return)}"
+        ),
         title_justify="left",
         caption_justify="left",
         min_width=64,
@@ -62,8 +68,7 @@ def timing_table(state: TrainState) -> Table:
             continue
         seconds = state.phases.get(phase, 0.0)
         label = ("  " + phase.split(".", 1)[1]) if "." in phase else phase
-        table.add_row(label, f"{seconds * 1e3:.2f}", f"{timer.mean(phase) * 1e3:.2f}",
-                      f"{100 * seconds / total:.1f}%")
+        table.add_row(label, f"{seconds * 1e3:.2f}", f"{timer.mean(phase) * 1e3:.2f}", f"{100 * seconds / total:.1f}%")
     return table
 
 
@@ -76,8 +81,7 @@ def run_timing_table(state: TrainState) -> Table:
     table.add_column("share", justify="right")
     for phase, figures in state.timer.breakdown(state.run.phases).items():
         label = ("  " + phase.split(".", 1)[1]) if "." in phase else phase
-        table.add_row(label, f"{figures['mean_ms']:.2f}", f"{figures['total_s']:.2f}",
-                      f"{100 * figures['share']:.1f}%")
+        table.add_row(label, f"{figures['mean_ms']:.2f}", f"{figures['total_s']:.2f}", f"{100 * figures['share']:.1f}%")
     if state.timer.compiled:
         # Kept out of the phases above: what compiling cost once, not what each iteration costs.
         table.add_row("first compile", "", f"{state.timer.compile_seconds:.2f}", "", style="dim")
@@ -99,18 +103,21 @@ def summary_table(state: TrainState) -> Table:
     table.add_row(f"last return ({window})", _fmt_return(state.last_return))
     target = state.run.cfg.run.stop_at_return
     if target is not None:
-        reached = (f"{state.solved_at[0]:,} {unit}, {state.solved_at[1]:.2f} s"
-                   if state.solved_at else "not reached")
+        reached = f"{state.solved_at[0]:,} {unit}, {state.solved_at[1]:.2f} s" if state.solved_at else "not reached"
         table.add_row(f"return >= {target:g}", reached)
     if state.last_eval:
         cfg = state.run.cfg.eval
-        table.add_row(f"eval return ({cfg.episodes} episodes at {state.eval_frames:,} {unit})",
-                      f"{state.last_eval['eval/return_mean']:.1f} ± {state.last_eval['eval/return_std']:.1f}")
+        table.add_row(
+            f"eval return ({cfg.episodes} episodes at {state.eval_frames:,} {unit})",
+            f"{state.last_eval['eval/return_mean']:.1f} ± {state.last_eval['eval/return_std']:.1f}",
+        )
     final = state.final_eval
     if final is not None:
         how = "deterministic" if final.get("deterministic") else "sampled"
-        table.add_row(f"final eval ({final['episodes']} episodes, {how})" if "mean" in final else "final eval",
-                      f"{final['mean']:.1f} ± {final['std']:.1f}" if "mean" in final else escape(final["error"]))
+        table.add_row(
+            f"final eval ({final['episodes']} episodes, {how})" if "mean" in final else "final eval",
+            f"{final['mean']:.1f} ± {final['std']:.1f}" if "mean" in final else escape(final["error"]),
+        )
     if state.checkpoint_path is not None:
         table.add_row("checkpoint", escape(str(state.checkpoint_path.relative_to(state.run_dir))))
     if state.error:
@@ -143,18 +150,26 @@ class ConsoleReport:
         if self.quiet:
             return
         world = state.run.group.world_size
-        frames = (steps_planned(cfg.data) if cfg.offline else frames_planned(cfg.collector) if world == 1 else
-                  f"{state.run.planned_frames:,} frames on {world} ranks ({cfg.run.parallel}: "
-                  f"{state.run.planned_frames // (world * state.run.iterations):,} per rank and iteration)")
+        frames = (
+            steps_planned(cfg.data)
+            if cfg.offline
+            else frames_planned(cfg.collector)
+            if world == 1
+            else f"{state.run.planned_frames:,} frames on {world} ranks ({cfg.run.parallel}: "
+            f"{state.run.planned_frames // (world * state.run.iterations):,} per rank and iteration)"
+        )
         self.console.print(
             f"{cfg.algo.name} on {cfg.env.id} x{cfg.env.num_envs} ({cfg.env.vectorization}), "
             f"device {state.run.device}, {frames}, seed {cfg.run.seed}"
         )
         if self.console.is_terminal:
             self.progress = Progress(
-                TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("[bold]training"),
+                BarColumn(),
+                MofNCompleteColumn(),
                 TextColumn(f"{state.run.source.unit} · {{task.fields[fps]}}/s · return {{task.fields[ret]}}"),
-                TimeRemainingColumn(), console=self.console,
+                TimeRemainingColumn(),
+                console=self.console,
             )
             self.task = self.progress.add_task("train", total=state.run.planned_frames, fps="-", ret="-")
             self.progress.start()
@@ -163,16 +178,19 @@ class ConsoleReport:
         if self.quiet:
             return
         if self.progress is not None:
-            self.progress.update(self.task, completed=state.frames, fps=f"{state.fps:,.0f}",
-                                 ret=_fmt_return(state.last_return))
+            self.progress.update(
+                self.task, completed=state.frames, fps=f"{state.fps:,.0f}", ret=_fmt_return(state.last_return)
+            )
         if not self._due(state):
             return
         if state.run.cfg.timing.enabled:
             self.console.print(timing_table(state))
         elif self.progress is None:
             unit = state.run.source.unit
-            self.console.print(f"iteration {state.iteration}: {unit} {state.frames:,}, "
-                               f"{state.fps:,.0f} {unit}/s, return {_fmt_return(state.last_return)}")
+            self.console.print(
+                f"iteration {state.iteration}: {unit} {state.frames:,}, "
+                f"{state.fps:,.0f} {unit}/s, return {_fmt_return(state.last_return)}"
+            )
 
     def _due(self, state: TrainState) -> bool:
         """Whether a table is due: every ``timing.every`` iterations when set, else once

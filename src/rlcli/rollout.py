@@ -28,9 +28,17 @@ def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
 
 
 @torch.no_grad()
-def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: TensorDict, *,
-                    gamma: float, lam: float, value_target: str = "gae", baseline: bool = True,
-                    clip_reward: float | None = None) -> TensorDict:
+def prepare_rollout(
+    agent: ActorCritic,
+    reward_scaler: RewardScaler,
+    batch: TensorDict,
+    *,
+    gamma: float,
+    lam: float,
+    value_target: str = "gae",
+    baseline: bool = True,
+    clip_reward: float | None = None,
+) -> TensorDict:
     """Make a raw on-policy ``[T, N]`` batch ready for the update.
 
     Writes ``input`` (the observations normalized with the statistics the
@@ -56,8 +64,9 @@ def prepare_rollout(agent: ActorCritic, reward_scaler: RewardScaler, batch: Tens
     if baseline:
         return add_advantages(batch, estimator=value_target, gamma=gamma, lam=lam, reward=reward)
     zeros = torch.zeros_like(reward)
-    return add_advantages(batch, estimator=value_target, gamma=gamma, lam=lam, reward=reward,
-                          value=zeros, next_value=zeros)
+    return add_advantages(
+        batch, estimator=value_target, gamma=gamma, lam=lam, reward=reward, value=zeros, next_value=zeros
+    )
 
 
 @torch.no_grad()
@@ -132,8 +141,9 @@ class RolloutLearner:
 
     def __init__(self, cfg, ctx: BuildContext, *, names: tuple[str, ...], baseline: bool = True):
         self.agent = build_agent(cfg, ctx)
-        self.reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
-                                          group=ctx.group).to(ctx.device)
+        self.reward_scaler = RewardScaler(
+            ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward, group=ctx.group
+        ).to(ctx.device)
         self.step = ctx.gradient_step(self.agent.parameters())
         self.gamma, self.lam, self.names = cfg.gamma, cfg.gae_lambda, names
         self.value_target, self.baseline = cfg.value_target, baseline
@@ -162,8 +172,16 @@ class RolloutLearner:
         return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
 
     def _prepare(self, batch: TensorDict) -> None:
-        prepare_rollout(self.agent, self.reward_scaler, batch, gamma=self.gamma, lam=self.lam,
-                        value_target=self.value_target, baseline=self.baseline, clip_reward=self.clip_reward)
+        prepare_rollout(
+            self.agent,
+            self.reward_scaler,
+            batch,
+            gamma=self.gamma,
+            lam=self.lam,
+            value_target=self.value_target,
+            baseline=self.baseline,
+            clip_reward=self.clip_reward,
+        )
 
     def _loss_rows(self, batch: TensorDict) -> TensorDict:
         """The ``[T, N]`` rows of a prepared ``batch`` with ``names`` and ``valid``, the rows the loss

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -16,11 +16,20 @@ from gymnasium import spaces
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces
 from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
-from rlcli.datasets import (Dataset, DatasetFile, DatasetNotFound, DatasetSource, check_env, datasets_root,
-                            load_dataset, open_dataset, stand_in)
 from rlcli.config.errors import ConfigError, ConfigIssue, folder_error, single
 from rlcli.config.ranks import rank_config, rank_problems
 from rlcli.config.schema import RunConfig
+from rlcli.datasets import (
+    Dataset,
+    DatasetFile,
+    DatasetNotFound,
+    DatasetSource,
+    check_env,
+    datasets_root,
+    load_dataset,
+    open_dataset,
+    stand_in,
+)
 from rlcli.devices import resolve_device
 from rlcli.distributed import Group, Single, from_environment, launched, local_rank
 from rlcli.envs import describe_space, make_envs
@@ -155,9 +164,15 @@ class Run:
         self.group.close(orderly=orderly)
 
 
-def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[str] = (),
-              env_packages: Sequence[str] = (), config_file: str | Path | None = None,
-              stand_in_data: bool = False) -> Run:
+def build_run(
+    cfg: RunConfig,
+    *,
+    source: str | None = None,
+    overrides: Sequence[str] = (),
+    env_packages: Sequence[str] = (),
+    config_file: str | Path | None = None,
+    stand_in_data: bool = False,
+) -> Run:
     """Build envs, networks, algorithm and collector for ``cfg``.
 
     ``source`` names the config in errors. ``overrides`` (the command-line changes),
@@ -193,9 +208,15 @@ def build_run(cfg: RunConfig, *, source: str | None = None, overrides: Sequence[
     torch.set_flush_denormal(True)
     group = from_environment(device)
     try:
-        return _build(cfg, rank_config(cfg, group.world_size), group, device, source,
-                      {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file},
-                      stand_in_data)
+        return _build(
+            cfg,
+            rank_config(cfg, group.world_size),
+            group,
+            device,
+            source,
+            {"overrides": list(overrides), "env_packages": list(env_packages), "config_file": config_file},
+            stand_in_data,
+        )
     except BaseException:
         group.close(orderly=False)
         raise
@@ -207,14 +228,24 @@ def _rank_device(device: torch.device, source: str | None) -> torch.device:
         return device
     rank = local_rank()
     if rank >= torch.cuda.device_count():
-        raise single(source, f"local rank {rank} has no CUDA device: this machine has "
-                             f"{torch.cuda.device_count()}; start at most that many ranks per node",
-                     path="run.device")
+        raise single(
+            source,
+            f"local rank {rank} has no CUDA device: this machine has "
+            f"{torch.cuda.device_count()}; start at most that many ranks per node",
+            path="run.device",
+        )
     return torch.device("cuda", rank)
 
 
-def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device, source: str | None,
-           origin: dict[str, Any], stand_in_data: bool = False) -> Run:
+def _build(
+    cfg: RunConfig,
+    local: RunConfig,
+    group: Group,
+    device: torch.device,
+    source: str | None,
+    origin: dict[str, Any],
+    stand_in_data: bool = False,
+) -> Run:
     """The components of one rank, from its share ``local`` of ``cfg``."""
     # Rank r steps the envs that ranks 0..r-1 do not: the seeds one process would give them.
     seed = cfg.run.seed + group.rank * local.env.num_envs
@@ -228,8 +259,15 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
         # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.
         # An offline run always has one: its return column is the evaluation's.
         if (cfg.eval.every_frames or cfg.offline) and group.is_main:
-            evaluator = Evaluator(None, cfg.env, episodes=cfg.eval.episodes, deterministic=cfg.eval.deterministic,
-                                  seed=cfg.run.seed + SEED_OFFSET, device=device, source=source)
+            evaluator = Evaluator(
+                None,
+                cfg.env,
+                episodes=cfg.eval.episodes,
+                deterministic=cfg.eval.deterministic,
+                seed=cfg.run.seed + SEED_OFFSET,
+                device=device,
+                source=source,
+            )
         if opened is not None:
             check_env(opened, cfg.env.id, evaluator.observation_space, evaluator.action_space, source)
             obs_space, act_space = opened.observation_space, opened.action_space
@@ -238,13 +276,33 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
         else:
             obs_space, act_space = envs.single_observation_space, envs.single_action_space
         module = ALGORITHMS[cfg.algo.name]
-        check_spaces(cfg.algo.name, cfg.env.id, obs_space, act_space, source,
-                     encoder=cfg.network.encoder, normalize=cfg.env.normalize_observation, offline=cfg.offline)
+        check_spaces(
+            cfg.algo.name,
+            cfg.env.id,
+            obs_space,
+            act_space,
+            source,
+            encoder=cfg.network.encoder,
+            normalize=cfg.env.normalize_observation,
+            offline=cfg.offline,
+        )
         dataset = _dataset(cfg, opened, obs_space, act_space)
-        ctx = BuildContext(obs_space, act_space, network=cfg.network, env=local.env, collector=local.collector,
-                           optim=cfg.optim, device=device, seed=seed, run_folder=rank_folder, source=source,
-                           group=group, iterations=local.iterations, dataset=dataset,
-                           dataset_device=None if dataset is None else _dataset_device(cfg, dataset, device, source))
+        ctx = BuildContext(
+            obs_space,
+            act_space,
+            network=cfg.network,
+            env=local.env,
+            collector=local.collector,
+            optim=cfg.optim,
+            device=device,
+            seed=seed,
+            run_folder=rank_folder,
+            source=source,
+            group=group,
+            iterations=local.iterations,
+            dataset=dataset,
+            dataset_device=None if dataset is None else _dataset_device(cfg, dataset, device, source),
+        )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.run.seed)
             algo = module.build(local.algo, ctx)
@@ -254,10 +312,18 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
             compile_networks(algo.agent, cfg.run.compile)
         if evaluator is not None:
             evaluator.agent = algo.agent
-        data_source = (DatasetSource(dataset, steps_per_iteration=cfg.data.steps_per_iteration,
-                                     episodes=evaluator.record) if dataset is not None
-                       else Collector(envs, algo, steps=local.collector.frames_per_batch // local.env.num_envs,
-                                      device=device, seed=seed, world_size=group.world_size))
+        data_source = (
+            DatasetSource(dataset, steps_per_iteration=cfg.data.steps_per_iteration, episodes=evaluator.record)
+            if dataset is not None
+            else Collector(
+                envs,
+                algo,
+                steps=local.collector.frames_per_batch // local.env.num_envs,
+                device=device,
+                seed=seed,
+                world_size=group.world_size,
+            )
+        )
     except BaseException:
         if envs is not None:
             envs.close()
@@ -266,13 +332,25 @@ def _build(cfg: RunConfig, local: RunConfig, group: Group, device: torch.device,
         raise
     evaluating = ("eval",) if evaluator is not None else ()
     # The gradient all-reduce of a data-parallel run is timed between backward and the optimizer step.
-    algo_phases = [p for phase in module.PHASES
-                   for p in ((phase, "update.all_reduce") if phase == "update.backward" and group.world_size > 1
-                             else (phase,))]
-    phases = ("collect", "collect.policy", "collect.env_step", "update", *algo_phases, *evaluating, "log",
-              "iteration")
-    return Run(cfg, device, data_source, algo, local.iterations, folder,
-               tuple(dict.fromkeys(phases)), tuple(module.METRICS), origin, evaluator, group)
+    algo_phases = [
+        p
+        for phase in module.PHASES
+        for p in ((phase, "update.all_reduce") if phase == "update.backward" and group.world_size > 1 else (phase,))
+    ]
+    phases = ("collect", "collect.policy", "collect.env_step", "update", *algo_phases, *evaluating, "log", "iteration")
+    return Run(
+        cfg,
+        device,
+        data_source,
+        algo,
+        local.iterations,
+        folder,
+        tuple(dict.fromkeys(phases)),
+        tuple(module.METRICS),
+        origin,
+        evaluator,
+        group,
+    )
 
 
 def _dataset(cfg: RunConfig, opened: DatasetFile | None, obs_space: Any, act_space: Any) -> Dataset | None:
@@ -301,8 +379,12 @@ def _dataset_device(cfg: RunConfig, dataset: Dataset, device: torch.device, sour
         return torch.device("cpu")
     free = free_memory(device)
     if free is not None and dataset.nbytes > free:
-        raise single(source, f"dataset {dataset.name!r} needs {human_bytes(dataset.nbytes)} of {device} memory, but "
-                             f"only {human_bytes(free)} is free; set data.device = \"cpu\"", path="data.device")
+        raise single(
+            source,
+            f"dataset {dataset.name!r} needs {human_bytes(dataset.nbytes)} of {device} memory, but "
+            f'only {human_bytes(free)} is free; set data.device = "cpu"',
+            path="data.device",
+        )
     return device
 
 
@@ -314,11 +396,16 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
         params = sum(p.numel() for p in agent.parameters())
         space = run.source.observation_space
         encoders = ", ".join(f"{name} {describe(module)}" for name, module in named_encoders(agent))
-        normalize = "on" if cfg.env.normalize_observation else ("off (image: frames are scaled by 1/255)"
-                                                                if is_image(space) else "off")
-        return (f"{cfg.algo.name} on {cfg.env.id}: observation {describe_space(space)}, action "
-                f"{describe_space(run.source.action_space)}, {params:,} parameters, {run.device}; "
-                f"encoders: {encoders}; observation normalization {normalize}" + _stand_in_note(run))
+        normalize = (
+            "on"
+            if cfg.env.normalize_observation
+            else ("off (image: frames are scaled by 1/255)" if is_image(space) else "off")
+        )
+        return (
+            f"{cfg.algo.name} on {cfg.env.id}: observation {describe_space(space)}, action "
+            f"{describe_space(run.source.action_space)}, {params:,} parameters, {run.device}; "
+            f"encoders: {encoders}; observation normalization {normalize}" + _stand_in_note(run)
+        )
     finally:
         run.close()
 
@@ -327,6 +414,8 @@ def _stand_in_note(run: Run) -> str:
     dataset = getattr(run.source, "dataset", None)
     if dataset is None or not dataset.stand_in:
         return ""
-    return (f"; dataset {dataset.name!r} is not on this machine (not a path, nor an id under {datasets_root()}): "
-            "built on a random stand-in with the env's spaces; training needs the dataset (minari download "
-            "<id>, rlcli collect, or for the shipped pendulum/* ids python benchmarks/make_datasets.py)")
+    return (
+        f"; dataset {dataset.name!r} is not on this machine (not a path, nor an id under {datasets_root()}): "
+        "built on a random stand-in with the env's spaces; training needs the dataset (minari download "
+        "<id>, rlcli collect, or for the shipped pendulum/* ids python benchmarks/make_datasets.py)"
+    )

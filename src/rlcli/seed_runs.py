@@ -28,8 +28,16 @@ _SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 MAX_SEEDS = 1000
 
 # Columns of the table and seeds.json that get a median and an interquartile range.
-FIGURES = ("frames", "solved_frames", "solved_s", "solved_process_s", "last_return", "best_return", "final_eval",
-           "train_s")
+FIGURES = (
+    "frames",
+    "solved_frames",
+    "solved_s",
+    "solved_process_s",
+    "last_return",
+    "best_return",
+    "final_eval",
+    "train_s",
+)
 
 
 def parse_seeds(spec: str) -> list[int]:
@@ -46,8 +54,11 @@ def parse_seeds(spec: str) -> list[int]:
     for part in parts:
         found = _SPEC.match(part)
         if not found:
-            raise InputError(what, f"{part.strip()!r} is not a seed or a range; write a list or range "
-                                   "such as 0,1,2 or 0-4 (seeds are whole numbers >= 0)")
+            raise InputError(
+                what,
+                f"{part.strip()!r} is not a seed or a range; write a list or range "
+                "such as 0,1,2 or 0-4 (seeds are whole numbers >= 0)",
+            )
         low, high = int(found.group(1)), int(found.group(2) if found.group(2) is not None else found.group(1))
         if high < low:
             raise InputError(what, f"the range {low}-{high} is reversed; write {high}-{low}")
@@ -117,8 +128,7 @@ class SeedsResult:
             if not values:
                 out[name] = {"median": None, "q1": None, "q3": None, "n": 0}
                 continue
-            q1, _, q3 = (statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1
-                         else (values[0],) * 3)
+            q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else (values[0],) * 3
             out[name] = {"median": statistics.median(values), "q1": q1, "q3": q3, "n": len(values)}
         return out
 
@@ -206,8 +216,7 @@ class _SeedProcesses:
     """The seeds' ``rlcli train`` processes, ``jobs`` at a time, and the stop signals received
     meanwhile, each passed on once to every running seed."""
 
-    def __init__(self, command: list[str], group: Path, name: str,
-                 on_event: Callable[[str, SeedRun], None] | None):
+    def __init__(self, command: list[str], group: Path, name: str, on_event: Callable[[str, SeedRun], None] | None):
         self.command, self.group, self.name, self.on_event = command, group, name, on_event
         self.running: dict[int, tuple[subprocess.Popen, SeedRun, float, Any]] = {}
         self.signals: list[int] = []
@@ -234,12 +243,24 @@ class _SeedProcesses:
     def start(self, run: SeedRun) -> None:
         log = self.group / f"seed-{run.seed}.log"
         handle = log.open("w", encoding="utf-8")
-        command = [*self.command, "--seed", str(run.seed), "--out", str(self.group),
-                   "--set", f"run.name={json.dumps(f'{self.name}-seed{run.seed}')}"]
+        command = [
+            *self.command,
+            "--seed",
+            str(run.seed),
+            "--out",
+            str(self.group),
+            "--set",
+            f"run.name={json.dumps(f'{self.name}-seed{run.seed}')}",
+        ]
         # Its own session: a Ctrl-C at the terminal reaches only this process, which passes
         # each signal on exactly once, so that each seed stops at the end of an iteration.
-        proc = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "COLUMNS": "200"})
+        proc = subprocess.Popen(
+            command,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
         run.status, run.log = "running", str(log)
         self.running[run.seed] = (proc, run, time.perf_counter(), handle)
         self.notify("start", run)
@@ -265,8 +286,10 @@ class _SeedProcesses:
 
 
 # Runs the CLI without the working folder on sys.path, as the `rlcli` script would.
-CHILD = ("import sys; sys.path[:] = [p for p in sys.path if p != '']; sys.argv[0] = 'rlcli'; "
-          "from rlcli.cli import main; main()")
+CHILD = (
+    "import sys; sys.path[:] = [p for p in sys.path if p != '']; sys.argv[0] = 'rlcli'; "
+    "from rlcli.cli import main; main()"
+)
 
 
 def _group_folder(output_dir: Path, name: str) -> Path:
@@ -282,8 +305,10 @@ def _group_folder(output_dir: Path, name: str) -> Path:
             suffix += 1
             group = output_dir / f"{name}-{stamp}-seeds-{suffix}"
         except OSError as exc:
-            raise InputError(f"seeds folder under {str(output_dir)!r}",
-                             f"cannot create it: {exc.strerror or exc}; choose another with --out DIR") from None
+            raise InputError(
+                f"seeds folder under {str(output_dir)!r}",
+                f"cannot create it: {exc.strerror or exc}; choose another with --out DIR",
+            ) from None
 
 
 def read_outcome(run: SeedRun, group: Path, name: str, code: int, wall_s: float) -> None:
@@ -334,7 +359,7 @@ def _error_line(log: str | None) -> str | None:
     for index, line in enumerate(lines):
         if line.startswith("error:"):
             detail = [line]
-            for more in lines[index + 1:]:
+            for more in lines[index + 1 :]:
                 if not more.startswith(" "):
                     break
                 detail.append(more.strip())

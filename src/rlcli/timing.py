@@ -28,8 +28,9 @@ def compile_clock() -> float:
     from torch._dynamo.utils import compilation_time_metrics
 
     # A graph's forward is compiled at its first call, its backward at its first backward pass.
-    return float(sum(sum(compilation_time_metrics.get(key, ()))
-                     for key in ("_compile.compile_inner", "backward._backward_impl")))
+    return float(
+        sum(sum(compilation_time_metrics.get(key, ())) for key in ("_compile.compile_inner", "backward._backward_impl"))
+    )
 
 
 class Timer:
@@ -42,8 +43,7 @@ class Timer:
     ``clock`` returns seconds; ``time.perf_counter`` unless a test gives a fake one.
     """
 
-    def __init__(self, device: torch.device, *, compiled: bool = False,
-                 clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, device: torch.device, *, compiled: bool = False, clock: Callable[[], float] = time.perf_counter):
         self.device = device
         self.clock = clock
         self.sync = device.type == "cuda"
@@ -94,7 +94,11 @@ class Timer:
         and share of the ``iteration`` phase (a sub-phase's share is of the whole iteration too)."""
         whole = self.totals.get("iteration", 0.0) or 1e-12
         return {
-            phase: {"mean_ms": round(self.mean(phase) * 1e3, 4), "total_s": round(self.totals[phase], 4),
-                    "share": round(self.totals[phase] / whole, 4)}
-            for phase in phases if phase in self.totals
+            phase: {
+                "mean_ms": round(self.mean(phase) * 1e3, 4),
+                "total_s": round(self.totals[phase], 4),
+                "share": round(self.totals[phase] / whole, 4),
+            }
+            for phase in phases
+            if phase in self.totals
         }

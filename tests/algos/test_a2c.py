@@ -12,10 +12,15 @@ def test_masked_rows_count_for_nothing_in_any_term(tmp_path, cartpole_run):
     agent = run.algo.agent
     g = torch.Generator().manual_seed(0)
     size = 20
-    batch = TensorDict({
-        keys.INPUT: torch.randn(size, 4, generator=g), keys.ACTION: torch.randint(0, 2, (size,), generator=g),
-        keys.ADVANTAGE: torch.randn(size, generator=g), keys.VALUE_TARGET: torch.randn(size, generator=g),
-    }, batch_size=[size])
+    batch = TensorDict(
+        {
+            keys.INPUT: torch.randn(size, 4, generator=g),
+            keys.ACTION: torch.randint(0, 2, (size,), generator=g),
+            keys.ADVANTAGE: torch.randn(size, generator=g),
+            keys.VALUE_TARGET: torch.randn(size, generator=g),
+        },
+        batch_size=[size],
+    )
     valid = torch.ones(size, dtype=torch.bool)
     valid[[1, 2, 9, 19]] = False
     batch[keys.VALID] = valid

@@ -23,8 +23,9 @@ def supported(name: str, env_id: str) -> bool:
     env = gym.make(env_id)
     try:
         module = ALGORITHMS[name]
-        return (isinstance(env.observation_space, module.SUPPORTS["observation"])
-                and isinstance(env.action_space, module.SUPPORTS["action"]))
+        return isinstance(env.observation_space, module.SUPPORTS["observation"]) and isinstance(
+            env.action_space, module.SUPPORTS["action"]
+        )
     finally:
         env.close()
 
@@ -39,14 +40,19 @@ def config(name: str, env_id: str, seed: int = 1):
     if "replay" in module.CONFIG.model_fields:
         algo["replay"] = {"capacity": 1000}
     # An offline algorithm learns from a small dataset of random actions on the env, 8 steps an iteration.
-    source = ({"collector": {"frames_per_batch": 64, "total_frames": 640}} if "collector" in module.CONFIG.SOURCES
-              else {"data": {"dataset": random_dataset(env_id), "total_steps": 80, "steps_per_iteration": 8}})
-    return validate_data({
-        "run": {"seed": seed, "device": "cpu"},
-        "env": {"id": env_id, "num_envs": 4, "vectorization": "sync"},
-        "algo": algo,
-        **source,
-    })
+    source = (
+        {"collector": {"frames_per_batch": 64, "total_frames": 640}}
+        if "collector" in module.CONFIG.SOURCES
+        else {"data": {"dataset": random_dataset(env_id), "total_steps": 80, "steps_per_iteration": 8}}
+    )
+    return validate_data(
+        {
+            "run": {"seed": seed, "device": "cpu"},
+            "env": {"id": env_id, "num_envs": 4, "vectorization": "sync"},
+            "algo": algo,
+            **source,
+        }
+    )
 
 
 PAIRS = [(name, env_id) for name in sorted(ALGORITHMS) for env_id in ENVS if supported(name, env_id)]
@@ -162,13 +168,18 @@ def test_an_unsupported_space_is_a_config_error_naming_it(name, env_id):
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_unsupported_observation_space_is_a_config_error(name):
     algo = {"name": name} | ({"minibatch_size": 32} if name == "ppo" else {})
-    source = ({"collector": {"frames_per_batch": 64, "total_frames": 640}}
-              if "collector" in ALGORITHMS[name].CONFIG.SOURCES else {"data": {"dataset": random_dataset("Blackjack-v1")}})
-    cfg = validate_data({
-        "env": {"id": "Blackjack-v1", "num_envs": 2},
-        "algo": algo,
-        **source,
-    })
+    source = (
+        {"collector": {"frames_per_batch": 64, "total_frames": 640}}
+        if "collector" in ALGORITHMS[name].CONFIG.SOURCES
+        else {"data": {"dataset": random_dataset("Blackjack-v1")}}
+    )
+    cfg = validate_data(
+        {
+            "env": {"id": "Blackjack-v1", "num_envs": 2},
+            "algo": algo,
+            **source,
+        }
+    )
     with pytest.raises(ConfigError) as info:
         build_run(cfg)
     text = info.value.render()
@@ -207,8 +218,10 @@ def test_policy_is_a_pure_function_of_weights_observation_and_generator(name, en
 
         first = run.algo.agent.actions(observation, deterministic=True, generator=torch.Generator().manual_seed(0))
         second = run.algo.agent.actions(observation, deterministic=True, generator=torch.Generator().manual_seed(1))
-        sampled = [run.algo.agent.actions(observation, deterministic=False, generator=torch.Generator().manual_seed(5))
-                   for _ in range(2)]
+        sampled = [
+            run.algo.agent.actions(observation, deterministic=False, generator=torch.Generator().manual_seed(5))
+            for _ in range(2)
+        ]
 
         assert torch.equal(first, second)
         assert torch.equal(*sampled)
@@ -258,9 +271,16 @@ def test_build_agent_gives_the_agent_build_gives_without_optimizer_or_replay(nam
     cfg = config(name, env_id)
     run = build_run(cfg)
     try:
-        ctx = BuildContext(run.source.observation_space, run.source.action_space, network=cfg.network,
-                           env=cfg.env, collector=cfg.collector, optim=cfg.optim, device=run.device,
-                           seed=cfg.run.seed)
+        ctx = BuildContext(
+            run.source.observation_space,
+            run.source.action_space,
+            network=cfg.network,
+            env=cfg.env,
+            collector=cfg.collector,
+            optim=cfg.optim,
+            device=run.device,
+            seed=cfg.run.seed,
+        )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.run.seed)
             agent = ALGORITHMS[name].build_agent(cfg.algo, ctx)
@@ -277,16 +297,28 @@ def test_build_agent_gives_the_agent_build_gives_without_optimizer_or_replay(nam
 def test_build_agent_makes_no_optimizer_and_no_replay_buffer(name, env_id, monkeypatch):
     cfg = config(name, env_id)
     env = gym.make(env_id)
-    ctx = BuildContext(env.observation_space, env.action_space, network=cfg.network, env=cfg.env,
-                       collector=cfg.collector, optim=cfg.optim, device=torch.device("cpu"), seed=0)
+    ctx = BuildContext(
+        env.observation_space,
+        env.action_space,
+        network=cfg.network,
+        env=cfg.env,
+        collector=cfg.collector,
+        optim=cfg.optim,
+        device=torch.device("cpu"),
+        seed=0,
+    )
     env.close()
 
     def refuse(*args, **kwargs):
         raise AssertionError("build_agent made an optimizer or a replay buffer")
 
-    for target in ("rlcli.optim.GradientStep.__init__", "rlcli.optim.make_optimizer",
-                   "rlcli.replay.storage.ReplayBuffer.__init__", "rlcli.replay.feed.check_storage",
-                   "rlcli.normalization.RewardScaler.__init__"):
+    for target in (
+        "rlcli.optim.GradientStep.__init__",
+        "rlcli.optim.make_optimizer",
+        "rlcli.replay.storage.ReplayBuffer.__init__",
+        "rlcli.replay.feed.check_storage",
+        "rlcli.normalization.RewardScaler.__init__",
+    ):
         monkeypatch.setattr(target, refuse)
     agent = ALGORITHMS[name].build_agent(cfg.algo, ctx)
     assert callable(agent.actions)

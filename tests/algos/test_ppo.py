@@ -15,10 +15,17 @@ def minibatch(agent, size=16, seed=0):
     action = torch.randint(0, 2, (size,), generator=g)
     with torch.no_grad():
         log_prob, _, value = agent.evaluate(obs, action)
-    return TensorDict({
-        keys.INPUT: obs, keys.ACTION: action, keys.LOG_PROB: log_prob, keys.VALUE: value,
-        keys.ADVANTAGE: torch.randn(size, generator=g), keys.VALUE_TARGET: torch.randn(size, generator=g),
-    }, batch_size=[size])
+    return TensorDict(
+        {
+            keys.INPUT: obs,
+            keys.ACTION: action,
+            keys.LOG_PROB: log_prob,
+            keys.VALUE: value,
+            keys.ADVANTAGE: torch.randn(size, generator=g),
+            keys.VALUE_TARGET: torch.randn(size, generator=g),
+        },
+        batch_size=[size],
+    )
 
 
 def test_loss_matches_hand_computation_with_shifted_old_policy(cartpole_run):
@@ -71,7 +78,9 @@ def test_learn_runs_epochs_of_minibatches(cartpole_run):
 
 
 def test_target_kl_stops_inside_the_first_epoch(cartpole_run):
-    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32, epochs=50, target_kl=1e-6)
+    run = cartpole_run(
+        "ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32, epochs=50, target_kl=1e-6
+    )
     try:
         timer = Timer(run.device)
         batch = run.source.collect(timer)
@@ -86,7 +95,9 @@ def test_target_kl_stops_inside_the_first_epoch(cartpole_run):
 
 
 def test_clip_schedule_and_lr_schedule_decay_linearly(cartpole_run):
-    run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32, clip_schedule="linear")
+    run = cartpole_run(
+        "ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32, clip_schedule="linear"
+    )
     cfg = run.cfg.model_copy(update={"optim": run.cfg.optim.model_copy(update={"lr_schedule": "linear"})})
     run.close()
     run = build_run(cfg)
@@ -116,12 +127,16 @@ def test_constant_schedules_stay_constant(cartpole_run):
 
 
 def test_first_minibatch_ratio_is_one_with_observation_normalization():
-    run = build_run(validate_data({
-        "run": {"seed": 3, "device": "cpu"},
-        "env": {"id": "Pendulum-v1", "num_envs": 4, "vectorization": "sync", "normalize_observation": True},
-        "algo": {"name": "ppo", "minibatch_size": 64, "epochs": 2},
-        "collector": {"frames_per_batch": 128, "total_frames": 1280},
-    }))
+    run = build_run(
+        validate_data(
+            {
+                "run": {"seed": 3, "device": "cpu"},
+                "env": {"id": "Pendulum-v1", "num_envs": 4, "vectorization": "sync", "normalize_observation": True},
+                "algo": {"name": "ppo", "minibatch_size": 64, "epochs": 2},
+                "collector": {"frames_per_batch": 128, "total_frames": 1280},
+            }
+        )
+    )
     try:
         timer = Timer(run.device)
         for _ in range(2):
@@ -139,8 +154,9 @@ def test_first_minibatch_ratio_is_one_with_observation_normalization():
         # Had the statistics taken in this rollout first, the inputs (and ratios) would differ.
         agent.obs_norm.observe(batch[keys.OBSERVATION])
         with torch.no_grad():
-            moved, _, _ = agent.evaluate(agent.obs_norm(batch[keys.OBSERVATION]).flatten(0, 1),
-                                         batch[keys.ACTION].flatten(0, 1))
+            moved, _, _ = agent.evaluate(
+                agent.obs_norm(batch[keys.OBSERVATION]).flatten(0, 1), batch[keys.ACTION].flatten(0, 1)
+            )
         assert (moved - stored).abs().max() > 1e-4
     finally:
         run.close()
@@ -158,8 +174,9 @@ def test_masked_rows_count_for_nothing_in_any_term(cartpole_run):
     batch[keys.VALID] = valid
     for clip_value in (None, 0.1):
         masked = ppo_loss(agent, batch, clip_epsilon=0.2, clip_value=clip_value, normalize_advantage=True)
-        kept = ppo_loss(agent, batch[valid].exclude(keys.VALID), clip_epsilon=0.2, clip_value=clip_value,
-                        normalize_advantage=True)
+        kept = ppo_loss(
+            agent, batch[valid].exclude(keys.VALID), clip_epsilon=0.2, clip_value=clip_value, normalize_advantage=True
+        )
         for name in kept:
             torch.testing.assert_close(masked[name], kept[name], msg=name)
     # Gradients too: the invalid rows' inputs get none.

@@ -14,14 +14,23 @@ GAMMA = 0.9
 def reinforce_run(**algo):
     """REINFORCE on 4 CartPole envs whose episodes are cut at 20 steps, 32-step batches: every batch
     holds terminations, truncations and episodes it cuts. Rewards unscaled."""
-    return build_run(validate_data({
-        "run": {"seed": 5, "device": "cpu"},
-        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point",
-                "max_episode_steps": 20, "normalize_reward": False},
-        "algo": {"name": "reinforce", "gamma": GAMMA, **algo},
-        "collector": {"frames_per_batch": 128, "total_frames": 1280},
-        "timing": {"enabled": False},
-    }))
+    return build_run(
+        validate_data(
+            {
+                "run": {"seed": 5, "device": "cpu"},
+                "env": {
+                    "id": "CartPole-v1",
+                    "num_envs": 4,
+                    "vectorization": "vector_entry_point",
+                    "max_episode_steps": 20,
+                    "normalize_reward": False,
+                },
+                "algo": {"name": "reinforce", "gamma": GAMMA, **algo},
+                "collector": {"frames_per_batch": 128, "total_frames": 1280},
+                "timing": {"enabled": False},
+            }
+        )
+    )
 
 
 def collected_rows(run):

@@ -18,8 +18,11 @@ def test_critic_loss_matches_a_plain_soft_bellman_target(pendulum_run, minibatch
         next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], torch.Generator().manual_seed(5))
     terms = sac_critic_loss(agent, batch, next_action, next_log_prob, gamma=0.9, alpha=alpha, subset=None)
     with torch.no_grad():
-        q_next = torch.stack([critic_member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
-                              for e in range(2)]).min(0).values
+        q_next = (
+            torch.stack([critic_member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action) for e in range(2)])
+            .min(0)
+            .values
+        )
         target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * (q_next - 0.3 * next_log_prob)
         q = torch.stack([critic_member(agent.critic, e, batch[keys.INPUT], batch[keys.ACTION]) for e in range(2)])
     expected = 0.5 * sum(((q[e] - target) ** 2).mean() for e in range(2))
@@ -34,11 +37,13 @@ def test_a_critic_subset_takes_the_minimum_of_those_members_only(pendulum_run, m
     subset = torch.tensor([3, 1])
     with torch.no_grad():
         next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], torch.Generator().manual_seed(5))
-    terms = sac_critic_loss(agent, batch, next_action, next_log_prob, gamma=0.9, alpha=torch.tensor(0.0),
-                            subset=subset)
+    terms = sac_critic_loss(agent, batch, next_action, next_log_prob, gamma=0.9, alpha=torch.tensor(0.0), subset=subset)
     with torch.no_grad():
-        q_next = torch.stack([critic_member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action)
-                              for e in (3, 1)]).min(0).values
+        q_next = (
+            torch.stack([critic_member(agent.critic_target, e, batch[keys.NEXT_INPUT], next_action) for e in (3, 1)])
+            .min(0)
+            .values
+        )
         target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * q_next
         q = torch.stack([critic_member(agent.critic, e, batch[keys.INPUT], batch[keys.ACTION]) for e in range(4)])
     torch.testing.assert_close(terms["loss/critic"], 0.5 * ((q - target) ** 2).mean(1).sum())
@@ -49,8 +54,7 @@ def test_actor_loss_and_its_gradient_reach_only_the_actor(pendulum_run, minibatc
     run.close()
     agent, batch = run.algo.agent, minibatch()
     action, log_prob = agent.actor(batch[keys.INPUT], torch.Generator().manual_seed(3))
-    terms = sac_actor_loss(agent, batch, action, log_prob, alpha=torch.tensor(0.2), actor_q="min",
-                           target_entropy=-1.0)
+    terms = sac_actor_loss(agent, batch, action, log_prob, alpha=torch.tensor(0.2), actor_q="min", target_entropy=-1.0)
     with torch.no_grad():
         q = torch.stack([critic_member(agent.critic, e, batch[keys.INPUT], action) for e in range(2)]).min(0).values
     torch.testing.assert_close(terms["loss/actor"], (0.2 * log_prob - q).mean())
@@ -75,8 +79,9 @@ def test_temperature_moves_towards_the_target_entropy(log_std, direction, pendul
     before = float(agent.log_alpha.detach())
     batch = minibatch()
     action, log_prob = agent.actor(batch[keys.INPUT], torch.Generator().manual_seed(0))
-    terms = sac_actor_loss(agent, batch, action, log_prob, alpha=algo.alpha, actor_q="min",
-                           target_entropy=algo.target_entropy)
+    terms = sac_actor_loss(
+        agent, batch, action, log_prob, alpha=algo.alpha, actor_q="min", target_entropy=algo.target_entropy
+    )
     # The actor's loss leaves alpha alone: only the temperature loss moves it.
     algo.actor_step(terms["loss/actor"].detach() + terms["loss/alpha"], Timer(torch.device("cpu")))
     assert (float(agent.log_alpha.detach()) - before) * direction > 0

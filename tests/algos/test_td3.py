@@ -6,7 +6,6 @@ from rlcli import keys
 from rlcli.algos.td3 import td3_actor_loss, td3_critic_loss
 from rlcli.timing import Timer
 
-
 LOW, HIGH = torch.tensor([-2.0]), torch.tensor([2.0])
 
 
@@ -15,8 +14,16 @@ def test_ddpg_critic_target_is_the_target_actor_without_smoothing(pendulum_run, 
     run.close()
     agent, batch = run.algo.agent, minibatch()
     assert agent.critic.members == 1
-    terms = td3_critic_loss(agent, batch, gamma=0.9, target_noise=0.0, noise_clip=0.0, low=LOW, high=HIGH,
-                            generator=torch.Generator().manual_seed(0))
+    terms = td3_critic_loss(
+        agent,
+        batch,
+        gamma=0.9,
+        target_noise=0.0,
+        noise_clip=0.0,
+        low=LOW,
+        high=HIGH,
+        generator=torch.Generator().manual_seed(0),
+    )
     with torch.no_grad():
         next_q = agent.critic_target(batch[keys.NEXT_INPUT], agent.actor_target(batch[keys.NEXT_INPUT]))[0]
         target = batch[keys.REWARD] + 0.9 * (~batch[keys.TERMINATED]).float() * next_q
@@ -28,8 +35,16 @@ def test_td3_target_takes_the_minimum_of_twin_critics_at_smoothed_actions(pendul
     run = pendulum_run("td3", seed=8)
     run.close()
     agent, batch = run.algo.agent, minibatch()
-    terms = td3_critic_loss(agent, batch, gamma=0.9, target_noise=0.2, noise_clip=0.5, low=LOW, high=HIGH,
-                            generator=torch.Generator().manual_seed(4))
+    terms = td3_critic_loss(
+        agent,
+        batch,
+        gamma=0.9,
+        target_noise=0.2,
+        noise_clip=0.5,
+        low=LOW,
+        high=HIGH,
+        generator=torch.Generator().manual_seed(4),
+    )
     with torch.no_grad():
         next_action = agent.actor_target(batch[keys.NEXT_INPUT])
         noise = torch.randn(next_action.shape, generator=torch.Generator().manual_seed(4))
@@ -53,8 +68,16 @@ def test_target_smoothing_noise_is_clipped(pendulum_run, minibatch):
 
     agent.critic_target.forward = recording
     # A huge noise std: every draw is clipped to +-0.3 half-ranges (0.6 in Pendulum's units).
-    td3_critic_loss(agent, batch, gamma=0.9, target_noise=100.0, noise_clip=0.3, low=LOW * 10, high=HIGH * 10,
-                    generator=torch.Generator().manual_seed(0))
+    td3_critic_loss(
+        agent,
+        batch,
+        gamma=0.9,
+        target_noise=100.0,
+        noise_clip=0.3,
+        low=LOW * 10,
+        high=HIGH * 10,
+        generator=torch.Generator().manual_seed(0),
+    )
     with torch.no_grad():
         offset = seen[0] - agent.actor_target(batch[keys.NEXT_INPUT])
     torch.testing.assert_close(offset.abs(), torch.full_like(offset, 0.3 * 20.0))
@@ -82,8 +105,12 @@ def test_actor_and_targets_update_exactly_every_policy_delay_critic_updates(pend
             actor = [p.clone() for p in agent.actor.parameters()]
             target = [p.clone() for p in agent.actor_target.parameters()]
             stats = run.algo.learn(run.source.collect(timer), timer)  # one critic step each
-            changed.append((any(not torch.equal(a, b) for a, b in zip(actor, agent.actor.parameters())),
-                            any(not torch.equal(a, b) for a, b in zip(target, agent.actor_target.parameters()))))
+            changed.append(
+                (
+                    any(not torch.equal(a, b) for a, b in zip(actor, agent.actor.parameters())),
+                    any(not torch.equal(a, b) for a, b in zip(target, agent.actor_target.parameters())),
+                )
+            )
         assert stats["stats/gradient_steps"] == 1
     finally:
         run.close()

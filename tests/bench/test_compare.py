@@ -7,10 +7,13 @@ from rlcli.config.errors import ConfigError
 
 
 def report(*rows):
-    return {"format": FORMAT, "results": [
-        {"key": key, "unit": unit, "median": median, "min": low, "max": high}
-        for key, unit, median, low, high in rows
-    ]}
+    return {
+        "format": FORMAT,
+        "results": [
+            {"key": key, "unit": unit, "median": median, "min": low, "max": high}
+            for key, unit, median, low, high in rows
+        ],
+    }
 
 
 def by_key(rows):
@@ -50,14 +53,16 @@ def test_regression_threshold():
     assert regressions(compare(current, baseline), 12) == []
 
 
-@pytest.mark.parametrize("content,message", [
-    ("not json", "not a JSON file"),
-    ('{"results": []}', "not an rlcli bench report"),
-    ('[1, 2]', "not an rlcli bench report"),
-    (json.dumps({"format": FORMAT, "results": [{"key": "a", "median": "fast", "unit": "calls/s"}]}),
-     "results[0]"),
-    (json.dumps({"format": FORMAT, "results": [{"key": "a", "median": 1, "unit": "parsecs"}]}), "results[0]"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("not json", "not a JSON file"),
+        ('{"results": []}', "not an rlcli bench report"),
+        ("[1, 2]", "not an rlcli bench report"),
+        (json.dumps({"format": FORMAT, "results": [{"key": "a", "median": "fast", "unit": "calls/s"}]}), "results[0]"),
+        (json.dumps({"format": FORMAT, "results": [{"key": "a", "median": 1, "unit": "parsecs"}]}), "results[0]"),
+    ],
+)
 def test_malformed_or_foreign_reports_are_config_errors(tmp_path, content, message):
     path = tmp_path / "baseline.json"
     path.write_text(content)

@@ -98,8 +98,11 @@ def test_cli_help_names_every_suite():
 
 # The online presets the update suite times (one pixel preset per algorithm), named at collection from
 # their configs alone, so that each is a test of its own.
-UPDATE_PRESETS = sorted(suites._one_pixel_preset_per_algorithm(
-    {name: load_config(name) for name in available_presets() if not load_config(name).offline}))
+UPDATE_PRESETS = sorted(
+    suites._one_pixel_preset_per_algorithm(
+        {name: load_config(name) for name in available_presets() if not load_config(name).offline}
+    )
+)
 
 
 def test_the_update_suite_times_the_cartpole_presets():
@@ -170,9 +173,13 @@ def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_s
     finally:
         for case in cases:
             case.close()
-    assert {r.name for r in ratios} == {"sac.update.slowdown_vs_bare_torch", "critic_ensemble.E10_vs_E2",
-                                        "critic_python_loop.E10_vs_ensemble_E2", "iql.update.slowdown_vs_bare_torch",
-                                        "cql.update.slowdown_vs_bare_torch"}
+    assert {r.name for r in ratios} == {
+        "sac.update.slowdown_vs_bare_torch",
+        "critic_ensemble.E10_vs_E2",
+        "critic_python_loop.E10_vs_ensemble_E2",
+        "iql.update.slowdown_vs_bare_torch",
+        "cql.update.slowdown_vs_bare_torch",
+    }
 
 
 def test_offline_update_cases_run_their_own_algorithm_beside_its_floor(quick):
@@ -180,8 +187,12 @@ def test_offline_update_cases_run_their_own_algorithm_beside_its_floor(quick):
 
     cases, ratios = offline_updates(quick)
     try:
-        assert [case.name for case in cases] == ["cql.update", "cql.bare_torch_update", "iql.update",
-                                                 "iql.bare_torch_update"]
+        assert [case.name for case in cases] == [
+            "cql.update",
+            "cql.bare_torch_update",
+            "iql.update",
+            "iql.bare_torch_update",
+        ]
         for update in (cases[0], cases[2]):
             algo = update.run.__defaults__[0]
             before = [p.detach().clone() for p in algo.agent.parameters()]

@@ -48,8 +48,9 @@ def test_quick_advantage_suite_json_round_trips_through_compare(cli, tmp_path, t
     report["results"].append(row)
     fast = tmp_path / "fast.json"
     fast.write_text(json.dumps(report))
-    gated = cli("bench", "--quick", "--suite", "advantage", "--repeat", "2", "--compare", fast,
-                  "--max-regression", "20")
+    gated = cli(
+        "bench", "--quick", "--suite", "advantage", "--repeat", "2", "--compare", fast, "--max-regression", "20"
+    )
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert "worse than the baseline by more than 20%" in gated.stderr
     assert "advantage/gae[T=512,N=32]" in gated.stderr
@@ -77,8 +78,14 @@ def _bench_stopped(tmp_path, args, sig, *, when_exists=None, after=0.0):
     tmp.mkdir()
     out = tmp_path / "out.json"
     env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "400", "NO_COLOR": "1"}
-    bench = subprocess.Popen([rlcli_executable(), "bench", *args, "--json", str(out)], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
+    bench = subprocess.Popen(
+        [rlcli_executable(), "bench", *args, "--json", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,
+    )
     started = time.monotonic()
     while when_exists and not _reached(when_exists, bench.pid, tmp):
         assert bench.poll() is None, bench.communicate()
@@ -94,20 +101,23 @@ def _bench_stopped(tmp_path, args, sig, *, when_exists=None, after=0.0):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("sig, args, when_exists, after", [
-    # During start-up: torch's import (held to its end) or the imports after it. Not before torch's
-    # library is mapped: until rlcli's main() has run, a SIGTERM has its default action (a loaded
-    # machine once took more than the 0.4 s this test used to wait to get there).
-    (signal.SIGTERM, ["--suite", "advantage"], "torch", 0.0),
-    (signal.SIGINT, ["--suite", "advantage"], "torch", 0.8),
-    # Inside a train case: the trainer's own handler must not turn it into the end of that run alone.
-    (signal.SIGINT, ["--quick", "--suite", "train"], "rlcli-bench-*/train/*/metrics.csv", 0.3),
-    (signal.SIGTERM, ["--quick", "--suite", "train"], "rlcli-bench-*/train/*/metrics.csv", 0.3),
-    # Between and inside the cases of a suite with async envs (forked workers inherit the handlers).
-    (signal.SIGINT, ["--suite", "env"], "rlcli-bench-*", 4.0),
-    # With the distributed suite's partner process joined.
-    (signal.SIGTERM, ["--suite", "distributed"], "partner", 0.5),
-])
+@pytest.mark.parametrize(
+    "sig, args, when_exists, after",
+    [
+        # During start-up: torch's import (held to its end) or the imports after it. Not before torch's
+        # library is mapped: until rlcli's main() has run, a SIGTERM has its default action (a loaded
+        # machine once took more than the 0.4 s this test used to wait to get there).
+        (signal.SIGTERM, ["--suite", "advantage"], "torch", 0.0),
+        (signal.SIGINT, ["--suite", "advantage"], "torch", 0.8),
+        # Inside a train case: the trainer's own handler must not turn it into the end of that run alone.
+        (signal.SIGINT, ["--quick", "--suite", "train"], "rlcli-bench-*/train/*/metrics.csv", 0.3),
+        (signal.SIGTERM, ["--quick", "--suite", "train"], "rlcli-bench-*/train/*/metrics.csv", 0.3),
+        # Between and inside the cases of a suite with async envs (forked workers inherit the handlers).
+        (signal.SIGINT, ["--suite", "env"], "rlcli-bench-*", 4.0),
+        # With the distributed suite's partner process joined.
+        (signal.SIGTERM, ["--suite", "distributed"], "partner", 0.5),
+    ],
+)
 def test_a_stop_signal_ends_the_bench_at_once_with_nothing_left(tmp_path, sig, args, when_exists, after):
     code, stderr, seconds, left, wrote = _bench_stopped(tmp_path, args, sig, when_exists=when_exists, after=after)
     assert code == (143 if sig == signal.SIGTERM else 130), stderr

@@ -53,8 +53,9 @@ def test_the_replay_buffer_becomes_a_dataset_of_its_transitions(cli, off_policy_
 def test_an_existing_dataset_is_refused_unless_overwritten(cli, off_policy_run, tmp_path):
     out = tmp_path / "twice-v0"
     assert cli("collect", off_policy_run.folder, "--steps", "20", "--out", out).returncode == 0
-    assert_bad_input(cli("collect", off_policy_run.folder, "--steps", "20", "--out", out), "already exists",
-                     "--overwrite")
+    assert_bad_input(
+        cli("collect", off_policy_run.folder, "--steps", "20", "--out", out), "already exists", "--overwrite"
+    )
     again = cli("collect", off_policy_run.folder, "--steps", "30", "--out", out, "--overwrite")
     assert again.returncode == 0 and minari.MinariDataset(out / "data").total_steps == 30
 
@@ -100,12 +101,29 @@ def test_ctrl_c_leaves_no_half_written_dataset(off_policy_run, tmp_path):
     datasets = tmp_path / "datasets"
     datasets.mkdir()
     path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "RLCLI_TEST_STEPPING": str(marker),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path / "code"), *([path] if path else [])])}
-    process = subprocess.Popen([rlcli_executable(), "collect", str(off_policy_run.folder), "--steps", "1000000",
-                                "--out", str(datasets / "interrupted-v0"), "--env-package", "mark_pendulum_steps"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                               preexec_fn=sigint_default)
+    env = {
+        **os.environ,
+        "RLCLI_TEST_STEPPING": str(marker),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "code"), *([path] if path else [])]),
+    }
+    process = subprocess.Popen(
+        [
+            rlcli_executable(),
+            "collect",
+            str(off_policy_run.folder),
+            "--steps",
+            "1000000",
+            "--out",
+            str(datasets / "interrupted-v0"),
+            "--env-package",
+            "mark_pendulum_steps",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=sigint_default,
+    )
     deadline = time.monotonic() + 120
     while not marker.exists():
         assert process.poll() is None, process.communicate()

@@ -26,8 +26,9 @@ HEADERS = ("episodes", "mean return", "std", "min", "max", "mean length")
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     """Every file and folder under ``folder`` with its size and modification time."""
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(folder.rglob("*"))} | {".": (0, folder.stat().st_mtime_ns)}
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*"))} | {
+        ".": (0, folder.stat().st_mtime_ns)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,8 @@ def test_json_report_of_a_final_pt_path(cli, on_policy_run):
 
 
 def test_a_folder_without_final_pt_uses_its_newest_checkpoint_and_a_checkpoint_path_finds_its_run(
-        cli, on_policy_run, copy_run):
+    cli, on_policy_run, copy_run
+):
     folder = copy_run(on_policy_run)
     (folder / "final.pt").unlink()
     # The run's two checkpoints (2,048 and 4,096 frames) and an older one that must not be read.
@@ -83,13 +85,25 @@ def test_a_folder_without_final_pt_uses_its_newest_checkpoint_and_a_checkpoint_p
     assert (report["checkpoint"], report["run_folder"]) == (str(newest), str(folder))
 
 
-@pytest.mark.parametrize(("edit", "fragments"), [
-    (lambda text: text.replace("hidden_sizes = [64, 64]", "hidden_sizes = [32]"),
-     ("its weights do not fit the networks this config builds",
-      "policy.net.0.weight is [64, 4] in the checkpoint but [32, 4] in this config's networks")),
-    (lambda text: text.replace('id = "CartPole-v1"', 'id = "Acrobot-v1"').replace('"vector_entry_point"', '"sync"'),
-     ("it was trained on 'CartPole-v1', not on this config's env 'Acrobot-v1' (env.id)",)),
-], ids=["network", "env"])
+@pytest.mark.parametrize(
+    ("edit", "fragments"),
+    [
+        (
+            lambda text: text.replace("hidden_sizes = [64, 64]", "hidden_sizes = [32]"),
+            (
+                "its weights do not fit the networks this config builds",
+                "policy.net.0.weight is [64, 4] in the checkpoint but [32, 4] in this config's networks",
+            ),
+        ),
+        (
+            lambda text: text.replace('id = "CartPole-v1"', 'id = "Acrobot-v1"').replace(
+                '"vector_entry_point"', '"sync"'
+            ),
+            ("it was trained on 'CartPole-v1', not on this config's env 'Acrobot-v1' (env.id)",),
+        ),
+    ],
+    ids=["network", "env"],
+)
 def test_weights_from_another_config_are_refused(cli, on_policy_run, copy_run, edit, fragments):
     folder = copy_run(on_policy_run, edit)
     before = snapshot(folder)
@@ -137,8 +151,10 @@ def test_video_of_an_env_without_rgb_array_names_its_render_modes(cli, pixel_run
     require_extra("imageio_ffmpeg")
     env_packages_importable()
     before = snapshot(pixel_run.folder)
-    assert_bad_input(cli("eval", pixel_run.folder, "--video", tmp_path / "out.mp4", "--env-package", "rlcli_test_envs"),
-                     "RlcliTest/DictCorridor-v0 cannot render rgb_array frames; its render modes: none")
+    assert_bad_input(
+        cli("eval", pixel_run.folder, "--video", tmp_path / "out.mp4", "--env-package", "rlcli_test_envs"),
+        "RlcliTest/DictCorridor-v0 cannot render rgb_array frames; its render modes: none",
+    )
     assert list(tmp_path.iterdir()) == [] and snapshot(pixel_run.folder) == before
 
 
@@ -146,22 +162,27 @@ def test_video_without_the_extra_says_what_to_install(cli, on_policy_run, tmp_pa
     # None in sys.modules makes the import fail, as on an install without the extra.
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
     video = tmp_path / "out.mp4"
-    assert_bad_input(cli("eval", on_policy_run.folder, "--video", video),
-                     "--video needs the video extra: pip install 'rlcli[video]'")
+    assert_bad_input(
+        cli("eval", on_policy_run.folder, "--video", video), "--video needs the video extra: pip install 'rlcli[video]'"
+    )
     assert not video.exists()
 
 
 def test_video_into_a_missing_folder_is_refused(cli, on_policy_run, tmp_path):
     require_extra("imageio")
     require_extra("imageio_ffmpeg")
-    assert_bad_input(cli("eval", on_policy_run.folder, "--video", tmp_path / "nowhere" / "out.mp4"),
-                     f"folder {tmp_path / 'nowhere'} does not exist")
+    assert_bad_input(
+        cli("eval", on_policy_run.folder, "--video", tmp_path / "nowhere" / "out.mp4"),
+        f"folder {tmp_path / 'nowhere'} does not exist",
+    )
 
 
 def test_a_run_whose_env_package_is_not_given_names_the_flag(cli, pixel_run):
     """run.json only names the module; importing code stays the choice of the person running eval."""
     env_packages_importable()
     before = snapshot(pixel_run.folder)
-    assert_bad_input(cli("eval", pixel_run.folder),
-                     "its env was registered by --env-package rlcli_test_envs; give the same flags again")
+    assert_bad_input(
+        cli("eval", pixel_run.folder),
+        "its env was registered by --env-package rlcli_test_envs; give the same flags again",
+    )
     assert snapshot(pixel_run.folder) == before

@@ -89,9 +89,11 @@ def test_plot_writes_curve_png_in_the_working_folder_by_default(cli, runs, tmp_p
 
 def test_an_unknown_column_exits_2_listing_the_columns(cli, runs, tmp_path):
     require_extra("matplotlib")
-    output = assert_bad_input(cli("plot", runs, "-o", tmp_path / "curve.png", "--y", "eval/return_mean"),
-                              "--y eval/return_mean: no run has this column; available: iteration, frames, "
-                              "wall_time_s, fps, rollout/episode_return_mean")
+    output = assert_bad_input(
+        cli("plot", runs, "-o", tmp_path / "curve.png", "--y", "eval/return_mean"),
+        "--y eval/return_mean: no run has this column; available: iteration, frames, "
+        "wall_time_s, fps, rollout/episode_return_mean",
+    )
     assert "time/iteration_ms" in output
     assert not (tmp_path / "curve.png").exists()
 
@@ -116,10 +118,17 @@ def test_without_matplotlib_it_says_what_to_install(cli, tmp_path, monkeypatch):
 @pytest.mark.integration
 def test_plot_never_loads_torch(runs, tmp_path):
     require_extra("matplotlib")
-    probe = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
-             "'LOADED:' + ','.join(m for m in ('torch', 'rlcli.run') if m in sys.modules) + '\\n')); "
-             "sys.argv = ['rlcli', *sys.argv[1:]]; from rlcli.cli import main; main()")
-    done = subprocess.run([sys.executable, "-c", probe, "plot", runs, "-o", tmp_path / "curve.png"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    probe = (
+        "import atexit, sys; atexit.register(lambda: sys.stderr.write("
+        "'LOADED:' + ','.join(m for m in ('torch', 'rlcli.run') if m in sys.modules) + '\\n')); "
+        "sys.argv = ['rlcli', *sys.argv[1:]]; from rlcli.cli import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "plot", runs, "-o", tmp_path / "curve.png"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "LOADED:\n" in done.stderr

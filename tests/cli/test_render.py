@@ -72,11 +72,7 @@ def test_wrong_type_names_the_value_and_the_type(cli, tmp_path):
 
 
 def test_out_of_range_values_are_all_reported_at_once(cli, tmp_path):
-    text = (
-        '[env]\nid = "CartPole-v1"\nnum_envs = 0\n\n'
-        '[algo]\nname = "ppo"\ngamma = 1.5\n\n'
-        "[optim]\nlr = -0.001\n"
-    )
+    text = '[env]\nid = "CartPole-v1"\nnum_envs = 0\n\n[algo]\nname = "ppo"\ngamma = 1.5\n\n[optim]\nlr = -0.001\n'
     result = show_config_error(cli, tmp_path, text)
     assert_bad_input(
         result,
@@ -90,7 +86,9 @@ def test_out_of_range_values_are_all_reported_at_once(cli, tmp_path):
 def test_unknown_algorithm_lists_the_known_ones(cli, tmp_path):
     text = '[env]\nid = "CartPole-v1"\n\n[algo]\nname = "muzero"\n'
     result = show_config_error(cli, tmp_path, text)
-    assert_bad_input(result, "invalid config bad.toml", "algo: unknown algorithm 'muzero'", "known algorithms: ppo, a2c, dqn")
+    assert_bad_input(
+        result, "invalid config bad.toml", "algo: unknown algorithm 'muzero'", "known algorithms: ppo, a2c, dqn"
+    )
 
 
 def test_unknown_env_id_suggests_close_ids(cli, tmp_path):
@@ -175,5 +173,6 @@ def test_human_message_keeps_bracketed_text_and_line(cli, tmp_path):
 def test_the_real_command_exits_2_without_a_traceback(rlcli, tmp_path):
     # What the shell sees: the status and stderr of the real process, not of Typer's runner.
     result = show_config_error(rlcli, tmp_path, PPO + "clip_epsilom = 0.1\n")
-    assert_bad_input(result, "invalid config bad.toml", "algo.clip_epsilom: unknown key; did you mean clip_epsilon?",
-                     "bad.toml:6")
+    assert_bad_input(
+        result, "invalid config bad.toml", "algo.clip_epsilom: unknown key; did you mean clip_epsilon?", "bad.toml:6"
+    )

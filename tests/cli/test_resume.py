@@ -28,16 +28,19 @@ TIMING = ("wall_time_s", "fps")
 
 def rows_of(run_dir: Path) -> list[dict[str, str]]:
     with (run_dir / "metrics.csv").open(newline="", encoding="utf-8") as handle:
-        return [{k: v for k, v in row.items() if k not in TIMING and not k.startswith("time/")}
-                for row in csv.DictReader(handle)]
+        return [
+            {k: v for k, v in row.items() if k not in TIMING and not k.startswith("time/")}
+            for row in csv.DictReader(handle)
+        ]
 
 
 def start(preset: str, out: Path, *settings: str) -> subprocess.Popen:
     args = [rlcli_executable(), "train", preset, "--out", str(out), "-q"]
     for setting in settings:
         args += ["--set", setting]
-    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_default)
+    return subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default
+    )
 
 
 def wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 120) -> None:
@@ -65,15 +68,21 @@ def run_folder(out: Path) -> Path:
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     """Every file under ``folder`` with its size and modification time."""
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 # (preset, settings, frames per batch): small budgets, with checkpoints well before the end.
 KILLED = [
     # With in-training evaluation: its columns must come back the same too.
-    ("ppo_cartpole", ("collector.total_frames=40960", "checkpoint.every_frames=8192", "eval.every_frames=10240",
-                      "eval.episodes=3"), 512),
+    (
+        "ppo_cartpole",
+        ("collector.total_frames=40960", "checkpoint.every_frames=8192", "eval.every_frames=10240", "eval.episodes=3"),
+        512,
+    ),
     ("dqn_cartpole", ("collector.total_frames=12288", "checkpoint.every_frames=4096"), 256),
     ("sac_pendulum", ("collector.total_frames=2000", "checkpoint.every_frames=600"), 8),
 ]
@@ -104,7 +113,8 @@ def test_kill_9_then_resume_writes_the_rows_of_an_unbroken_run(tmp_path, rlcli, 
     assert [r["iteration"] for r in got] == [str(i) for i in range(1, len(expected) + 1)]
     for want, have in zip(expected, got):
         assert have == want, f"iteration {want['iteration']} differs after resuming: " + str(
-            {k: (want[k], have[k]) for k in want if want[k] != have[k]})
+            {k: (want[k], have[k]) for k in want if want[k] != have[k]}
+        )
     info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert info["status"] == "completed" and info["frames"] == int(expected[-1]["frames"])
     (entry,) = info["resumes"]
@@ -119,8 +129,11 @@ def test_a_signal_saves_a_checkpoint_that_resumes_exactly(tmp_path, rlcli, sig, 
     unbroken = start("ppo_cartpole", tmp_path / "unbroken", *settings)
     stopped = start("ppo_cartpole", tmp_path / "stopped", *settings)
     out = tmp_path / "stopped"
-    wait_for(lambda: any(out.glob("*/metrics.csv")) and line_count(run_folder(out) / "metrics.csv") > 4,
-             stopped, "metrics rows")
+    wait_for(
+        lambda: any(out.glob("*/metrics.csv")) and line_count(run_folder(out) / "metrics.csv") > 4,
+        stopped,
+        "metrics rows",
+    )
     stopped.send_signal(sig)
     stdout, stderr = stopped.communicate(timeout=120)
     assert stopped.returncode == code, stdout + stderr
@@ -181,8 +194,13 @@ def test_resume_of_a_finished_run_asks_for_more_frames(copy_of, cli):
 
 
 def test_resume_refuses_other_settings(copy_of, cli):
-    bad_resume(cli, copy_of, "algo.gamma", "only collector.total_frames",
-               extra=("--set", "algo.gamma=0.9", "--set", "collector.total_frames=8192"))
+    bad_resume(
+        cli,
+        copy_of,
+        "algo.gamma",
+        "only collector.total_frames",
+        extra=("--set", "algo.gamma=0.9", "--set", "collector.total_frames=8192"),
+    )
 
 
 def test_resume_of_a_truncated_checkpoint(copy_of, cli):

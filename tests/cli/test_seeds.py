@@ -25,24 +25,44 @@ CORRIDOR = MINIMAL_TOML.replace('id = "CartPole-v1"', 'id = "RlcliTest/Corridor-
 
 def with_env_packages() -> dict[str, str]:
     path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": f"{ENV_PACKAGES}{os.pathsep}{path}" if path else str(ENV_PACKAGES),
-            "COLUMNS": "400", "NO_COLOR": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": f"{ENV_PACKAGES}{os.pathsep}{path}" if path else str(ENV_PACKAGES),
+        "COLUMNS": "400",
+        "NO_COLOR": "1",
+    }
 
 
 def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([rlcli_executable(), *map(str, args)], cwd=ROOT, env=with_env_packages(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [rlcli_executable(), *map(str, args)],
+        cwd=ROOT,
+        env=with_env_packages(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    (("--seeds", ""), "no seeds given"),
-    (("--seeds", "4-1"), "the range 4-1 is reversed"),
-    (("--seeds", "0,x"), "'x' is not a seed or a range"),
-    (("--seeds", "0-2", "--seed", "3"), "cannot be combined with --seed"),
-    (("--seeds", "0-2", "--jobs", "0"), "--jobs 0: must be at least 1"),
-    (("--jobs", "2",), "needs --seeds"),
-    (("--seeds", "0-1", "--env-package", "no_such_env_package"), "No module named 'no_such_env_package'"),
-], ids=["empty", "reversed", "malformed", "with-seed", "jobs-0", "jobs-alone", "missing-package"])
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--seeds", ""), "no seeds given"),
+        (("--seeds", "4-1"), "the range 4-1 is reversed"),
+        (("--seeds", "0,x"), "'x' is not a seed or a range"),
+        (("--seeds", "0-2", "--seed", "3"), "cannot be combined with --seed"),
+        (("--seeds", "0-2", "--jobs", "0"), "--jobs 0: must be at least 1"),
+        (
+            (
+                "--jobs",
+                "2",
+            ),
+            "needs --seeds",
+        ),
+        (("--seeds", "0-1", "--env-package", "no_such_env_package"), "No module named 'no_such_env_package'"),
+    ],
+    ids=["empty", "reversed", "malformed", "with-seed", "jobs-0", "jobs-alone", "missing-package"],
+)
 def test_bad_seed_arguments_exit_2_before_any_work(cli, tmp_path, args, fragment):
     # In this process, a seed's process would be stopped by the layer guard: none starts.
     out = tmp_path / "runs"
@@ -61,8 +81,9 @@ def test_a_bad_seed_argument_exits_2_without_a_traceback_as_the_shell_sees_it(tm
 @pytest.mark.integration
 def test_two_seeds_two_jobs(tmp_path):
     out = tmp_path / "runs"
-    result = run_cli("train", "ppo_cartpole", "--seeds", "0,1", "--jobs", "2", "--out", out,
-                     "--set", "collector.total_frames=2048")
+    result = run_cli(
+        "train", "ppo_cartpole", "--seeds", "0,1", "--jobs", "2", "--out", out, "--set", "collector.total_frames=2048"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     (group,) = out.iterdir()
     assert group.name.startswith("ppo_cartpole-") and group.name.endswith("-seeds")
@@ -90,11 +111,12 @@ def test_two_seeds_two_jobs(tmp_path):
 @pytest.mark.integration
 def test_a_failed_seed_does_not_stop_the_others(tmp_path, write_toml):
     # The corridor env refuses to reset with seed 1: seed 1's run fails, seed 0's completes.
-    config = write_toml("corridor.toml", CORRIDOR.replace("num_envs = 4", "num_envs = 1")
-                        .replace("[algo]", "kwargs = { explode_seed = 1 }\n\n[algo]"))
+    config = write_toml(
+        "corridor.toml",
+        CORRIDOR.replace("num_envs = 4", "num_envs = 1").replace("[algo]", "kwargs = { explode_seed = 1 }\n\n[algo]"),
+    )
     out = tmp_path / "runs"
-    result = run_cli("train", config, "--env-package", "rlcli_test_envs", "--seeds", "0-1", "--jobs", "1",
-                     "--out", out)
+    result = run_cli("train", config, "--env-package", "rlcli_test_envs", "--seeds", "0-1", "--jobs", "1", "--out", out)
     assert result.returncode == 1, result.stdout + result.stderr
     (group,) = out.iterdir()
     seeds = {s["seed"]: s for s in json.loads((group / "seeds.json").read_text(encoding="utf-8"))["seeds"]}
@@ -106,10 +128,27 @@ def test_a_failed_seed_does_not_stop_the_others(tmp_path, write_toml):
 @pytest.mark.integration
 def test_ctrl_c_stops_every_seed_cleanly(tmp_path):
     out = tmp_path / "runs"
-    proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--seeds", "0,1", "--jobs", "2",
-                             "--out", str(out), "--set", "run.stop_at_return=100000"],
-                            cwd=ROOT, env=with_env_packages(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [
+            rlcli_executable(),
+            "train",
+            "ppo_cartpole",
+            "--seeds",
+            "0,1",
+            "--jobs",
+            "2",
+            "--out",
+            str(out),
+            "--set",
+            "run.stop_at_return=100000",
+        ],
+        cwd=ROOT,
+        env=with_env_packages(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         started = list(out.glob("*-seeds/*/metrics.csv"))
@@ -152,16 +191,28 @@ def test_without_the_env_package_the_id_is_unknown(cli, write_toml, monkeypatch)
 
 def test_an_id_still_unknown_after_the_import_lists_the_new_close_ids(cli, write_toml, env_packages):
     config = write_toml("corridor.toml", CORRIDOR.replace("Corridor-v0", "Corridor-v1"))
-    assert_bad_input(cli("validate", config, "--env-package", "rlcli_test_envs"),
-                     "unknown gymnasium env id 'RlcliTest/Corridor-v1'", "'RlcliTest/Corridor-v0'")
+    assert_bad_input(
+        cli("validate", config, "--env-package", "rlcli_test_envs"),
+        "unknown gymnasium env id 'RlcliTest/Corridor-v1'",
+        "'RlcliTest/Corridor-v0'",
+    )
 
 
-@pytest.mark.parametrize(("package", "fragments"), [
-    ("no_such_env_package", ["--env-package no_such_env_package: cannot import it: ModuleNotFoundError: "
-                             "No module named 'no_such_env_package'"]),
-    ("broken_envs", ["--env-package broken_envs: cannot import it: RuntimeError: broken on purpose"]),
-    ("os;rm", ["--env-package os;rm: not a module name"]),
-], ids=["missing", "raises", "not-a-name"])
+@pytest.mark.parametrize(
+    ("package", "fragments"),
+    [
+        (
+            "no_such_env_package",
+            [
+                "--env-package no_such_env_package: cannot import it: ModuleNotFoundError: "
+                "No module named 'no_such_env_package'"
+            ],
+        ),
+        ("broken_envs", ["--env-package broken_envs: cannot import it: RuntimeError: broken on purpose"]),
+        ("os;rm", ["--env-package os;rm: not a module name"]),
+    ],
+    ids=["missing", "raises", "not-a-name"],
+)
 @pytest.mark.parametrize("command", ["train", "validate", "show-config"])
 def test_env_package_errors(cli, tmp_path, env_packages, package, fragments, command):
     out = tmp_path / "runs"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-
 from conftest import MINIMAL_TOML
 from rlcli.config.load import load_config
 from rlcli.config.schema import RunConfig

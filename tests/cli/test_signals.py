@@ -22,8 +22,13 @@ from conftest import ROOT, rlcli_executable
 
 
 def start_and_wait_for_rows(out: Path, rows: int = 2) -> subprocess.Popen:
-    proc = subprocess.Popen([rlcli_executable(), "train", "ppo_pendulum", "--out", str(out), "-q"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [rlcli_executable(), "train", "ppo_pendulum", "--out", str(out), "-q"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         found = list(out.glob("*/metrics.csv"))
@@ -57,8 +62,9 @@ def deliver(signum: int) -> None:
     """Run the handler installed for ``signum`` as Python runs it when the signal arrives (in the main
     thread, between two bytecodes), without sending a signal that could end the test process."""
     handler = signal.getsignal(signum)
-    assert callable(handler) and handler is not signal.default_int_handler, \
+    assert callable(handler) and handler is not signal.default_int_handler, (
         f"rlcli installed no handler for {signal.Signals(signum).name}: {handler!r}"
+    )
     handler(signum, None)
 
 
@@ -96,8 +102,17 @@ def test_sigterm_during_an_iteration_saves_the_run_and_exits_143(cli, tmp_path, 
 
     monkeypatch.setattr(loop, "_iteration", signalled)
     out = tmp_path / "runs"
-    result = cli("train", "ppo_cartpole", "--set", "collector.total_frames=10240", "--set", "eval.final_episodes=0",
-                 "--out", out, "-q")
+    result = cli(
+        "train",
+        "ppo_cartpole",
+        "--set",
+        "collector.total_frames=10240",
+        "--set",
+        "eval.final_episodes=0",
+        "--out",
+        out,
+        "-q",
+    )
     assert result.returncode == 143, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert started == [1, 2, 3]

@@ -52,8 +52,14 @@ CONFIG_ONLY = {
 
 @pytest.mark.parametrize("args", list(CONFIG_ONLY.values()), ids=list(CONFIG_ONLY))
 def test_config_only_commands_never_import_torch(args):
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=60,
+    )
     assert done.returncode in (0, 2), done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     loaded = [line for line in done.stderr.splitlines() if line.startswith("LOADED:")]
@@ -61,8 +67,13 @@ def test_config_only_commands_never_import_torch(args):
 
 
 def test_the_probe_sees_torch_when_a_command_does_load_it():
-    done = subprocess.run([sys.executable, "-c", PROBE, "validate", "--build", "presets/ppo_cartpole.toml"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "validate", "--build", "presets/ppo_cartpole.toml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "LOADED:rlcli.run,tensordict,torch" in done.stderr
 
@@ -70,16 +81,22 @@ def test_the_probe_sees_torch_when_a_command_does_load_it():
 def test_python_dash_m_rlcli_is_the_cli():
     done = subprocess.run([sys.executable, "-m", "rlcli", "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("rlcli ")
-    bad = subprocess.run([sys.executable, "-m", "rlcli", "validate", "tests/broken_configs/zero_envs.toml"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "rlcli", "validate", "tests/broken_configs/zero_envs.toml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "env.num_envs" in bad.stdout + bad.stderr
 
 
 def _piped(*args: str) -> str:
     """Output of rlcli written to a pipe, with no COLUMNS to say how wide a terminal would be."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    done = subprocess.run([sys.executable, "-m", "rlcli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "rlcli", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300
+    )
     return done.stdout + done.stderr
 
 
@@ -94,7 +111,9 @@ def test_piped_bench_table_keeps_whole_names_and_parameters():
 
 def test_piped_validate_keeps_the_whole_message_on_its_line():
     output = _piped("validate", "tests/broken_configs/unknown_key.toml")
-    message = ("algo.clip_epsilom: unknown key; did you mean clip_epsilon? (allowed in [algo]: clip_epsilon, "
-               "clip_schedule, clip_value, entropy_coef, epochs, gae_lambda, gamma, minibatch_size, name, "
-               "normalize_advantage, target_kl, value_coef, value_target)  [tests/broken_configs/unknown_key.toml:7]")
+    message = (
+        "algo.clip_epsilom: unknown key; did you mean clip_epsilon? (allowed in [algo]: clip_epsilon, "
+        "clip_schedule, clip_value, entropy_coef, epochs, gae_lambda, gamma, minibatch_size, name, "
+        "normalize_advantage, target_kl, value_coef, value_target)  [tests/broken_configs/unknown_key.toml:7]"
+    )
     assert any(message in line for line in output.splitlines()), output

@@ -46,13 +46,15 @@ WRONG_TYPES = {
 
 def _config_with(values: dict[str, str]) -> str:
     """MINIMAL_TOML with ``section.key = value`` set, each value written as given (raw TOML)."""
-    sections = {name: {key: json.dumps(v) for key, v in table.items()}
-                for name, table in tomllib.loads(MINIMAL_TOML).items()}
+    sections = {
+        name: {key: json.dumps(v) for key, v in table.items()} for name, table in tomllib.loads(MINIMAL_TOML).items()
+    }
     for path, value in values.items():
         section, key = path.split(".", 1)
         sections.setdefault(section, {})[key] = value
-    return "".join(f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in table.items()) + "\n"
-                   for name, table in sections.items())
+    return "".join(
+        f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in table.items()) + "\n" for name, table in sections.items()
+    )
 
 
 def test_every_field_type_rejects_a_wrong_typed_value_in_one_validate(cli, write_toml):
@@ -90,7 +92,9 @@ def test_set_values_are_toml_literals(cli):
 
 def test_cross_section_errors_come_all_at_once_beside_field_errors(cli, write_toml):
     text = _config_with({"optim.lr": "-1"}).replace("minibatch_size = 32", "minibatch_size = 4096")
-    text = text.replace("frames_per_batch = 64", "frames_per_batch = 1001").replace("total_frames = 640", "total_frames = 500")
+    text = text.replace("frames_per_batch = 64", "frames_per_batch = 1001").replace(
+        "total_frames = 640", "total_frames = 500"
+    )
     result = cli("validate", "--json", write_toml("cross.toml", text))
     assert result.returncode == 2
     paths = {e["path"] for e in json.loads(result.stdout)["files"][0]["errors"]}
@@ -99,7 +103,9 @@ def test_cross_section_errors_come_all_at_once_beside_field_errors(cli, write_to
 
 def test_a_cross_section_check_waits_for_the_fields_it_reads(cli, write_toml):
     # num_envs is wrong, so "frames_per_batch is a multiple of num_envs" cannot be judged.
-    text = MINIMAL_TOML.replace("num_envs = 4", 'num_envs = "4"').replace("frames_per_batch = 64", "frames_per_batch = 66")
+    text = MINIMAL_TOML.replace("num_envs = 4", 'num_envs = "4"').replace(
+        "frames_per_batch = 64", "frames_per_batch = 66"
+    )
     result = cli("validate", "--json", write_toml("wait.toml", text))
     paths = [e["path"] for e in json.loads(result.stdout)["files"][0]["errors"]]
     assert paths == ["env.num_envs"]
@@ -107,8 +113,9 @@ def test_a_cross_section_check_waits_for_the_fields_it_reads(cli, write_toml):
 
 def test_device_flag_error_names_the_flag_and_the_allowed_values(cli, tmp_path):
     result = cli("train", "ppo_cartpole", "--device", "gpu", "--out", tmp_path)
-    output = assert_bad_input(result, "run.device: 'gpu' is not a device; allowed: auto, cpu, cuda, cuda:N",
-                              "[--device gpu]")
+    output = assert_bad_input(
+        result, "run.device: 'gpu' is not a device; allowed: auto, cpu, cuda, cuda:N", "[--device gpu]"
+    )
     assert "pattern" not in output and "^(" not in output and "--set run.device" not in output
 
 
@@ -123,12 +130,22 @@ def test_unknown_key_in_the_wrong_section_is_hinted_there(cli):
     assert_bad_input(result, "algo.learning_rate: unknown key; did you mean optim.lr?")
 
 
-@pytest.mark.parametrize(("args", "fragments"), [
-    (("bench", "--quick", "--suite", "envs"), ["error: --suite envs: unknown suite; known suites: env"]),
-    (("bench", "--quick", "--suite", "loss", "--compare", "{notjson}"), ["error: bench baseline", "not a JSON file"]),
-    (("train", "ppo_cartpole", "--out", "{file}/runs"), ["error: run folder under", "choose another with --out DIR"]),
-    (("schema", "-o", "{file}/schema.json"), ["error: --output", "cannot write the schema"]),
-], ids=["bench-suite", "bench-baseline", "train-out", "schema-output"])
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("bench", "--quick", "--suite", "envs"), ["error: --suite envs: unknown suite; known suites: env"]),
+        (
+            ("bench", "--quick", "--suite", "loss", "--compare", "{notjson}"),
+            ["error: bench baseline", "not a JSON file"],
+        ),
+        (
+            ("train", "ppo_cartpole", "--out", "{file}/runs"),
+            ["error: run folder under", "choose another with --out DIR"],
+        ),
+        (("schema", "-o", "{file}/schema.json"), ["error: --output", "cannot write the schema"]),
+    ],
+    ids=["bench-suite", "bench-baseline", "train-out", "schema-output"],
+)
 def test_errors_about_other_files_say_what_they_are_about(cli, tmp_path, args, fragments):
     notjson = tmp_path / "baseline.json"
     notjson.write_text("not json", encoding="utf-8")
@@ -156,7 +173,12 @@ def test_total_frames_rounds_up_and_banner_schedule_and_run_json_agree(cli, tmp_
     assert "1,024 frames (total_frames 1,000 rounded up to 2 whole batches of 512)" in result.stdout
     run_dir = _only_run(out)
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    assert (info["frames"], info["planned_frames"], info["iterations"], info["planned_iterations"]) == (1024, 1024, 2, 2)
+    assert (info["frames"], info["planned_frames"], info["iterations"], info["planned_iterations"]) == (
+        1024,
+        1024,
+        2,
+        2,
+    )
     rows = _rows(run_dir)
     assert [int(r["frames"]) for r in rows] == [512, 1024]
     # ppo_cartpole's schedules are linear over the run: the last iteration uses the last step's
@@ -183,8 +205,9 @@ def test_a2c_cartpole_prints_a_handful_of_tables_not_thousands(cli, tmp_path):
 
 
 def test_timing_every_set_explicitly_still_prints_by_iteration(cli, tmp_path):
-    result = cli("train", "ppo_cartpole", "--set", "collector.total_frames=2048", "--set", "timing.every=1",
-                   "--out", tmp_path)
+    result = cli(
+        "train", "ppo_cartpole", "--set", "collector.total_frames=2048", "--set", "timing.every=1", "--out", tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert all(f"iteration {i}/4" in result.stdout for i in range(1, 5))
 
@@ -217,8 +240,11 @@ def test_run_json_records_provenance(cli, tmp_path):
         assert info["git"] is None
 
 
-@pytest.mark.parametrize("command", [(), ("train",), ("validate",), ("show-config",), ("schema",), ("bench",)],
-                         ids=lambda c: " ".join(c) or "rlcli")
+@pytest.mark.parametrize(
+    "command",
+    [(), ("train",), ("validate",), ("show-config",), ("schema",), ("bench",)],
+    ids=lambda c: " ".join(c) or "rlcli",
+)
 def test_help_renders_flags_the_standard_way(cli, command):
     result = cli(*command, "--help")
     assert result.returncode == 0, result.stderr
@@ -271,10 +297,26 @@ MOMENTS = [
 def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path, reached, in_loop):
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     # A budget and a target no run reaches before the Ctrl-C, however slow the machine.
-    proc = subprocess.Popen([rlcli_executable(), "train", "ppo_cartpole", "--out", str(tmp_path), "-q",
-                             "--set", "collector.total_frames=100000000", "--set", "run.stop_at_return=100000"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [
+            rlcli_executable(),
+            "train",
+            "ppo_cartpole",
+            "--out",
+            str(tmp_path),
+            "-q",
+            "--set",
+            "collector.total_frames=100000000",
+            "--set",
+            "run.stop_at_return=100000",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,
+    )
     try:
         deadline = time.monotonic() + 120
         while not reached(proc, tmp_path):

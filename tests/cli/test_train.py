@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from conftest import invoke, package_hidden, rlcli_executable, sigint_default
 from runs import ON_POLICY_FRAMES
 
@@ -35,12 +36,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Columns every PPO or A2C run writes.
 REQUIRED_COLUMNS = (
-    "iteration", "frames", "wall_time_s", "fps",
-    "rollout/episode_return_mean", "rollout/episode_length_mean",
-    "loss/policy", "loss/value", "loss/entropy", "optim/lr",
-    "time/collect_ms", "time/collect.env_step_ms", "time/collect.policy_ms", "time/update.advantage_ms",
-    "time/update_ms", "time/update.forward_ms", "time/update.backward_ms", "time/update.optimizer_ms",
-    "time/log_ms", "time/iteration_ms",
+    "iteration",
+    "frames",
+    "wall_time_s",
+    "fps",
+    "rollout/episode_return_mean",
+    "rollout/episode_length_mean",
+    "loss/policy",
+    "loss/value",
+    "loss/entropy",
+    "optim/lr",
+    "time/collect_ms",
+    "time/collect.env_step_ms",
+    "time/collect.policy_ms",
+    "time/update.advantage_ms",
+    "time/update_ms",
+    "time/update.forward_ms",
+    "time/update.backward_ms",
+    "time/update.optimizer_ms",
+    "time/log_ms",
+    "time/iteration_ms",
 )
 
 # Columns that measure the machine rather than the run: never part of a determinism check.
@@ -61,8 +76,11 @@ def cli_env(**overrides: str) -> dict[str, str]:
     A wide console keeps rich from wrapping the long run-folder paths tests look for;
     the FORCE_COLOR family is dropped because it makes rich act as on a terminal.
     """
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "PYTHONBREAKPOINT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "PYTHONBREAKPOINT")
+    }
     env.update({"COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb"})
     env.update(overrides)
     return env
@@ -72,12 +90,14 @@ def command(*args: str | Path) -> list[str]:
     return [rlcli_executable(), *(str(a) for a in args)]
 
 
-def rlcli_process(*args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None,
-                  timeout: float = 180) -> subprocess.CompletedProcess:
+def rlcli_process(
+    *args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess:
     """Run ``rlcli ARGS`` as the real command, to completion; text output captured (so stdout is
     not a terminal). For the integration layer: the default layer runs the command in-process."""
-    return subprocess.run(command(*args), cwd=cwd, env=env or cli_env(), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        command(*args), cwd=cwd, env=env or cli_env(), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def output_of(result) -> str:
@@ -168,7 +188,11 @@ def metrics_by_process(tmp_path: Path, preset: str, seeds: dict[str, int], *args
     procs = {
         name: subprocess.Popen(
             command("train", preset, "--seed", str(seeds[name]), *args, "--quiet", "--out", out),
-            cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for name, out in outs.items()
     }
@@ -192,8 +216,14 @@ def test_smoke_config_toml_validates_and_reloads_to_the_same_config(cli, on_poli
 
     saved = on_policy_run.folder / "config.toml"
     assert_exit(cli("validate", saved), 0)
-    expected = load_config("ppo_cartpole", [f"collector.total_frames={ON_POLICY_FRAMES}", "checkpoint.every_frames=2048",
-                                            f"run.output_dir={json.dumps(str(on_policy_run.out))}"])
+    expected = load_config(
+        "ppo_cartpole",
+        [
+            f"collector.total_frames={ON_POLICY_FRAMES}",
+            "checkpoint.every_frames=2048",
+            f"run.output_dir={json.dumps(str(on_policy_run.out))}",
+        ],
+    )
     assert load_config(saved) == expected
 
 
@@ -259,8 +289,12 @@ def check_trained_to_budget(out: Path, preset: str, frames_per_batch: int, itera
         ("a2c_cartpole", ["collector.total_frames=6400"], 320, 20),
         # PPO on a Box action space, on a budget for the default layer: 2 iterations of 512 frames, 2 epochs,
         # a final evaluation of 2 of Pendulum's 200-step episodes. The preset's own sizes are its smoke run below.
-        ("ppo_pendulum", ["collector.total_frames=1024", "collector.frames_per_batch=512", "algo.epochs=2",
-                          "eval.final_episodes=2"], 512, 2),
+        (
+            "ppo_pendulum",
+            ["collector.total_frames=1024", "collector.frames_per_batch=512", "algo.epochs=2", "eval.final_episodes=2"],
+            512,
+            2,
+        ),
     ],
 )
 def test_other_presets_train_to_their_frame_budget(cli, tmp_path, preset, overrides, frames_per_batch, iterations):
@@ -274,8 +308,17 @@ def test_other_presets_train_to_their_frame_budget(cli, tmp_path, preset, overri
 def test_ppo_pendulum_smoke_run_trains_to_its_frame_budget(tmp_path):
     """The shipped preset's batch of 4,096 frames and 15 epochs, final evaluation included."""
     out = tmp_path / "runs"
-    result = rlcli_process("train", "ppo_pendulum", "--set", "collector.total_frames=8192",
-                           "--set", "collector.frames_per_batch=4096", "--quiet", "--out", out)
+    result = rlcli_process(
+        "train",
+        "ppo_pendulum",
+        "--set",
+        "collector.total_frames=8192",
+        "--set",
+        "collector.frames_per_batch=4096",
+        "--quiet",
+        "--out",
+        out,
+    )
     assert_exit(result, 0)
     check_trained_to_budget(out, "ppo_pendulum", 4096, 2)
 
@@ -291,8 +334,15 @@ def assert_same_seed_alike_and_another_not(metrics: dict[str, tuple]) -> None:
 
 
 def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    metrics = metrics_by_run(tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4},
-                             "--set", "collector.total_frames=2048", "--set", "eval.final_episodes=0")
+    metrics = metrics_by_run(
+        tmp_path,
+        "ppo_cartpole",
+        {"seed3a": 3, "seed3b": 3, "seed4": 4},
+        "--set",
+        "collector.total_frames=2048",
+        "--set",
+        "eval.final_episodes=0",
+    )
     assert len(metrics["seed3a"][1]) == 4
     assert_same_seed_alike_and_another_not(metrics)
 
@@ -301,8 +351,9 @@ def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
 def test_same_seed_in_processes_side_by_side_gives_the_same_metrics(tmp_path):
     """What no in-process run can show: separate interpreters (their own hash seeds, thread pools and
     import order), running at once, train one seed alike."""
-    metrics = metrics_by_process(tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4},
-                                 "--set", "collector.total_frames=4096")
+    metrics = metrics_by_process(
+        tmp_path, "ppo_cartpole", {"seed3a": 3, "seed3b": 3, "seed4": 4}, "--set", "collector.total_frames=4096"
+    )
     assert len(metrics["seed3a"][1]) == 8
     assert_same_seed_alike_and_another_not(metrics)
 
@@ -311,13 +362,26 @@ def test_flags_win_over_set_and_quiet_prints_only_the_summary(cli, tmp_path):
     out = tmp_path / "runs"
     ignored = tmp_path / "ignored"
     result = cli(
-        "train", "ppo_cartpole",
-        "--set", "run.seed=1", "--seed", "7",
+        "train",
+        "ppo_cartpole",
+        "--set",
+        "run.seed=1",
+        "--seed",
+        "7",
         # On this CPU-only run a losing --device would make the run exit 2.
-        "--set", 'run.device="cuda:7"', "--device", "cpu",
-        "--set", f"run.output_dir={json.dumps(str(ignored))}", "--out", out,
+        "--set",
+        'run.device="cuda:7"',
+        "--device",
+        "cpu",
+        "--set",
+        f"run.output_dir={json.dumps(str(ignored))}",
+        "--out",
+        out,
         # Without --quiet these would print a timing table every iteration.
-        "--set", "timing.every=1", "--set", "collector.total_frames=1024",
+        "--set",
+        "timing.every=1",
+        "--set",
+        "collector.total_frames=1024",
         "--quiet",
     )
     assert_exit(result, 0)
@@ -346,8 +410,18 @@ def assert_plain_output_with_tables_every_2(result) -> None:
 
 def test_output_off_a_terminal_has_no_cursor_movement_and_tables_every_n(cli, tmp_path):
     # Output captured by the runner, as written to a file: the console must see it is no terminal.
-    result = cli("train", "ppo_cartpole", "--set", "collector.total_frames=4096", "--set", "timing.every=2",
-                 "--set", "eval.final_episodes=0", "--out", tmp_path / "runs")
+    result = cli(
+        "train",
+        "ppo_cartpole",
+        "--set",
+        "collector.total_frames=4096",
+        "--set",
+        "timing.every=2",
+        "--set",
+        "eval.final_episodes=0",
+        "--out",
+        tmp_path / "runs",
+    )
     assert_exit(result, 0)
     assert_plain_output_with_tables_every_2(result)
 
@@ -359,8 +433,17 @@ def test_output_piped_from_a_terminal_users_shell_has_no_cursor_movement(tmp_pat
     out = tmp_path / "runs"
     env = cli_env(TERM="xterm-256color")
     env.pop("NO_COLOR")
-    result = rlcli_process("train", "ppo_cartpole", "--set", "collector.total_frames=4096", "--set", "timing.every=2",
-                           "--out", out, env=env)
+    result = rlcli_process(
+        "train",
+        "ppo_cartpole",
+        "--set",
+        "collector.total_frames=4096",
+        "--set",
+        "timing.every=2",
+        "--out",
+        out,
+        env=env,
+    )
     assert_exit(result, 0)
     assert_plain_output_with_tables_every_2(result)
 
@@ -378,10 +461,13 @@ def test_cuda_device_without_cuda_is_bad_input(cli, tmp_path):
 # In this process, and once as the real command (integration): the representative of the bad-input
 # tests here whose exit 2 without a traceback is checked as the shell sees it, an env that cannot be
 # made, found only once the run is being built.
-@pytest.mark.parametrize("run", [
-    pytest.param(invoke, id="in-process"),
-    pytest.param(rlcli_process, id="as-the-shell-sees-it", marks=pytest.mark.integration),
-])
+@pytest.mark.parametrize(
+    "run",
+    [
+        pytest.param(invoke, id="in-process"),
+        pytest.param(rlcli_process, id="as-the-shell-sees-it", marks=pytest.mark.integration),
+    ],
+)
 def test_env_kwargs_that_break_the_env_are_bad_input(run, tmp_path):
     out = tmp_path / "runs"
     result = run("train", "ppo_cartpole", "--set", "env.kwargs={nonexistent_kwarg=1}", "--out", out)
@@ -424,10 +510,21 @@ def test_non_finite_loss_stops_the_run_and_keeps_the_folder(cli, tmp_path):
     # Plain SGD at a high rate with no gradient clipping and a heavy value loss:
     # the weights blow up during the first update, so the second one is NaN.
     result = cli(
-        "train", "ppo_cartpole",
-        "--set", "optim.name=sgd", "--set", "optim.lr=0.1", "--set", "optim.max_grad_norm=0",
-        "--set", "algo.value_coef=10", "--set", "collector.total_frames=8192",
-        "--quiet", "--out", out,
+        "train",
+        "ppo_cartpole",
+        "--set",
+        "optim.name=sgd",
+        "--set",
+        "optim.lr=0.1",
+        "--set",
+        "optim.max_grad_norm=0",
+        "--set",
+        "algo.value_coef=10",
+        "--set",
+        "collector.total_frames=8192",
+        "--quiet",
+        "--out",
+        out,
     )
     assert_exit(result, 1)
     found = NAN_ERROR.search(result.stderr)
@@ -453,8 +550,19 @@ def test_non_finite_loss_stops_the_run_and_keeps_the_folder(cli, tmp_path):
 def test_nan_in_env_kwargs_stops_the_run_naming_iteration_and_loss(cli, tmp_path):
     out = tmp_path / "runs"
     # Pendulum with gravity NaN: observations, then every loss term, become NaN.
-    result = cli("train", "ppo_pendulum", "--set", "env.kwargs={g=nan}", "--set", "collector.total_frames=1024",
-                 "--set", "collector.frames_per_batch=512", "--quiet", "--out", out)
+    result = cli(
+        "train",
+        "ppo_pendulum",
+        "--set",
+        "env.kwargs={g=nan}",
+        "--set",
+        "collector.total_frames=1024",
+        "--set",
+        "collector.frames_per_batch=512",
+        "--quiet",
+        "--out",
+        out,
+    )
     assert_exit(result, 1)
     found = NAN_ERROR.search(result.stderr)
     assert found, output_of(result)
@@ -477,9 +585,22 @@ def test_nan_in_env_kwargs_stops_the_run_naming_iteration_and_loss(cli, tmp_path
 def test_ctrl_c_stops_cleanly_and_keeps_the_run_folder(tmp_path):
     out = tmp_path / "runs"
     proc = subprocess.Popen(
-        command("train", "ppo_cartpole", "--set", "collector.total_frames=10000000",
-                "--set", "run.stop_at_return=100000", "--quiet", "--out", out),
-        cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        command(
+            "train",
+            "ppo_cartpole",
+            "--set",
+            "collector.total_frames=10000000",
+            "--set",
+            "run.stop_at_return=100000",
+            "--quiet",
+            "--out",
+            out,
+        ),
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         preexec_fn=sigint_default,
     )
     try:
@@ -521,8 +642,9 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_run_folder(tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
 def test_cuda_run_writes_the_same_metrics_columns_as_cpu(cli, tmp_path, on_policy_run):
     out = tmp_path / "runs"
-    result = cli("train", "ppo_cartpole", "--device", "cuda", "--set", "collector.total_frames=2048",
-                 "--quiet", "--out", out)
+    result = cli(
+        "train", "ppo_cartpole", "--device", "cuda", "--set", "collector.total_frames=2048", "--quiet", "--out", out
+    )
     assert_exit(result, 0)
     folder = only_run_folder(out, "ppo_cartpole")
     header, rows = read_csv(folder / "metrics.csv")
@@ -545,7 +667,10 @@ def test_a_preset_whose_extra_is_missing_names_the_extra(cli, tmp_path):
         # Else the train below would train LunarLander for its whole budget.
         with pytest.raises(DependencyNotInstalled):
             import gymnasium.envs.box2d  # noqa: F401
-        for args in (["train", "ppo_lunarlander", "--out", out], ["validate", "--build", "presets/dqn_lunarlander.toml"]):
+        for args in (
+            ["train", "ppo_lunarlander", "--out", out],
+            ["validate", "--build", "presets/dqn_lunarlander.toml"],
+        ):
             done = cli(*args)
             output = done.stdout + done.stderr
             assert done.returncode == 2, output

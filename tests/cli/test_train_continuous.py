@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import package_hidden
 from cli.test_train import (
-    assert_exit, load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv,
-    read_run_json, rlcli_process,
+    assert_exit,
+    load_final,
+    metrics_by_run,
+    no_run_folder,
+    only_run_folder,
+    read_csv,
+    read_run_json,
+    rlcli_process,
 )
-from conftest import assert_bad_input
+from conftest import assert_bad_input, package_hidden
 
 PRESETS = ["sac_pendulum", "td3_pendulum", "ddpg_pendulum", "redq_pendulum"]
 
@@ -36,8 +41,18 @@ def check_smoke_run(out, preset: str, rows_expected: int) -> None:
 def test_each_preset_trains_on_small_networks(cli, tmp_path, preset):
     out = tmp_path / "runs"
     # 4 iterations of 8 frames: the first 2 warm up, the last 2 learn.
-    result = cli("train", preset, "--set", "collector.total_frames=32", "--set", "algo.learning_starts=16", *SMALL,
-                 "--quiet", "--out", out)
+    result = cli(
+        "train",
+        preset,
+        "--set",
+        "collector.total_frames=32",
+        "--set",
+        "algo.learning_starts=16",
+        *SMALL,
+        "--quiet",
+        "--out",
+        out,
+    )
     assert_exit(result, 0)
     check_smoke_run(out, preset, 4)
 
@@ -46,8 +61,17 @@ def test_each_preset_trains_on_small_networks(cli, tmp_path, preset):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_smoke_run_of_each_preset(tmp_path, preset):
     out = tmp_path / "runs"
-    result = rlcli_process("train", preset, "--set", "collector.total_frames=240", "--set", "algo.learning_starts=200",
-                           "--quiet", "--out", out)
+    result = rlcli_process(
+        "train",
+        preset,
+        "--set",
+        "collector.total_frames=240",
+        "--set",
+        "algo.learning_starts=200",
+        "--quiet",
+        "--out",
+        out,
+    )
     assert_exit(result, 0)
     check_smoke_run(out, preset, 30)
 
@@ -55,8 +79,16 @@ def test_smoke_run_of_each_preset(tmp_path, preset):
 def test_sac_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
     # One run after another in this process; test_train.py's integration test runs seeds side by side in
     # processes of their own.
-    metrics = metrics_by_run(tmp_path, "sac_pendulum", {"a": 3, "b": 3, "other": 4},
-                             "--set", "collector.total_frames=160", "--set", "algo.learning_starts=80", *SMALL)
+    metrics = metrics_by_run(
+        tmp_path,
+        "sac_pendulum",
+        {"a": 3, "b": 3, "other": 4},
+        "--set",
+        "collector.total_frames=160",
+        "--set",
+        "algo.learning_starts=80",
+        *SMALL,
+    )
     assert len(metrics["a"][1]) == 20
     assert metrics["a"] == metrics["b"]
     assert metrics["a"][1] != metrics["other"][1]
@@ -67,19 +99,29 @@ def test_continuous_control_on_a_discrete_env_is_bad_input(cli, tmp_path, name):
     config = tmp_path / f"{name}_cartpole.toml"
     config.write_text(f'[env]\nid = "CartPole-v1"\n\n[algo]\nname = "{name}"\n', encoding="utf-8")
     result = cli("validate", "--build", config.name, cwd=tmp_path)
-    assert_bad_input(result, config.name, "algo.name", "CartPole-v1", "action space Discrete(2)",
-                     f"{name} does not support", "supported action spaces: 1-D Box")
+    assert_bad_input(
+        result,
+        config.name,
+        "algo.name",
+        "CartPole-v1",
+        "action space Discrete(2)",
+        f"{name} does not support",
+        "supported action spaces: 1-D Box",
+    )
 
 
-@pytest.mark.parametrize(("preset", "override", "field", "fragment"), [
-    ("redq_pendulum", "algo.num_critics=1", "algo.critic_subset", "must not exceed num_critics (1)"),
-    ("td3_pendulum", "algo.policy_delay=0", "algo.policy_delay", "0 is out of range; allowed: >= 1"),
-    ("sac_pendulum", "algo.policy_delay=0", "algo.policy_delay", "0 is out of range; allowed: >= 1"),
-    ("td3_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "-0.1 is out of range; allowed: 0 to 10"),
-    ("ddpg_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "-0.1 is out of range; allowed: 0 to 10"),
-    ("td3_pendulum", "algo.target_noise=-1", "algo.target_noise", "-1 is out of range; allowed: 0 to 10"),
-    ("ddpg_pendulum", "algo.policy_delay=2", "algo.policy_delay", "ddpg"),
-])
+@pytest.mark.parametrize(
+    ("preset", "override", "field", "fragment"),
+    [
+        ("redq_pendulum", "algo.num_critics=1", "algo.critic_subset", "must not exceed num_critics (1)"),
+        ("td3_pendulum", "algo.policy_delay=0", "algo.policy_delay", "0 is out of range; allowed: >= 1"),
+        ("sac_pendulum", "algo.policy_delay=0", "algo.policy_delay", "0 is out of range; allowed: >= 1"),
+        ("td3_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "-0.1 is out of range; allowed: 0 to 10"),
+        ("ddpg_pendulum", "algo.noise_scale=-0.1", "algo.noise_scale", "-0.1 is out of range; allowed: 0 to 10"),
+        ("td3_pendulum", "algo.target_noise=-1", "algo.target_noise", "-1 is out of range; allowed: 0 to 10"),
+        ("ddpg_pendulum", "algo.policy_delay=2", "algo.policy_delay", "ddpg"),
+    ],
+)
 def test_out_of_range_continuous_control_settings_are_bad_input(cli, tmp_path, preset, override, field, fragment):
     out = tmp_path / "runs"
     result = cli("train", preset, "--set", override, "--out", out)
@@ -91,9 +133,21 @@ def test_sac_halfcheetah_builds_and_runs_a_few_steps(cli, tmp_path):
     pytest.importorskip("mujoco", reason="the mujoco extra: pip install -e '.[mujoco]'")
     out = tmp_path / "runs"
     # No final evaluation: 100 of HalfCheetah's 1,000-step episodes take most of a minute.
-    result = cli("train", "sac_halfcheetah", "--set", "collector.total_frames=48", "--set",
-                 "algo.learning_starts=32", "--set", "algo.batch_size=16", "--set", "eval.final_episodes=0",
-                 "--quiet", "--out", out)
+    result = cli(
+        "train",
+        "sac_halfcheetah",
+        "--set",
+        "collector.total_frames=48",
+        "--set",
+        "algo.learning_starts=32",
+        "--set",
+        "algo.batch_size=16",
+        "--set",
+        "eval.final_episodes=0",
+        "--quiet",
+        "--out",
+        out,
+    )
     assert_exit(result, 0)
     folder = only_run_folder(out, "sac_halfcheetah")
     header, rows = read_csv(folder / "metrics.csv")

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from cli.test_train import (
-    assert_exit, load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv, read_jsonl,
+    assert_exit,
+    load_final,
+    metrics_by_run,
+    no_run_folder,
+    only_run_folder,
+    read_csv,
+    read_jsonl,
     read_run_json,
 )
 from conftest import assert_bad_input, invoke
@@ -26,8 +32,15 @@ def test_smoke_run_completes_with_every_column_from_the_first_row(dqn):
     assert_exit(result, 0)
     folder = only_run_folder(out, "dqn_cartpole")
     header, rows = read_csv(folder / "metrics.csv")
-    for column in ("loss/q", "stats/epsilon", "stats/q_mean", "optim/lr", "time/update.sample_ms",
-                   "time/update.target_ms", "time/update.extend_ms"):
+    for column in (
+        "loss/q",
+        "stats/epsilon",
+        "stats/q_mean",
+        "optim/lr",
+        "time/update.sample_ms",
+        "time/update.target_ms",
+        "time/update.extend_ms",
+    ):
         assert column in header, column
     assert [int(r["frames"]) for r in rows] == [256 * i for i in range(1, 9)]
     # The warm-up row (256 of the 512 frames of random actions) has no loss yet: the
@@ -49,9 +62,17 @@ def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
     # One run after another in this process; test_train.py's integration test runs seeds side by side in
     # processes of their own.
     # 4 iterations, learning in the last 2. The final evaluation writes no metrics row: it is left out.
-    metrics = metrics_by_run(tmp_path, "dqn_cartpole", {"a": 3, "b": 3, "other": 4},
-                             "--set", "collector.total_frames=1024", "--set", "algo.learning_starts=512",
-                             "--set", "eval.final_episodes=0")
+    metrics = metrics_by_run(
+        tmp_path,
+        "dqn_cartpole",
+        {"a": 3, "b": 3, "other": 4},
+        "--set",
+        "collector.total_frames=1024",
+        "--set",
+        "algo.learning_starts=512",
+        "--set",
+        "eval.final_episodes=0",
+    )
     assert len(metrics["a"][1]) == 4
     assert metrics["a"] == metrics["b"]
     assert metrics["a"][1] != metrics["other"][1]
@@ -60,22 +81,43 @@ def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
 def test_memmap_replay_lives_in_the_run_folder(cli, tmp_path):
     out = tmp_path / "runs"
     # Two iterations and no final evaluation: the files are there once the buffer holds a transition.
-    result = cli("train", "dqn_cartpole", "--set", "collector.total_frames=512", "--set", "algo.learning_starts=256",
-                 "--set", 'algo.replay.storage="memmap"', "--set", "eval.final_episodes=0", "--quiet", "--out", out)
+    result = cli(
+        "train",
+        "dqn_cartpole",
+        "--set",
+        "collector.total_frames=512",
+        "--set",
+        "algo.learning_starts=256",
+        "--set",
+        'algo.replay.storage="memmap"',
+        "--set",
+        "eval.final_episodes=0",
+        "--quiet",
+        "--out",
+        out,
+    )
     assert_exit(result, 0)
     folder = only_run_folder(out, "dqn_cartpole")
     files = sorted(p.name for p in (folder / "replay").iterdir())
     # The preset's 3-step returns store their bootstrap discount beside the transition.
-    assert files == sorted(f"{key}.memmap" for key in
-                           ("observation", "next_observation", "action", "reward", "terminated", "discount"))
+    assert files == sorted(
+        f"{key}.memmap" for key in ("observation", "next_observation", "action", "reward", "terminated", "discount")
+    )
 
 
 def test_dqn_on_a_continuous_action_env_is_bad_input(cli, tmp_path):
     config = tmp_path / "dqn_pendulum.toml"
     config.write_text('[env]\nid = "Pendulum-v1"\n\n[algo]\nname = "dqn"\n', encoding="utf-8")
     result = cli("validate", "--build", config.name, cwd=tmp_path)
-    assert_bad_input(result, "dqn_pendulum.toml", "algo.name", "Pendulum-v1", "action space Box",
-                     "dqn does not support", "supported action spaces: Discrete")
+    assert_bad_input(
+        result,
+        "dqn_pendulum.toml",
+        "algo.name",
+        "Pendulum-v1",
+        "action space Box",
+        "dqn does not support",
+        "supported action spaces: Discrete",
+    )
 
 
 def test_a_replay_buffer_larger_than_memory_is_bad_input_before_allocating(cli, tmp_path):
@@ -90,19 +132,30 @@ def test_an_unwritable_memmap_directory_is_bad_input(cli, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     out = tmp_path / "runs"
-    result = cli("train", "dqn_cartpole", "--set", 'algo.replay.storage="memmap"',
-                 "--set", f'algo.replay.directory="{(blocker / "replay").as_posix()}"', "--out", out)
+    result = cli(
+        "train",
+        "dqn_cartpole",
+        "--set",
+        'algo.replay.storage="memmap"',
+        "--set",
+        f'algo.replay.directory="{(blocker / "replay").as_posix()}"',
+        "--out",
+        out,
+    )
     assert_bad_input(result, "algo.replay.directory", "cannot write memmap files")
     no_run_folder(out)
 
 
-@pytest.mark.parametrize(("override", "field", "fragment"), [
-    ("algo.replay.alpha=1.5", "algo.replay.alpha", "1.5 is out of range; allowed: 0 to 1"),
-    ("algo.replay.beta=-0.1", "algo.replay.beta", "-0.1 is out of range; allowed: 0 to 1"),
-    ("algo.replay.beta_frames=0", "algo.replay.beta_frames", "0 is out of range; allowed: >= 1"),
-    ("algo.learning_starts=200000", "algo.learning_starts", "is larger than the run's 100,096 frames"),
-    ("algo.batch_size=200000", "algo.batch_size", "must not exceed algo.replay.capacity"),
-])
+@pytest.mark.parametrize(
+    ("override", "field", "fragment"),
+    [
+        ("algo.replay.alpha=1.5", "algo.replay.alpha", "1.5 is out of range; allowed: 0 to 1"),
+        ("algo.replay.beta=-0.1", "algo.replay.beta", "-0.1 is out of range; allowed: 0 to 1"),
+        ("algo.replay.beta_frames=0", "algo.replay.beta_frames", "0 is out of range; allowed: >= 1"),
+        ("algo.learning_starts=200000", "algo.learning_starts", "is larger than the run's 100,096 frames"),
+        ("algo.batch_size=200000", "algo.batch_size", "must not exceed algo.replay.capacity"),
+    ],
+)
 def test_out_of_range_off_policy_settings_are_bad_input(cli, tmp_path, override, field, fragment):
     out = tmp_path / "runs"
     result = cli("train", "dqn_cartpole", "--set", override, "--out", out)

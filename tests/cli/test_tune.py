@@ -51,8 +51,14 @@ def states(study) -> list[str]:
 
 def start_tune(*args: str | Path) -> subprocess.Popen:
     env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb"}
-    return subprocess.Popen([rlcli_executable(), "tune", *map(str, args)], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [rlcli_executable(), "tune", *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def wait_for(predicate, timeout: float = 90.0) -> None:
@@ -65,8 +71,21 @@ def wait_for(predicate, timeout: float = 90.0) -> None:
 @pytest.mark.integration
 def test_a_study_runs_trials_as_train_runs_and_writes_a_best_config_that_trains(rlcli, tmp_path):
     space = space_file(tmp_path)
-    result = rlcli("tune", "ppo_cartpole", "--space", space, "--trials", "3", "--jobs", "2", "--set", FRAMES,
-                   "--out", tmp_path / "tune", timeout=240)
+    result = rlcli(
+        "tune",
+        "ppo_cartpole",
+        "--space",
+        space,
+        "--trials",
+        "3",
+        "--jobs",
+        "2",
+        "--set",
+        FRAMES,
+        "--out",
+        tmp_path / "tune",
+        timeout=240,
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     study = load(tmp_path / "tune")
@@ -92,8 +111,14 @@ def test_a_study_runs_trials_as_train_runs_and_writes_a_best_config_that_trains(
     assert rlcli("validate", best_toml).returncode == 0
     trained = rlcli("train", best_toml, "--set", "collector.total_frames=512", "--out", tmp_path / "runs", "-q")
     assert trained.returncode == 0, trained.stdout + trained.stderr
-    shown = rlcli("tune", "--show", "--study", "ppo_cartpole", "--storage",
-                  f"sqlite:///{tmp_path / 'tune' / 'ppo_cartpole' / 'study.db'}")
+    shown = rlcli(
+        "tune",
+        "--show",
+        "--study",
+        "ppo_cartpole",
+        "--storage",
+        f"sqlite:///{tmp_path / 'tune' / 'ppo_cartpole' / 'study.db'}",
+    )
     assert shown.returncode == 0 and shown.stdout.count("complete") == 3, shown.stdout + shown.stderr
 
 
@@ -101,8 +126,11 @@ def test_a_study_runs_trials_as_train_runs_and_writes_a_best_config_that_trains(
 def test_a_trial_below_the_median_is_pruned_with_a_checkpoint_and_the_study_resumes(rlcli, tmp_path):
     # One trial that learns, then, in the same study, one whose learning rate learns nothing: the median
     # pruner stops it after the warm-up third of its budget.
-    good = space_file(tmp_path, '[tune]\nreport_every = 512\nstartup_trials = 1\n'
-                                '[space]\n"optim.lr" = { low = 3e-3, high = 3e-3 }\n', "good.toml")
+    good = space_file(
+        tmp_path,
+        '[tune]\nreport_every = 512\nstartup_trials = 1\n[space]\n"optim.lr" = { low = 3e-3, high = 3e-3 }\n',
+        "good.toml",
+    )
     bad = space_file(tmp_path, good.read_text().replace("3e-3", "1e-7"), "bad.toml")
     common = ("--set", "collector.total_frames=8192", "--out", tmp_path / "tune")
     first = rlcli("tune", "ppo_cartpole", "--space", good, "--trials", "1", *common, timeout=240)
@@ -124,8 +152,19 @@ def test_a_trial_below_the_median_is_pruned_with_a_checkpoint_and_the_study_resu
 def test_a_trial_that_crashes_is_failed_with_its_error_and_the_study_goes_on(rlcli, tmp_path):
     # A value loss weighted by 1e38 overflows: the run stops with exit 1 and its error in run.json.
     space = space_file(tmp_path, '[space]\n"algo.value_coef" = { low = 1e38, high = 1e38 }\n')
-    result = rlcli("tune", "ppo_cartpole", "--space", space, "--trials", "2", "--set", FRAMES,
-                   "--out", tmp_path / "tune", timeout=240)
+    result = rlcli(
+        "tune",
+        "ppo_cartpole",
+        "--space",
+        space,
+        "--trials",
+        "2",
+        "--set",
+        FRAMES,
+        "--out",
+        tmp_path / "tune",
+        timeout=240,
+    )
     output = result.stdout + result.stderr
     # Every trial failed: the tuner ran its --trials, then says so with exit 1.
     assert result.returncode == 1 and "every trial this search ran failed (2)" in output, output
@@ -133,18 +172,36 @@ def test_a_trial_that_crashes_is_failed_with_its_error_and_the_study_goes_on(rlc
     study = load(tmp_path / "tune")
     assert states(study) == ["FAIL", "FAIL"]
     for trial in study.trials:
-        assert "seed 0: iteration 1: loss/" in trial.user_attrs["reason"] and "training stopped" in trial.user_attrs["reason"]
+        assert (
+            "seed 0: iteration 1: loss/" in trial.user_attrs["reason"]
+            and "training stopped" in trial.user_attrs["reason"]
+        )
 
 
 @pytest.mark.integration
 def test_sigterm_stops_the_running_trials_with_a_checkpoint_and_marks_them_failed(tmp_path):
     space = space_file(tmp_path)
-    proc = start_tune("ppo_cartpole", "--space", space, "--trials", "4", "--jobs", "2", "--set",
-                      "collector.total_frames=200000", "--out", tmp_path / "tune")
+    proc = start_tune(
+        "ppo_cartpole",
+        "--space",
+        space,
+        "--trials",
+        "4",
+        "--jobs",
+        "2",
+        "--set",
+        "collector.total_frames=200000",
+        "--out",
+        tmp_path / "tune",
+    )
     folder = tmp_path / "tune" / "ppo_cartpole"
     # Both trials have reported once: their runs are training.
-    wait_for(lambda: len(list(folder.glob("trial-*/seed-0.reports.jsonl"))) == 2
-             and all(p.stat().st_size for p in folder.glob("trial-*/seed-0.reports.jsonl")))
+    wait_for(
+        lambda: (
+            len(list(folder.glob("trial-*/seed-0.reports.jsonl"))) == 2
+            and all(p.stat().st_size for p in folder.glob("trial-*/seed-0.reports.jsonl"))
+        )
+    )
     proc.send_signal(signal.SIGTERM)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 143, output
@@ -161,8 +218,17 @@ def test_sigterm_stops_the_running_trials_with_a_checkpoint_and_marks_them_faile
 @pytest.mark.integration
 def test_a_killed_tuner_leaves_trials_that_the_next_one_fails_and_requeues(rlcli, tmp_path):
     space = space_file(tmp_path)
-    args = ("ppo_cartpole", "--space", space, "--trials", "2", "--set", "collector.total_frames=200000",
-            "--out", tmp_path / "tune")
+    args = (
+        "ppo_cartpole",
+        "--space",
+        space,
+        "--trials",
+        "2",
+        "--set",
+        "collector.total_frames=200000",
+        "--out",
+        tmp_path / "tune",
+    )
     proc = start_tune(*args)
     folder = tmp_path / "tune" / "ppo_cartpole"
     wait_for(lambda: any(p.stat().st_size for p in folder.glob("trial-*/seed-0.reports.jsonl")))
@@ -173,8 +239,16 @@ def test_a_killed_tuner_leaves_trials_that_the_next_one_fails_and_requeues(rlcli
     (run_dir,) = (folder / "trial-0000").glob("trial-*")
     wait_for(lambda: json.loads((run_dir / "run.json").read_text())["status"] != "running", timeout=30)
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
-    again = rlcli("tune", *args[:-4], "--set", "collector.total_frames=1024", "--out", tmp_path / "tune",
-                  "--requeue-failed", timeout=240)
+    again = rlcli(
+        "tune",
+        *args[:-4],
+        "--set",
+        "collector.total_frames=1024",
+        "--out",
+        tmp_path / "tune",
+        "--requeue-failed",
+        timeout=240,
+    )
     output = again.stdout + again.stderr
     assert again.returncode == 0, output
     study = load(tmp_path / "tune")
@@ -189,28 +263,49 @@ def test_two_tuners_share_one_study_without_running_a_trial_twice(tmp_path):
     space = space_file(tmp_path)
     # No pruner: which trials the median pruner stops depends on the order in which the two tuners'
     # trials report, and every trial here must run its whole budget.
-    args = ("ppo_cartpole", "--space", space, "--trials", "4", "--pruner", "none", "--set", FRAMES,
-            "--out", tmp_path / "tune")
+    args = (
+        "ppo_cartpole",
+        "--space",
+        space,
+        "--trials",
+        "4",
+        "--pruner",
+        "none",
+        "--set",
+        FRAMES,
+        "--out",
+        tmp_path / "tune",
+    )
     procs = [start_tune(*args), start_tune(*args)]
     outputs = [p.communicate(timeout=240)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     study = load(tmp_path / "tune")
     assert states(study) == ["COMPLETE"] * 4
-    started = [line.split(":")[0] for out in outputs for line in out.splitlines() if line.endswith(")")
-               and ": started (" in line]
+    started = [
+        line.split(":")[0]
+        for out in outputs
+        for line in out.splitlines()
+        if line.endswith(")") and ": started (" in line
+    ]
     assert sorted(started) == [f"trial {n}" for n in range(4)], outputs
     assert all(":" in out and "trial" in out for out in outputs)
 
 
-@pytest.mark.parametrize(("space", "fragments"), [
-    ('[space]\n"optim.lrr" = { low = 1e-4, high = 1e-2 }\n', ["space.optim.lrr", "did you mean lr?"]),
-    ('[space]\n"algo.gamma" = { low = 0.9, high = 1.5 }\n', ["space.algo.gamma", "high = 1.5", "allowed: 0 to 1"]),
-    ('[space]\n"algo.epochs" = { low = 8, high = 2 }\n', ["space.algo.epochs", "low (8) is above high (2)"]),
-    ('[space]\n"optim.lr" = { low = 0.0, high = 1e-2, log = true }\n', ["space.optim.lr", "log = true needs low > 0"]),
-    ('[space]\n"algo.clip_epsilon" = { choices = [] }\n', ["space.algo.clip_epsilon", "choices is empty"]),
-    ('[space]\n"network.activation" = { choices = ["tanh", 3] }\n', ["space.network.activation", "choice 3"]),
-    ('[space]\n"algo.epochs" = { low = 2.5, high = 6 }\n', ["space.algo.epochs", "must be whole numbers"]),
-])
+@pytest.mark.parametrize(
+    ("space", "fragments"),
+    [
+        ('[space]\n"optim.lrr" = { low = 1e-4, high = 1e-2 }\n', ["space.optim.lrr", "did you mean lr?"]),
+        ('[space]\n"algo.gamma" = { low = 0.9, high = 1.5 }\n', ["space.algo.gamma", "high = 1.5", "allowed: 0 to 1"]),
+        ('[space]\n"algo.epochs" = { low = 8, high = 2 }\n', ["space.algo.epochs", "low (8) is above high (2)"]),
+        (
+            '[space]\n"optim.lr" = { low = 0.0, high = 1e-2, log = true }\n',
+            ["space.optim.lr", "log = true needs low > 0"],
+        ),
+        ('[space]\n"algo.clip_epsilon" = { choices = [] }\n', ["space.algo.clip_epsilon", "choices is empty"]),
+        ('[space]\n"network.activation" = { choices = ["tanh", 3] }\n', ["space.network.activation", "choice 3"]),
+        ('[space]\n"algo.epochs" = { low = 2.5, high = 6 }\n', ["space.algo.epochs", "must be whole numbers"]),
+    ],
+)
 def test_a_bad_space_is_refused_before_anything_is_written(cli, tmp_path, space, fragments):
     path = space_file(tmp_path, space)
     result = cli("tune", "ppo_cartpole", "--space", path, "--out", tmp_path / "tune")
@@ -218,18 +313,24 @@ def test_a_bad_space_is_refused_before_anything_is_written(cli, tmp_path, space,
     assert not (tmp_path / "tune").exists()
 
 
-@pytest.mark.parametrize(("flags", "fragments"), [
-    (("--sampler", "grid"), ["--sampler grid", "allowed: tpe, random, cmaes"]),
-    (("--pruner", "asha"), ["--pruner asha", "allowed: median, hyperband, none"]),
-    (("--jobs", "0"), ["--jobs 0", "at least 1"]),
-    (("--objective", "speed"), ["--objective speed", "allowed: return, frames"]),
-    # No server there (or no PostgreSQL driver installed: then the message names it). Trying the port
-    # is a network connection: integration layer.
-    pytest.param(("--storage", "postgresql://user:pw@127.0.0.1:1/db"), ["--storage postgresql://"],
-                 marks=pytest.mark.integration),
-    (("--storage", "mysql://user:pw@127.0.0.1:1/db"), ["--storage mysql://", "driver", "pip install"]),
-    (("--storage", "study.db"), ["--storage study.db", "not a storage URL"]),
-])
+@pytest.mark.parametrize(
+    ("flags", "fragments"),
+    [
+        (("--sampler", "grid"), ["--sampler grid", "allowed: tpe, random, cmaes"]),
+        (("--pruner", "asha"), ["--pruner asha", "allowed: median, hyperband, none"]),
+        (("--jobs", "0"), ["--jobs 0", "at least 1"]),
+        (("--objective", "speed"), ["--objective speed", "allowed: return, frames"]),
+        # No server there (or no PostgreSQL driver installed: then the message names it). Trying the port
+        # is a network connection: integration layer.
+        pytest.param(
+            ("--storage", "postgresql://user:pw@127.0.0.1:1/db"),
+            ["--storage postgresql://"],
+            marks=pytest.mark.integration,
+        ),
+        (("--storage", "mysql://user:pw@127.0.0.1:1/db"), ["--storage mysql://", "driver", "pip install"]),
+        (("--storage", "study.db"), ["--storage study.db", "not a storage URL"]),
+    ],
+)
 def test_bad_flags_are_refused_before_anything_is_written(request, tmp_path, flags, fragments):
     # The PostgreSQL case runs as the real command, as the rest of its (integration) layer does.
     run = request.getfixturevalue("rlcli" if request.node.get_closest_marker("integration") else "cli")
@@ -243,9 +344,20 @@ def test_bad_flags_are_refused_before_anything_is_written(request, tmp_path, fla
 def test_a_study_of_another_preset_is_refused(cli, tmp_path):
     storage = f"sqlite:///{tmp_path / 'shared.db'}"
     optuna.create_study(study_name="mine", storage=storage, direction="maximize").set_user_attr(
-        "preset", "/elsewhere/sac_pendulum.toml")
-    result = cli("tune", "ppo_cartpole", "--space", space_file(tmp_path), "--study", "mine", "--storage", storage,
-                 "--out", tmp_path / "tune")
+        "preset", "/elsewhere/sac_pendulum.toml"
+    )
+    result = cli(
+        "tune",
+        "ppo_cartpole",
+        "--space",
+        space_file(tmp_path),
+        "--study",
+        "mine",
+        "--storage",
+        storage,
+        "--out",
+        tmp_path / "tune",
+    )
     assert_bad_input(result, "--study mine", "sac_pendulum.toml", "choose another --study")
     assert not (tmp_path / "tune").exists()
 
@@ -273,11 +385,25 @@ def postgres_url():
     if as_user:
         shutil.chown(folder, "postgres")
     data, port = folder / "data", free_port()
-    subprocess.run([*as_user, initdb, "-D", str(data), "-U", "postgres", "--auth=trust"], check=True,
-                   capture_output=True)
-    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-w", "-l", str(folder / "log"), "-o",
-                    f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [*as_user, initdb, "-D", str(data), "-U", "postgres", "--auth=trust"], check=True, capture_output=True
+    )
+    subprocess.run(
+        [
+            *as_user,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-w",
+            "-l",
+            str(folder / "log"),
+            "-o",
+            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
     shutil.rmtree(folder, ignore_errors=True)
@@ -295,8 +421,19 @@ def free_port() -> int:
 def test_two_tuners_share_one_study_on_postgresql(tmp_path, postgres_url):
     # The README's line for several machines: each worker names the same study and storage URL.
     space = space_file(tmp_path)
-    args = ("ppo_cartpole", "--space", space, "--trials", "3", "--study", "cartpole", "--storage", postgres_url,
-            "--set", "collector.total_frames=1024")
+    args = (
+        "ppo_cartpole",
+        "--space",
+        space,
+        "--trials",
+        "3",
+        "--study",
+        "cartpole",
+        "--storage",
+        postgres_url,
+        "--set",
+        "collector.total_frames=1024",
+    )
     procs = [start_tune(*args, "--out", tmp_path / "a"), start_tune(*args, "--out", tmp_path / "b")]
     outputs = [p.communicate(timeout=240)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs

@@ -8,8 +8,15 @@ import json
 
 import pytest
 
-from conftest import (BROKEN_CONFIGS, BUILDABLE_PRESETS, MINIMAL_TOML, PRESET_FILES, PRESETS_TO_BUILD, assert_bad_input,
-                      invoke)
+from conftest import (
+    BROKEN_CONFIGS,
+    BUILDABLE_PRESETS,
+    MINIMAL_TOML,
+    PRESET_FILES,
+    PRESETS_TO_BUILD,
+    assert_bad_input,
+    invoke,
+)
 from offline import random_dataset
 from rlcli.config.load import load_config
 
@@ -19,7 +26,11 @@ EXPECTED = {
     "unknown_section.toml": ("optimizer", "unknown section [optimizer]; did you mean [optim]?", 8),
     "unknown_key.toml": ("algo.clip_epsilom", "unknown key; did you mean clip_epsilon?", 7),
     "other_algo_key.toml": ("algo.clip_epsilon", "'clip_epsilon' belongs to ppo, not a2c", 7),
-    "wrong_type.toml": ("env.num_envs", 'expected an integer such as 16 (no quotes, no decimal point), got the string "eight"', 4),
+    "wrong_type.toml": (
+        "env.num_envs",
+        'expected an integer such as 16 (no quotes, no decimal point), got the string "eight"',
+        4,
+    ),
     "negative_lr.toml": ("optim.lr", "-0.001 is out of range; allowed: > 0 and <= 1", 9),
     "gamma_above_one.toml": ("algo.gamma", "1.5 is out of range; allowed: 0 to 1", 7),
     "zero_envs.toml": ("env.num_envs", "0 is out of range; allowed: 1 to 4096", 4),
@@ -164,8 +175,15 @@ def test_build_rejects_an_env_whose_observation_space_is_unsupported(cli, tmp_pa
 
 
 def test_set_applies_to_every_file_validated(cli):
-    good = cli("validate", "presets/ppo_cartpole.toml", "presets/dqn_cartpole.toml", "--set", "env.num_envs=4",
-                 "--set", "collector.frames_per_batch=1024")
+    good = cli(
+        "validate",
+        "presets/ppo_cartpole.toml",
+        "presets/dqn_cartpole.toml",
+        "--set",
+        "env.num_envs=4",
+        "--set",
+        "collector.frames_per_batch=1024",
+    )
     assert good.returncode == 0, good.stdout + good.stderr
     bad = cli("validate", "presets/ppo_cartpole.toml", "--set", "env.num_envs=0")
     assert_bad_input(bad, "presets/ppo_cartpole.toml", "INVALID", "env.num_envs", "--set env.num_envs=0")

@@ -43,7 +43,7 @@ def test_awkward_values_round_trip(write_toml):
             'run.output_dir="runs/with \\"quotes\\", tab\\t, back\\\\slash, caf\u00e9"',
             "run.stop_at_return=-1e300",
             "optim.lr=1e-10",
-            "env.kwargs={\"key with spaces\" = 1, \"a.b\" = [1.5, 2], nested = {deep = {x = true}}, empty = {},"
+            'env.kwargs={"key with spaces" = 1, "a.b" = [1.5, 2], nested = {deep = {x = true}}, empty = {},'
             " low = -inf}",
         ],
     )
@@ -59,5 +59,15 @@ def test_awkward_values_round_trip(write_toml):
 def test_output_has_one_table_per_section(write_toml):
     cfg = load_config(write_toml("ok.toml", MINIMAL_TOML))
     headers = [line for line in to_toml(cfg).splitlines() if line.startswith("[")]
-    assert headers == ["[run]", "[env]", "[network]", "[algo]", "[collector]", "[optim]", "[logger]", "[timing]",
-                       "[checkpoint]", "[eval]"]
+    assert headers == [
+        "[run]",
+        "[env]",
+        "[network]",
+        "[algo]",
+        "[collector]",
+        "[optim]",
+        "[logger]",
+        "[timing]",
+        "[checkpoint]",
+        "[eval]",
+    ]

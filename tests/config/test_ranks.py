@@ -43,8 +43,9 @@ def test_replicate_keeps_the_config_and_counts_every_ranks_frames():
 
 
 def test_an_offline_run_is_refused_on_several_ranks_and_runs_as_is_on_one():
-    cfg = validate_data({"env": {"id": "Pendulum-v1"}, "algo": {"name": "iql"},
-                         "data": {"dataset": "pendulum/medium-v0"}})
+    cfg = validate_data(
+        {"env": {"id": "Pendulum-v1"}, "algo": {"name": "iql"}, "data": {"dataset": "pendulum/medium-v0"}}
+    )
     assert rank_problems(cfg, 1) == [] and rank_config(cfg, 1) is cfg
     ((path, message),) = rank_problems(cfg, 2)
     assert path == "data" and "one process" in message

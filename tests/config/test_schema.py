@@ -39,8 +39,19 @@ def test_minimal_config_fills_defaults():
     cfg = RunConfig.model_validate(BASE)
     assert cfg.run.name == "run" and cfg.env.vectorization == "sync"
     assert cfg.network.policy_sizes == cfg.network.value_sizes == [64, 64]
-    assert SECTIONS == ("run", "env", "network", "algo", "collector", "data", "optim", "logger", "timing", "checkpoint",
-                        "eval")
+    assert SECTIONS == (
+        "run",
+        "env",
+        "network",
+        "algo",
+        "collector",
+        "data",
+        "optim",
+        "logger",
+        "timing",
+        "checkpoint",
+        "eval",
+    )
 
 
 def test_configs_are_frozen():
@@ -72,14 +83,25 @@ def test_algo_name_picks_the_model(name):
             "env.vectorization",
             "no vector entry point",
         ),
-        ({"env": {"vectorization": "threads"}}, "env.vectorization", 'allowed: "sync", "async" or "vector_entry_point"'),
+        (
+            {"env": {"vectorization": "threads"}},
+            "env.vectorization",
+            'allowed: "sync", "async" or "vector_entry_point"',
+        ),
         ({"network": {"hidden_sizes": [64, 0]}}, "network.hidden_sizes", "between 1 and 65536"),
-        ({"network": {"activation": "sigmoid"}}, "network.activation", '"sigmoid" is not allowed; allowed: "tanh", "relu"'),
+        (
+            {"network": {"activation": "sigmoid"}},
+            "network.activation",
+            '"sigmoid" is not allowed; allowed: "tanh", "relu"',
+        ),
         ({"run": {"device": "gpu"}}, "run.device", "'gpu' is not a device; allowed: auto, cpu, cuda, cuda:N"),
         ({"run": {"name": "a/b"}}, "run.name", "'a/b' has the characters '/'; allowed: letters, digits, _ . -"),
         ({"optim": {"lr": 0}}, "optim.lr", "0 is out of range; allowed: > 0 and <= 1"),
-        ({"logger": {"backends": ["neptune"]}}, "logger.backends[0]",
-         'allowed: "csv", "jsonl", "tensorboard", "wandb" or "mlflow"'),
+        (
+            {"logger": {"backends": ["neptune"]}},
+            "logger.backends[0]",
+            'allowed: "csv", "jsonl", "tensorboard", "wandb" or "mlflow"',
+        ),
         ({"algo": {"epochs": 0}}, "algo.epochs", "0 is out of range; allowed: 1 to 1000"),
         ({"algo": {"gamma": -0.1}}, "algo.gamma", "-0.1 is out of range; allowed: 0 to 1"),
     ],

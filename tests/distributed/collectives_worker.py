@@ -36,8 +36,14 @@ def main() -> None:
     stats = RunningMeanStd((1,), group=group)
     stats.update(samples)
     rows = group.gather_rows(torch.tensor([float(rank), 10.0 + rank], dtype=torch.float64))
-    result = {"weighted": weighted, "unweighted_step": weight.item() - weighted, "mean": stats.mean.item(),
-              "var": stats.var.item(), "count": stats.count.item(), "rows": rows.tolist()}
+    result = {
+        "weighted": weighted,
+        "unweighted_step": weight.item() - weighted,
+        "mean": stats.mean.item(),
+        "var": stats.var.item(),
+        "count": stats.count.item(),
+        "rows": rows.tolist(),
+    }
     with open(os.path.join(out, f"rank-{rank}.json"), "w", encoding="utf-8") as file:
         json.dump(result, file)
     group.close()

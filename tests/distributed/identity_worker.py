@@ -19,21 +19,33 @@ from rlcli.run import build_run
 from rlcli.trainer import train
 
 CONFIGS = {
-    "ppo": {"env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
-            "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 2},
-            "collector": {"frames_per_batch": 64, "total_frames": 512}},
-    "dqn": {"env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
-            "algo": {"name": "dqn", "learning_starts": 64, "batch_size": 16, "target_update_interval": 4},
-            "collector": {"frames_per_batch": 64, "total_frames": 512}},
-    "sac": {"env": {"id": "Pendulum-v1", "num_envs": 2, "normalize_observation": True},
-            "algo": {"name": "sac", "learning_starts": 32, "batch_size": 16},
-            "collector": {"frames_per_batch": 16, "total_frames": 256}},
+    "ppo": {
+        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
+        "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 2},
+        "collector": {"frames_per_batch": 64, "total_frames": 512},
+    },
+    "dqn": {
+        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
+        "algo": {"name": "dqn", "learning_starts": 64, "batch_size": 16, "target_update_interval": 4},
+        "collector": {"frames_per_batch": 64, "total_frames": 512},
+    },
+    "sac": {
+        "env": {"id": "Pendulum-v1", "num_envs": 2, "normalize_observation": True},
+        "algo": {"name": "sac", "learning_starts": 32, "batch_size": 16},
+        "collector": {"frames_per_batch": 16, "total_frames": 256},
+    },
 }
 
 
 def main(out: str, algo: str, parallel: str) -> None:
-    cfg = validate_data({**CONFIGS[algo], "run": {"device": "cpu", "output_dir": out, "parallel": parallel},
-                         "timing": {"enabled": False}, "checkpoint": {"every_frames": 0}})
+    cfg = validate_data(
+        {
+            **CONFIGS[algo],
+            "run": {"device": "cpu", "output_dir": out, "parallel": parallel},
+            "timing": {"enabled": False},
+            "checkpoint": {"every_frames": 0},
+        }
+    )
     run = build_run(cfg)
     digests: list[str] = []
     step = GradientStep.__call__
@@ -49,8 +61,16 @@ def main(out: str, algo: str, parallel: str) -> None:
     state = train(run)
     rank = os.environ["RANK"]
     with open(os.path.join(out, f"rank-{rank}.json"), "w", encoding="utf-8") as handle:
-        json.dump({"digests": digests, "status": state.status, "frames": state.frames,
-                   "iterations": state.iteration, "run_dir": str(state.run_dir)}, handle)
+        json.dump(
+            {
+                "digests": digests,
+                "status": state.status,
+                "frames": state.frames,
+                "iterations": state.iteration,
+                "run_dir": str(state.run_dir),
+            },
+            handle,
+        )
 
 
 if __name__ == "__main__":

@@ -24,11 +24,16 @@ rlcli.distributed.COLLECTIVE_TIMEOUT = datetime.timedelta(seconds=30)
 def main() -> None:
     out = sys.argv[1]
     rank = int(os.environ["RANK"])
-    cfg = validate_data({"env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
-                         "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 1},
-                         "collector": {"frames_per_batch": 64, "total_frames": 2048},
-                         "checkpoint": {"every_frames": 256},
-                         "run": {"device": "cpu", "output_dir": out}, "timing": {"enabled": False}})
+    cfg = validate_data(
+        {
+            "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
+            "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 1},
+            "collector": {"frames_per_batch": 64, "total_frames": 2048},
+            "checkpoint": {"every_frames": 256},
+            "run": {"device": "cpu", "output_dir": out},
+            "timing": {"enabled": False},
+        }
+    )
     run = build_run(cfg)
     save = rlcli.trainer.saving.save_checkpoint
 

@@ -22,15 +22,30 @@ COLLECTIVES_WORKER = Path(__file__).with_name("collectives_worker.py")
 
 def two_ranks(worker: Path, out: Path, *args: str) -> list[dict]:
     """Run ``worker OUT ARGS`` as two gloo ranks under torchrun; returns what each rank wrote."""
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                             str(worker), str(out), *args],
-                            capture_output=True, text=True, timeout=240, check=False)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(worker),
+            str(out),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return [json.loads((out / f"rank-{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
 
 
-@pytest.mark.parametrize(("algo", "parallel"), [("ppo", "replicate"), ("ppo", "split"), ("dqn", "replicate"),
-                                                ("sac", "split")])
+@pytest.mark.parametrize(
+    ("algo", "parallel"), [("ppo", "replicate"), ("ppo", "split"), ("dqn", "replicate"), ("sac", "split")]
+)
 def test_every_update_leaves_the_ranks_identical(tmp_path, algo, parallel):
     ranks = two_ranks(WORKER, tmp_path, algo, parallel)
     assert ranks[0]["status"] == ranks[1]["status"] == "completed"

@@ -29,8 +29,7 @@ def test_every_mlp_and_ensemble_mlp_is_compiled_in_place_and_keys_stay(monkeypat
     keys = list(agent.state_dict())
     # The ensemble's own layers are an nn.Sequential too, and are wrapped inside it.
     assert compile_networks(agent, "reduce-overhead") == 3
-    assert {id(module) for module, _, _ in seen} == {id(agent.actor), id(agent.critic.net),
-                                                     id(agent.critic.net.layers)}
+    assert {id(module) for module, _, _ in seen} == {id(agent.actor), id(agent.critic.net), id(agent.critic.net.layers)}
     assert {(mode, dynamic) for _, mode, dynamic in seen} == {("reduce-overhead", False)}
     # The forward is replaced on the instance, so every state_dict key is the eager one.
     assert list(agent.state_dict()) == keys and "forward" in vars(agent.actor)

@@ -29,15 +29,18 @@ def network(encoder: str = "auto") -> NetworkConfig:
     return NetworkConfig(encoder=encoder)
 
 
-@pytest.mark.parametrize(("space", "encoder", "size"), [
-    (spaces.Box(-1, 1, (5,), np.float32), "auto", 5),
-    # 36x36, the smallest image the Nature CNN reads (auto picks it), keeps the convolutions cheap.
-    (image(4, 36, 36), "auto", 512),
-    (image(4, 36, 36), "impala_cnn", 256),
-    (image(3, 16, 16), "auto", 256),
-    (spaces.Discrete(7), "auto", 7),
-    (spaces.Box(-1, 1, (2, 3), np.float32), "flat", 6),
-])
+@pytest.mark.parametrize(
+    ("space", "encoder", "size"),
+    [
+        (spaces.Box(-1, 1, (5,), np.float32), "auto", 5),
+        # 36x36, the smallest image the Nature CNN reads (auto picks it), keeps the convolutions cheap.
+        (image(4, 36, 36), "auto", 512),
+        (image(4, 36, 36), "impala_cnn", 256),
+        (image(3, 16, 16), "auto", 256),
+        (spaces.Discrete(7), "auto", 7),
+        (spaces.Box(-1, 1, (2, 3), np.float32), "flat", 6),
+    ],
+)
 def test_output_sizes(space, encoder, size):
     module = build_encoder(space, network(encoder))
     out = module(torch.as_tensor(np.stack([space.sample(), space.sample()])))
@@ -76,12 +79,19 @@ def test_leading_dims_of_a_rollout_pass_through():
 
 
 def test_dict_concatenates_one_encoder_per_key_in_key_order():
-    space = spaces.Dict({"pixels": image(3, 16, 16), "goal": spaces.Box(-1, 1, (2,), np.float32),
-                         "room": spaces.Discrete(4)})
+    space = spaces.Dict(
+        {"pixels": image(3, 16, 16), "goal": spaces.Box(-1, 1, (2,), np.float32), "room": spaces.Discrete(4)}
+    )
     encoder = build_encoder(space, network())
     assert isinstance(encoder, DictEncoder) and encoder.out_features == 256 + 2 + 4
-    batch = TensorDict({"pixels": torch.zeros(2, 3, 16, 16, dtype=torch.uint8), "goal": torch.ones(2, 2),
-                        "room": torch.tensor([1, 3])}, batch_size=[2])
+    batch = TensorDict(
+        {
+            "pixels": torch.zeros(2, 3, 16, 16, dtype=torch.uint8),
+            "goal": torch.ones(2, 2),
+            "room": torch.tensor([1, 3]),
+        },
+        batch_size=[2],
+    )
     out = encoder(batch)
     # gymnasium's Dict sorts its keys: goal, pixels, room.
     assert encoder.names == ["goal", "pixels", "room"]
@@ -90,25 +100,31 @@ def test_dict_concatenates_one_encoder_per_key_in_key_order():
     assert describe(encoder) == "dict(goal: flat -> 2, pixels: impala_cnn -> 256, room: one_hot -> 4) -> 262"
 
 
-@pytest.mark.parametrize(("space", "choice"), [
-    (spaces.Box(-1, 1, (3,), np.float32), "flat"),
-    (image(4, 84, 84), "nature_cnn"),
-    (image(84, 84, 3), "nature_cnn"),
-    (image(3, 20, 20), "impala_cnn"),
-    (spaces.Discrete(3), "one_hot"),
-    (spaces.Dict({"a": spaces.Discrete(3)}), "dict"),
-])
+@pytest.mark.parametrize(
+    ("space", "choice"),
+    [
+        (spaces.Box(-1, 1, (3,), np.float32), "flat"),
+        (image(4, 84, 84), "nature_cnn"),
+        (image(84, 84, 3), "nature_cnn"),
+        (image(3, 20, 20), "impala_cnn"),
+        (spaces.Discrete(3), "one_hot"),
+        (spaces.Dict({"a": spaces.Discrete(3)}), "dict"),
+    ],
+)
 def test_auto_choices(space, choice):
     assert encoder_choice(space, "auto") == choice
 
 
-@pytest.mark.parametrize(("space", "encoder", "fragments"), [
-    (spaces.Box(-1, 1, (4,), np.float32), "nature_cnn", ("reads images", "Box(4,)", '"flat"')),
-    (image(4, 20, 20), "nature_cnn", ("20x20", "at least 36x36", "impala_cnn")),
-    (spaces.Box(-1, 1, (8, 8), np.float32), "auto", ("neither a vector nor an image", 'encoder = "flat"')),
-    (spaces.Dict({"outer": spaces.Dict({"inner": spaces.Discrete(2)})}), "auto", ("nested Dict",)),
-    (spaces.MultiDiscrete([2, 3]), "auto", ("MultiDiscrete observations are not supported",)),
-])
+@pytest.mark.parametrize(
+    ("space", "encoder", "fragments"),
+    [
+        (spaces.Box(-1, 1, (4,), np.float32), "nature_cnn", ("reads images", "Box(4,)", '"flat"')),
+        (image(4, 20, 20), "nature_cnn", ("20x20", "at least 36x36", "impala_cnn")),
+        (spaces.Box(-1, 1, (8, 8), np.float32), "auto", ("neither a vector nor an image", 'encoder = "flat"')),
+        (spaces.Dict({"outer": spaces.Dict({"inner": spaces.Discrete(2)})}), "auto", ("nested Dict",)),
+        (spaces.MultiDiscrete([2, 3]), "auto", ("MultiDiscrete observations are not supported",)),
+    ],
+)
 def test_spaces_an_encoder_cannot_read_say_why_and_what_to_use(space, encoder, fragments):
     problem = space_problem(space, encoder)
     assert problem is not None
@@ -117,8 +133,12 @@ def test_spaces_an_encoder_cannot_read_say_why_and_what_to_use(space, encoder, f
 
 
 def test_readable_spaces_have_no_problem():
-    for space, encoder in [(image(4, 84, 84), "nature_cnn"), (spaces.Box(-1, 1, (8, 8), np.float32), "flat"),
-                           (spaces.Discrete(3), "nature_cnn"), (spaces.Box(-1, 1, (3,), np.float32), "auto")]:
+    for space, encoder in [
+        (image(4, 84, 84), "nature_cnn"),
+        (spaces.Box(-1, 1, (8, 8), np.float32), "flat"),
+        (spaces.Discrete(3), "nature_cnn"),
+        (spaces.Box(-1, 1, (3,), np.float32), "auto"),
+    ]:
         assert space_problem(space, encoder) is None
 
 

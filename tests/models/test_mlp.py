@@ -28,11 +28,15 @@ def test_every_activation_name_has_a_function_here():
     assert set(FUNCTIONS) == set(ACTIVATIONS)
 
 
-@pytest.mark.parametrize(("hidden", "shapes"), [
-    ((64, 32), [(64, 5), (32, 64), (3, 32)]),
-    ((7,), [(7, 5), (3, 7)]),
-    ((), [(3, 5)]),
-], ids=["two-hidden", "one-hidden", "linear"])
+@pytest.mark.parametrize(
+    ("hidden", "shapes"),
+    [
+        ((64, 32), [(64, 5), (32, 64), (3, 32)]),
+        ((7,), [(7, 5), (3, 7)]),
+        ((), [(3, 5)]),
+    ],
+    ids=["two-hidden", "one-hidden", "linear"],
+)
 def test_layer_sizes_run_from_the_input_through_the_hidden_widths_to_the_output(hidden, shapes):
     net = mlp(5, hidden, 3, activation="tanh", orthogonal=False, out_gain=1.0)
     assert [tuple(layer.weight.shape) for layer in linears(net)] == shapes
@@ -104,7 +108,9 @@ def test_without_orthogonal_init_layers_keep_torchs_default():
 def test_the_cpu_tanh_matches_torch_tanh_in_value_and_gradient(grad):
     from rlcli.models.mlp import Tanh
 
-    x = (torch.randn(300, 64, generator=torch.Generator().manual_seed(0)) * 4).requires_grad_(grad)  # above 8192: the sigmoid form
+    x = (torch.randn(300, 64, generator=torch.Generator().manual_seed(0)) * 4).requires_grad_(
+        grad
+    )  # above 8192: the sigmoid form
     # Saturated inputs too: sigmoid's underflow must give -1 and 1 exactly, never NaN.
     x = torch.cat([x, torch.tensor([[-100.0, 100.0, 0.0, -1e-8] * 16], requires_grad=grad)])
     with torch.set_grad_enabled(grad):

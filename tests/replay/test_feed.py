@@ -30,8 +30,7 @@ def test_n_step_transitions_across_batches_match_the_whole_stream(cartpole_dqn):
     assert torch.equal(valid, stream[keys.VALID][rows])
     torch.testing.assert_close(joined[keys.REWARD][valid], returns[rows][valid])
     torch.testing.assert_close(joined[keys.DISCOUNT][valid], discount[rows][valid])
-    expected_next = stream[keys.NEXT_OBSERVATION].gather(
-        0, last[rows].unsqueeze(-1).expand(-1, -1, 4))
+    expected_next = stream[keys.NEXT_OBSERVATION].gather(0, last[rows].unsqueeze(-1).expand(-1, -1, 4))
     torch.testing.assert_close(joined[keys.NEXT_OBSERVATION][valid], expected_next[valid])
     assert torch.equal(joined[keys.TERMINATED][valid], term.gather(0, last[rows])[valid])
     # The placeholder steps before the first batch are never emitted.

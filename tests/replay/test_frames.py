@@ -50,7 +50,7 @@ class Stream:
     def batches(self, start: int = 0, stop: int | None = None) -> list[TensorDict]:
         """The steps from ``start`` to ``stop`` in batches of T."""
         steps = self.steps[start:stop]
-        return [steps[t:t + T] for t in range(0, steps.batch_size[0], T)]
+        return [steps[t : t + T] for t in range(0, steps.batch_size[0], T)]
 
     @property
     def observation(self) -> torch.Tensor:
@@ -72,15 +72,29 @@ def rollout(seed: int, batches: int) -> Stream:
     import gymnasium as gym
 
     gym.register_envs(ale_py)
-    envs = gym.make_vec("ALE/Breakout-v5", num_envs=N, vectorization_mode="vector_entry_point",
-                        repeat_action_probability=0.0, max_num_frames_per_episode=GAME_FRAMES)
+    envs = gym.make_vec(
+        "ALE/Breakout-v5",
+        num_envs=N,
+        vectorization_mode="vector_entry_point",
+        repeat_action_probability=0.0,
+        max_num_frames_per_episode=GAME_FRAMES,
+    )
     rng = np.random.default_rng(seed)
     obs, _ = envs.reset(seed=seed)
     resetting = np.zeros(N, dtype=bool)
     out = []
     for b in range(batches):
-        data = {key: [] for key in (keys.OBSERVATION, keys.NEXT_OBSERVATION, keys.ACTION, keys.TERMINATED,
-                                    keys.TRUNCATED, keys.VALID)}
+        data = {
+            key: []
+            for key in (
+                keys.OBSERVATION,
+                keys.NEXT_OBSERVATION,
+                keys.ACTION,
+                keys.TERMINATED,
+                keys.TRUNCATED,
+                keys.VALID,
+            )
+        }
         for _ in range(T):
             action = rng.integers(0, 4, N)
             data[keys.OBSERVATION].append(obs)
@@ -128,8 +142,10 @@ def rebuilt(buffer: FrameStackBuffer, rows: torch.Tensor) -> TensorDict:
     """The transitions at flat ``rows``, as a sample carries them."""
     observation, next_observation = buffer.stacks(rows)
     reward = buffer.tensors[keys.REWARD].reshape(-1)[rows]
-    return TensorDict({keys.OBSERVATION: observation, keys.NEXT_OBSERVATION: next_observation,
-                       keys.REWARD: reward}, batch_size=[rows.numel()])
+    return TensorDict(
+        {keys.OBSERVATION: observation, keys.NEXT_OBSERVATION: next_observation, keys.REWARD: reward},
+        batch_size=[rows.numel()],
+    )
 
 
 def test_ale_reset_stacks_hold_zeros_before_the_first_frame(stream):
@@ -302,9 +318,15 @@ def test_a_buffer_started_mid_episode_skips_the_stacks_it_cannot_rebuild(stream)
 
 def test_dqn_breakout_stores_frames_through_the_collector(tmp_path):
     # Batches of 32 steps: games end inside them and with the last step of each.
-    sets = [f'run.output_dir="{tmp_path}"', "run.device=cpu", "env.num_envs=2", "collector.frames_per_batch=64",
-            f"env.kwargs.max_num_frames_per_episode={GAME_FRAMES}", "algo.replay.capacity=1000",
-            "collector.total_frames=100000"]
+    sets = [
+        f'run.output_dir="{tmp_path}"',
+        "run.device=cpu",
+        "env.num_envs=2",
+        "collector.frames_per_batch=64",
+        f"env.kwargs.max_num_frames_per_episode={GAME_FRAMES}",
+        "algo.replay.capacity=1000",
+        "collector.total_frames=100000",
+    ]
     run = build_run(load_config("dqn_breakout", sets))
     try:
         timer, seen = Timer(run.device), []
@@ -323,8 +345,15 @@ def test_dqn_breakout_stores_frames_through_the_collector(tmp_path):
 
 
 def test_n_step_atari_replay_stores_whole_observations(tmp_path):
-    sets = [f'run.output_dir="{tmp_path}"', "run.device=cpu", "env.num_envs=2", "collector.frames_per_batch=64",
-            "algo.replay.capacity=1000", "collector.total_frames=100000", "algo.n_step=3"]
+    sets = [
+        f'run.output_dir="{tmp_path}"',
+        "run.device=cpu",
+        "env.num_envs=2",
+        "collector.frames_per_batch=64",
+        "algo.replay.capacity=1000",
+        "collector.total_frames=100000",
+        "algo.n_step=3",
+    ]
     run = build_run(load_config("dqn_breakout", sets))
     run.close()
     assert not isinstance(run.algo.replay.buffer, FrameStackBuffer)

@@ -10,14 +10,18 @@ from rlcli.timing import Timer
 
 
 def pendulum_sac(**algo):
-    return build_run(validate_data({
-        "run": {"seed": 5, "device": "cpu"},
-        "env": {"id": "Pendulum-v1", "num_envs": 2, "vectorization": "sync"},
-        "network": {"hidden_sizes": [8], "activation": "relu", "init": "default"},
-        "algo": {"name": "sac", "batch_size": 4, "replay": {"capacity": 1000}, **algo},
-        "collector": {"frames_per_batch": 8, "total_frames": 800},
-        "optim": {"lr_schedule": "linear"},
-    }))
+    return build_run(
+        validate_data(
+            {
+                "run": {"seed": 5, "device": "cpu"},
+                "env": {"id": "Pendulum-v1", "num_envs": 2, "vectorization": "sync"},
+                "network": {"hidden_sizes": [8], "activation": "relu", "init": "default"},
+                "algo": {"name": "sac", "batch_size": 4, "replay": {"capacity": 1000}, **algo},
+                "collector": {"frames_per_batch": 8, "total_frames": 800},
+                "optim": {"lr_schedule": "linear"},
+            }
+        )
+    )
 
 
 def test_learn_stores_the_batch_runs_the_steps_it_pays_for_and_moves_every_schedule():
@@ -57,8 +61,9 @@ def test_warm_up_acts_uniformly_in_the_bounds_then_with_the_actor():
             called.append(obs)
             return torch.full((obs.shape[0], 1), 0.5)
 
-        warm = torch.cat([learner.act(observation, torch.Generator().manual_seed(i), bounds, actor)[keys.ACTION]
-                          for i in range(200)])
+        warm = torch.cat(
+            [learner.act(observation, torch.Generator().manual_seed(i), bounds, actor)[keys.ACTION] for i in range(200)]
+        )
         learner.replay.observe(run.source.collect(timer))
         learner.replay.observe(run.source.collect(timer))
         after = learner.act(observation, torch.Generator().manual_seed(0), bounds, actor)[keys.ACTION]

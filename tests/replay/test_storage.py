@@ -8,8 +8,8 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.config.fields import ReplayConfig
 from rlcli.config.errors import ConfigError
+from rlcli.config.fields import ReplayConfig
 from rlcli.replay.storage import ReplayBuffer, check_storage, storage_bytes
 
 CPU = torch.device("cpu")
@@ -63,7 +63,6 @@ def assert_slots(buffer: ReplayBuffer, slots: list[int], ids: list[int]) -> None
 
 def make_buffer(capacity: int = 10, **cfg) -> ReplayBuffer:
     return ReplayBuffer(ReplayConfig(capacity=capacity, **cfg), SPEC, device=CPU)
-
 
 
 def test_ring_keeps_the_newest_transitions_at_their_slots():
@@ -152,7 +151,6 @@ def test_invalid_steps_skipped_in_a_batch_larger_than_capacity():
     assert_slots(buffer, [0, 1, 2, 3], [3, 5, 6, 7])
 
 
-
 def test_sample_shapes_dtypes_and_index():
     buffer = make_buffer(10)
     buffer.extend(transitions(0, T=1, N=7))
@@ -200,7 +198,6 @@ def test_sample_from_an_empty_buffer_raises():
     buffer = make_buffer(10)
     with pytest.raises(RuntimeError, match="empty"):
         buffer.sample(4, torch.Generator().manual_seed(0))
-
 
 
 def test_memmap_files_live_in_the_directory_and_round_trip(tmp_path):
@@ -253,7 +250,6 @@ def test_configured_directory_wins_over_the_default_callable(tmp_path):
     assert buffer.location == tmp_path / "chosen"
     assert (tmp_path / "chosen" / f"{keys.ACTION}.memmap").is_file()
     assert not (tmp_path / "default").exists()
-
 
 
 def test_storage_bytes_matches_a_hand_count():

@@ -92,9 +92,13 @@ def test_a_stop_signal_during_the_final_evaluation_ends_it_at_once_and_keeps_the
 def test_a_stop_signal_during_the_final_evaluation_ends_it_and_keeps_the_run(tmp_path):
     config = pendulum_config(tmp_path)
     out = tmp_path / "out"
-    train = subprocess.Popen([rlcli_executable(), "train", str(config), "--set", f"run.output_dir={json.dumps(str(out))}"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "COLUMNS": "400", "NO_COLOR": "1"})
+    train = subprocess.Popen(
+        [rlcli_executable(), "train", str(config), "--set", f"run.output_dir={json.dumps(str(out))}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "400", "NO_COLOR": "1"},
+    )
     started = time.monotonic()
     # final.pt is written just before the final evaluation starts; the signal lands as it starts or
     # in its first steps (the test above stops it at a chosen step, in-process).

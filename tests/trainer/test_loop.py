@@ -39,9 +39,13 @@ if "rlcli-test/OneStep-v0" not in gym.registry:
 
 def test_stop_at_return_waits_for_a_full_window_of_100_episodes(tmp_path):
     # 4 one-step episodes per env step, 8 per iteration: 100 episodes end in iteration 13.
-    cfg = small_config(tmp_path, env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
-                 collector={"frames_per_batch": 8, "total_frames": 800}, run={"stop_at_return": 0.5},
-                 algo={"minibatch_size": 8})
+    cfg = small_config(
+        tmp_path,
+        env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
+        collector={"frames_per_batch": 8, "total_frames": 800},
+        run={"stop_at_return": 0.5},
+        algo={"minibatch_size": 8},
+    )
     state = train(build_run(cfg))
     assert state.status == "solved"
     assert state.iteration == 13 and state.solved_at[0] == 104
@@ -82,8 +86,11 @@ def test_runs_draw_from_their_own_generators(tmp_path):
     assert torch.equal(actions(False), actions(True))
 
 
-@pytest.mark.parametrize("algo", [{"name": "ppo", "minibatch_size": 32, "epochs": 1},
-                                  {"name": "dqn", "learning_starts": 0, "batch_size": 16}], ids=["ppo", "dqn"])
+@pytest.mark.parametrize(
+    "algo",
+    [{"name": "ppo", "minibatch_size": 32, "epochs": 1}, {"name": "dqn", "learning_starts": 0, "batch_size": 16}],
+    ids=["ppo", "dqn"],
+)
 def test_observation_statistics_take_in_valid_steps_when_learning(tmp_path, algo):
     cfg = small_config(tmp_path, env={"max_episode_steps": 5, "normalize_observation": True}, algo=algo)
     run = build_run(cfg)
@@ -103,9 +110,13 @@ def test_observation_statistics_take_in_valid_steps_when_learning(tmp_path, algo
 
 def test_return_window_sets_the_stop_condition_and_the_rolling_return(tmp_path):
     # 4 one-step episodes per env step, 8 per iteration: a window of 10 fills in iteration 2.
-    cfg = small_config(tmp_path, env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
-                 collector={"frames_per_batch": 8, "total_frames": 800},
-                 run={"stop_at_return": 0.5, "return_window": 10}, algo={"minibatch_size": 8})
+    cfg = small_config(
+        tmp_path,
+        env={"id": "rlcli-test/OneStep-v0", "vectorization": "sync", "num_envs": 4},
+        collector={"frames_per_batch": 8, "total_frames": 800},
+        run={"stop_at_return": 0.5, "return_window": 10},
+        algo={"minibatch_size": 8},
+    )
     run = build_run(cfg)
     assert run.source.episodes.return_queue.maxlen == 10
     state = train(run)
@@ -118,8 +129,11 @@ def rows(state) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-@pytest.mark.parametrize("algo", [{"name": "ppo", "minibatch_size": 32, "epochs": 1},
-                                  {"name": "dqn", "learning_starts": 64, "batch_size": 16}], ids=["ppo", "dqn"])
+@pytest.mark.parametrize(
+    "algo",
+    [{"name": "ppo", "minibatch_size": 32, "epochs": 1}, {"name": "dqn", "learning_starts": 64, "batch_size": 16}],
+    ids=["ppo", "dqn"],
+)
 def test_in_training_evaluation_fills_eval_columns_and_leaves_training_alone(tmp_path, algo):
     plain = train(build_run(small_config(tmp_path / "plain", algo=algo)))
     evaluated = train(build_run(small_config(tmp_path / "eval", algo=algo, eval={"every_frames": 128, "episodes": 3})))
@@ -134,8 +148,9 @@ def test_in_training_evaluation_fills_eval_columns_and_leaves_training_alone(tmp
     # Evaluation draws from its own envs and generator: training's rows are the same without it.
     assert "eval/return_mean" not in without[0]
     for a, b in zip(with_eval, without):
-        assert {k: v for k, v in a.items() if k in b and not k.startswith("time/") and k not in ("wall_time_s", "fps")} \
-            == {k: v for k, v in b.items() if not k.startswith("time/") and k not in ("wall_time_s", "fps")}
+        assert {
+            k: v for k, v in a.items() if k in b and not k.startswith("time/") and k not in ("wall_time_s", "fps")
+        } == {k: v for k, v in b.items() if not k.startswith("time/") and k not in ("wall_time_s", "fps")}
 
 
 def stop_after(iterations: int):
@@ -149,20 +164,28 @@ def stop_after(iterations: int):
 
 
 def comparable(state) -> list[dict[str, str]]:
-    return [{k: v for k, v in row.items() if not k.startswith("time/") and k not in ("wall_time_s", "fps")}
-            for row in rows(state)]
+    return [
+        {k: v for k, v in row.items() if not k.startswith("time/") and k not in ("wall_time_s", "fps")}
+        for row in rows(state)
+    ]
 
 
 DQN = {"name": "dqn", "learning_starts": 64, "batch_size": 16, "n_step": 3}
 
 
-@pytest.mark.parametrize("replay", [{"storage": "tensor"}, {"storage": "memmap"},
-                                    {"storage": "tensor", "prioritized": True}], ids=["tensor", "memmap", "prioritized"])
+@pytest.mark.parametrize(
+    "replay",
+    [{"storage": "tensor"}, {"storage": "memmap"}, {"storage": "tensor", "prioritized": True}],
+    ids=["tensor", "memmap", "prioritized"],
+)
 def test_a_stopped_run_resumed_from_python_matches_an_unbroken_one(tmp_path, replay):
     from rlcli.trainer import Hooks
 
-    sections = {"algo": {**DQN, "replay": replay}, "collector": {"frames_per_batch": 64, "total_frames": 640},
-                "checkpoint": {"every_frames": 0}}
+    sections = {
+        "algo": {**DQN, "replay": replay},
+        "collector": {"frames_per_batch": 64, "total_frames": 640},
+        "checkpoint": {"every_frames": 0},
+    }
     unbroken = train(build_run(small_config(tmp_path / "a", **sections)))
     stopped = train(build_run(small_config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
     assert stopped.status == "interrupted" and stopped.checkpoint_frames == 256
@@ -176,8 +199,11 @@ def test_a_stopped_run_resumed_from_python_matches_an_unbroken_one(tmp_path, rep
 def test_resume_without_the_replay_buffer_starts_it_empty(tmp_path):
     from rlcli.trainer import Hooks
 
-    sections = {"algo": DQN, "collector": {"frames_per_batch": 64, "total_frames": 640},
-                "checkpoint": {"every_frames": 0, "replay": False}}
+    sections = {
+        "algo": DQN,
+        "collector": {"frames_per_batch": 64, "total_frames": 640},
+        "checkpoint": {"every_frames": 0, "replay": False},
+    }
     stopped = train(build_run(small_config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
     saved = torch.load(stopped.checkpoint_path, weights_only=True)
     assert saved["ranks"][0]["algo_state"]["replay"]["buffer"]["storage"] is None
@@ -195,13 +221,19 @@ def test_resumed_async_envs_are_reseeded_and_keep_stepping(tmp_path):
     still come from the workers (not from a copy detached from their shared memory)."""
     from rlcli.trainer import Hooks
 
-    sections = {"env": {"id": "CartPole-v1", "num_envs": 2, "vectorization": "async"},
-                "collector": {"frames_per_batch": 64, "total_frames": 384}, "checkpoint": {"every_frames": 0}}
+    sections = {
+        "env": {"id": "CartPole-v1", "num_envs": 2, "vectorization": "async"},
+        "collector": {"frames_per_batch": 64, "total_frames": 384},
+        "checkpoint": {"every_frames": 0},
+    }
     stopped = train(build_run(small_config(tmp_path, **sections)), hooks=Hooks(on_iteration_end=[stop_after(3)]))
     run = build_run(small_config(tmp_path, **sections))
     seen = []
-    resumed = train(run, resume=stopped.run_dir,
-                    hooks=Hooks(on_iteration_end=[lambda s: seen.append(run.source.batch["observation"].clone())]))
+    resumed = train(
+        run,
+        resume=stopped.run_dir,
+        hooks=Hooks(on_iteration_end=[lambda s: seen.append(run.source.batch["observation"].clone())]),
+    )
     assert resumed.status == "completed" and resumed.resumes[-1]["exact_envs"] is False
     last = seen[-1].reshape(-1, 4)
     assert torch.unique(last, dim=0).shape[0] > 2 * 4
@@ -210,8 +242,11 @@ def test_resumed_async_envs_are_reseeded_and_keep_stepping(tmp_path):
 def test_a_stop_off_the_logging_interval_resumes_to_the_rows_of_an_unbroken_run(tmp_path):
     from rlcli.trainer import Hooks
 
-    sections = {"collector": {"frames_per_batch": 64, "total_frames": 640}, "logger": {"interval": 3},
-                "checkpoint": {"every_frames": 0}}
+    sections = {
+        "collector": {"frames_per_batch": 64, "total_frames": 640},
+        "logger": {"interval": 3},
+        "checkpoint": {"every_frames": 0},
+    }
     unbroken = train(build_run(small_config(tmp_path / "a", **sections)))
     stopped = train(build_run(small_config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(4)]))
     # The stop writes its own row (4), which an unbroken run does not have.

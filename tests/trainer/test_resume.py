@@ -23,8 +23,11 @@ from .conftest import STOP_AFTER, small_config
 
 
 def folder_contents(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def latest_checkpoint(folder: Path) -> Path:
@@ -71,9 +74,14 @@ def test_a_resumed_state_takes_over_the_checkpoints_counters_windows_and_history
         release(lock)
         assert run.folder.path == stopped_run.folder
         window = run.cfg.run.return_window
-        state = TrainState(run=run, run_dir=stopped_run.folder, timer=Timer(run.device),
-                           provenance={"seed": 99, "command": "rlcli train --resume", "overrides": ["-q"]},
-                           returns=deque(maxlen=window), lengths=deque(maxlen=window))
+        state = TrainState(
+            run=run,
+            run_dir=stopped_run.folder,
+            timer=Timer(run.device),
+            provenance={"seed": 99, "command": "rlcli train --resume", "overrides": ["-q"]},
+            returns=deque(maxlen=window),
+            lengths=deque(maxlen=window),
+        )
         continue_from(state, payload)
     finally:
         run.close()
@@ -126,8 +134,12 @@ def test_a_checkpoint_without_the_training_state_is_refused_naming_what_is_missi
         del payload["trainer"]["returns"], payload["trainer"]["episodes"]
 
     rewrite_checkpoint(stopped_run.folder, strip)
-    refused(stopped_run, CheckpointError, r"not the training state a resume needs \(no trainer\.returns, "
-                                          r"trainer\.episodes\); rlcli eval can still use it")
+    refused(
+        stopped_run,
+        CheckpointError,
+        r"not the training state a resume needs \(no trainer\.returns, "
+        r"trainer\.episodes\); rlcli eval can still use it",
+    )
 
 
 def test_a_checkpoint_without_a_ranks_state_is_refused(stopped_run):
@@ -140,8 +152,9 @@ def test_a_solved_run_has_nothing_to_continue(stopped_run):
         payload["trainer"]["solved_at"] = [128, 1.5]
 
     rewrite_checkpoint(stopped_run.folder, solve)
-    refused(stopped_run, InputError,
-            r"reached run\.stop_at_return \(10000\) at 128 frames: there is nothing to continue")
+    refused(
+        stopped_run, InputError, r"reached run\.stop_at_return \(10000\) at 128 frames: there is nothing to continue"
+    )
 
 
 def test_env_state_that_does_not_fit_is_a_checkpoint_error(stopped_run):
@@ -151,8 +164,11 @@ def test_env_state_that_does_not_fit_is_a_checkpoint_error(stopped_run):
     rewrite_checkpoint(stopped_run.folder, other_envs)
     run = build_run(stopped_run.config)
     try:
-        with pytest.raises(CheckpointError, match="its training state does not fit this run: EnvStateError: the saved "
-                                                  "envs are RecordEpisodeStatistics > SyncVectorEnv"):
+        with pytest.raises(
+            CheckpointError,
+            match="its training state does not fit this run: EnvStateError: the saved "
+            "envs are RecordEpisodeStatistics > SyncVectorEnv",
+        ):
             restore(run, stopped_run.folder)
     finally:
         run.close()

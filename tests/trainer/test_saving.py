@@ -48,9 +48,14 @@ def test_spaces_and_header_say_what_a_checkpoint_was_trained_for(run, tmp_path):
     assert spaces(run) == {"observation": "Box(4,)", "action": "Discrete(2)"}
     state = new_state(run, tmp_path / "run")
     state.iteration, state.frames = 3, 192
-    assert header(state) == {"format": checkpoint.FORMAT, "algo": "ppo", "env": "CartPole-v1",
-                             "spaces": {"observation": "Box(4,)", "action": "Discrete(2)"},
-                             "iteration": 3, "frames": 192}
+    assert header(state) == {
+        "format": checkpoint.FORMAT,
+        "algo": "ppo",
+        "env": "CartPole-v1",
+        "spaces": {"observation": "Box(4,)", "action": "Discrete(2)"},
+        "iteration": 3,
+        "frames": 192,
+    }
 
 
 def test_run_json_of_a_run_that_has_just_started(run, tmp_path):
@@ -58,11 +63,31 @@ def test_run_json_of_a_run_that_has_just_started(run, tmp_path):
     write_status(state)
     info = read_run_json(state)
     assert info == {
-        "status": "running", "error": None, "signal": None, "algo": "ppo", "env": "CartPole-v1", "device": "cpu",
-        "iterations": 0, "frames": 0, "planned_iterations": 5, "planned_frames": 320, "world_size": 1,
-        "wall_time_s": 0.0, "fps": 0.0, "best_return": None, "last_return": None, "last_eval": None, "final_eval": None,
-        "solved_at_frames": None, "solved_at_seconds": None, "timing": {}, "compile_s": None,
-        "started_at": state.started_at, "startup_s": None, "checkpoint": None, "resumes": [],
+        "status": "running",
+        "error": None,
+        "signal": None,
+        "algo": "ppo",
+        "env": "CartPole-v1",
+        "device": "cpu",
+        "iterations": 0,
+        "frames": 0,
+        "planned_iterations": 5,
+        "planned_frames": 320,
+        "world_size": 1,
+        "wall_time_s": 0.0,
+        "fps": 0.0,
+        "best_return": None,
+        "last_return": None,
+        "last_eval": None,
+        "final_eval": None,
+        "solved_at_frames": None,
+        "solved_at_seconds": None,
+        "timing": {},
+        "compile_s": None,
+        "started_at": state.started_at,
+        "startup_s": None,
+        "checkpoint": None,
+        "resumes": [],
     }
 
 
@@ -89,11 +114,12 @@ def test_run_json_of_a_stopped_run_rounds_its_figures_and_carries_the_provenance
     assert (info["best_return"], info["last_return"]) == (21.5, 17.0)
     assert (info["solved_at_frames"], info["solved_at_seconds"]) == (128, 0.988)
     assert info["startup_s"] == 2.0
-    assert info["checkpoint"] == {"latest": "checkpoints/ckpt-000000000192.pt", "frames": 192,
-                                  "seconds_writing": 0.043}
+    assert info["checkpoint"] == {"latest": "checkpoints/ckpt-000000000192.pt", "frames": 192, "seconds_writing": 0.043}
     # The timer's breakdown over the phases the run has: collect is a third of each iteration.
-    assert info["timing"] == {"collect": {"mean_ms": 250.0, "total_s": 0.5, "share": 0.3333},
-                              "iteration": {"mean_ms": 750.0, "total_s": 1.5, "share": 1.0}}
+    assert info["timing"] == {
+        "collect": {"mean_ms": 250.0, "total_s": 0.5, "share": 0.3333},
+        "iteration": {"mean_ms": 750.0, "total_s": 1.5, "share": 1.0},
+    }
     assert (info["seed"], info["overrides"], info["env_packages"]) == (0, ["--seed 0"], [])
 
 

@@ -51,8 +51,9 @@ def test_columns_of_an_off_policy_run_hold_its_late_terms_from_the_start(tmp_pat
 def test_training_error_names_the_iteration_term_and_value():
     error = TrainingError(7, "loss/value", math.nan)
     assert (error.iteration, error.term) == (7, "loss/value") and math.isnan(error.value)
-    assert str(error) == ("iteration 7: loss/value is nan; training stopped "
-                          "(final.pt holds the weights of the iteration before)")
+    assert str(error) == (
+        "iteration 7: loss/value is nan; training stopped (final.pt holds the weights of the iteration before)"
+    )
     assert "is inf" in str(TrainingError(1, "loss/q", math.inf))
 
 

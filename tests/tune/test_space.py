@@ -36,8 +36,11 @@ def test_a_field_refuses_out_of_range_and_wrong_types_with_the_config_message():
 
 def test_nested_and_dotted_keys_name_the_same_field(tmp_path):
     path = tmp_path / "space.toml"
-    path.write_text('[space.optim]\nlr = { low = 1e-4, high = 1e-2, log = true }\n'
-                    '[space]\n"algo.epochs" = { low = 2, high = 8, step = 2 }\n', encoding="utf-8")
+    path.write_text(
+        "[space.optim]\nlr = { low = 1e-4, high = 1e-2, log = true }\n"
+        '[space]\n"algo.epochs" = { low = 2, high = 8, step = 2 }\n',
+        encoding="utf-8",
+    )
     space = read_space(path, load_config("ppo_cartpole"))
     by_key = {p.key: p for p in space.params}
     assert by_key["optim.lr"].kind == "float" and by_key["optim.lr"].log

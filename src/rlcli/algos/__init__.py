@@ -36,8 +36,7 @@ class Agent(Protocol):
 
     def state_dict(self) -> dict: ...
 
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
-                ) -> torch.Tensor:
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
         """Evaluation actions for raw observations ([N, *obs] float32), for the env as the algorithm's
         ``act`` gives them ([N] int64 for Discrete, [N, A] float32 in env units for Box; a Gaussian
         may leave the bounds, and the caller clips as the collector does).
@@ -109,8 +108,17 @@ table ``ALGO_CONFIGS``. The names are this package's own, never read from a conf
 can only pick one of them)."""
 
 
-def check_spaces(name: str, env_id: str, observation: spaces.Space, action: spaces.Space,
-                 source: str | None, *, encoder: str = "auto", normalize: bool = False, offline: bool = False) -> None:
+def check_spaces(
+    name: str,
+    env_id: str,
+    observation: spaces.Space,
+    action: spaces.Space,
+    source: str | None,
+    *,
+    encoder: str = "auto",
+    normalize: bool = False,
+    offline: bool = False,
+) -> None:
     """Raise a ConfigError naming the env, the space, what is supported and which algorithms (of those
     that learn from envs, or with ``offline`` from a dataset) serve it, unless algorithm ``name``'s
     ``SUPPORTS`` serves both spaces, ``encoder`` (``[network] encoder``) can read the observations,
@@ -120,23 +128,41 @@ def check_spaces(name: str, env_id: str, observation: spaces.Space, action: spac
     for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
         if not _serves(supports, role, space):
             allowed = supports[role]
-            names = ", ".join(f"1-D {c.__name__}" if c is spaces.Box and role == "action" else c.__name__
-                              for c in allowed)
+            names = ", ".join(
+                f"1-D {c.__name__}" if c is spaces.Box and role == "action" else c.__name__ for c in allowed
+            )
             kind = "dataset" if offline else "collector"
-            others = [other for other, module in ALGORITHMS.items()
-                      if _serves(module.SUPPORTS, role, space) and kind in module.CONFIG.SOURCES]
-            serving = (f"; the algorithms that learn from {'a dataset' if offline else 'envs'} with such "
-                       f"{role}s: {', '.join(others)}" if others else "")
-            raise single(source, f"{env_id} has {role} space {space}, which {name} does not support; "
-                                 f"supported {role} spaces: {names}{serving}", path=path)
+            others = [
+                other
+                for other, module in ALGORITHMS.items()
+                if _serves(module.SUPPORTS, role, space) and kind in module.CONFIG.SOURCES
+            ]
+            serving = (
+                f"; the algorithms that learn from {'a dataset' if offline else 'envs'} with such "
+                f"{role}s: {', '.join(others)}"
+                if others
+                else ""
+            )
+            raise single(
+                source,
+                f"{env_id} has {role} space {space}, which {name} does not support; "
+                f"supported {role} spaces: {names}{serving}",
+                path=path,
+            )
     problem = space_problem(observation, encoder)
     if problem:
         raise single(source, f"{env_id} has observation space {observation}: {problem}", path="network.encoder")
     if normalize and not isinstance(observation, spaces.Box):
-        raise single(source, f"{env_id} has {type(observation).__name__} observations, which are never normalized "
-                             "(a one-hot or per-key encoder reads them); set normalize_observation = false",
-                     path="env.normalize_observation")
+        raise single(
+            source,
+            f"{env_id} has {type(observation).__name__} observations, which are never normalized "
+            "(a one-hot or per-key encoder reads them); set normalize_observation = false",
+            path="env.normalize_observation",
+        )
     if normalize and is_image(observation):
-        err_console.print(f"warning: {env_id} has image observations and normalize_observation is on: frames are "
-                          "standardized by running statistics instead of scaled by 1/255 (off is the usual "
-                          "choice for images)", markup=False)
+        err_console.print(
+            f"warning: {env_id} has image observations and normalize_observation is on: frames are "
+            "standardized by running statistics instead of scaled by 1/255 (off is the usual "
+            "choice for images)",
+            markup=False,
+        )

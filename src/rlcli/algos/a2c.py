@@ -11,6 +11,7 @@ from rlcli import keys
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import A2CConfig
 from rlcli.rollout import RolloutLearner, evaluate_minibatch
+
 # The actor-critic alone, for evaluation: this module's build_agent.
 from rlcli.rollout import build_agent as build_agent
 from rlcli.timing import Timer
@@ -55,8 +56,9 @@ class A2C:
         """:func:`a2c_loss` terms of a batch plus ``loss/total``, the scalar to minimise."""
         cfg = self.cfg
         terms = a2c_loss(self.agent, batch, normalize_advantage=cfg.normalize_advantage)
-        terms["loss/total"] = (terms["loss/policy"] + cfg.value_coef * terms["loss/value"]
-                               - cfg.entropy_coef * terms["loss/entropy"])
+        terms["loss/total"] = (
+            terms["loss/policy"] + cfg.value_coef * terms["loss/value"] - cfg.entropy_coef * terms["loss/entropy"]
+        )
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:

@@ -77,8 +77,7 @@ class BCAgent(nn.Module):
         self.policy = policy
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
-                ) -> torch.Tensor:
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
         """Evaluation actions for raw ``observation``: the policy's mode, or a sample."""
         return self.policy.act(self.obs_norm(observation), deterministic=deterministic, generator=generator)
 
@@ -141,14 +140,32 @@ def build_agent(cfg: BCConfig, ctx: BuildContext) -> BCAgent:
     orthogonal = network.init == "orthogonal"
     space = ctx.action_space
     if isinstance(space, gspaces.Discrete):
-        logits = nn.Sequential(encoder, mlp(encoder.out_features, network.policy_sizes, int(space.n),
-                                            activation=network.activation, orthogonal=orthogonal, out_gain=0.01))
+        logits = nn.Sequential(
+            encoder,
+            mlp(
+                encoder.out_features,
+                network.policy_sizes,
+                int(space.n),
+                activation=network.activation,
+                orthogonal=orthogonal,
+                out_gain=0.01,
+            ),
+        )
         policy: nn.Module = CategoricalPolicy(logits)
     else:
-        net = mlp(encoder.out_features, network.policy_sizes, ctx.act_dim, activation=network.activation,
-                  orthogonal=orthogonal, out_gain=0.01)
-        policy = (DeterministicPolicy(DeterministicActor(encoder, net, space)) if cfg.policy == "deterministic"
-                  else GaussianPolicy(BoundedGaussianActor(encoder, net, space, log_std_init=network.log_std_init)))
+        net = mlp(
+            encoder.out_features,
+            network.policy_sizes,
+            ctx.act_dim,
+            activation=network.activation,
+            orthogonal=orthogonal,
+            out_gain=0.01,
+        )
+        policy = (
+            DeterministicPolicy(DeterministicActor(encoder, net, space))
+            if cfg.policy == "deterministic"
+            else GaussianPolicy(BoundedGaussianActor(encoder, net, space, log_std_init=network.log_std_init))
+        )
     return BCAgent(ctx.observation_normalizer(), policy).to(ctx.device)
 
 

@@ -17,9 +17,9 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
+from rlcli.advantages import bootstrapped_target
 from rlcli.algos.sac import SACAgent, sac_actor_loss
 from rlcli.algos.sac import build_agent as sac_agent
-from rlcli.advantages import bootstrapped_target
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import CQLConfig
 from rlcli.models.critics import critic_regression
@@ -36,12 +36,10 @@ class CQLAgent(nn.Module):
         super().__init__()
         self.obs_norm, self.actor, self.critic = sac.obs_norm, sac.actor, sac.critic
         self.critic_target, self.log_alpha = sac.critic_target, sac.log_alpha
-        self.log_weight = nn.Parameter(torch.tensor(math.log(conservative_weight) if conservative_weight > 0
-                                                    else 0.0))
+        self.log_weight = nn.Parameter(torch.tensor(math.log(conservative_weight) if conservative_weight > 0 else 0.0))
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
-                ) -> torch.Tensor:
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
         """Evaluation actions [N, A] in the bounds: the squashed mean, or a squashed sample."""
         action, _ = self.actor(self.obs_norm(observation), generator, deterministic=deterministic)
         return action
@@ -52,8 +50,15 @@ def repeated(tensor: torch.Tensor, times: int) -> torch.Tensor:
     return tensor.repeat_interleave(times, dim=0)
 
 
-def conservative_gap(agent: CQLAgent, batch: TensorDict, q_data: torch.Tensor, *, samples: int,
-                     temperature: float, generator: torch.Generator) -> torch.Tensor:
+def conservative_gap(
+    agent: CQLAgent,
+    batch: TensorDict,
+    q_data: torch.Tensor,
+    *,
+    samples: int,
+    temperature: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
     """CQL(H)'s gap per critic ([E]): ``mean_b temperature * logsumexp_j (Q(s, a_j) / temperature - log
     density(a_j)) - mean_b Q(s, a)``, over ``samples`` uniform actions and ``samples`` policy actions at
     ``s`` and at ``s'`` each (Kumar et al., 2020, appendix F, the importance-sampled estimate).
@@ -82,8 +87,9 @@ def conservative_gap(agent: CQLAgent, batch: TensorDict, q_data: torch.Tensor, *
     return soft_max.mean(-1) - q_data.mean(-1)
 
 
-def cql_critic_loss(agent: CQLAgent, batch: TensorDict, *, gamma: float, alpha: torch.Tensor, cfg: CQLConfig,
-                    generator: torch.Generator) -> dict[str, torch.Tensor]:
+def cql_critic_loss(
+    agent: CQLAgent, batch: TensorDict, *, gamma: float, alpha: torch.Tensor, cfg: CQLConfig, generator: torch.Generator
+) -> dict[str, torch.Tensor]:
     """The Bellman loss of every critic plus the conservative term, and with ``lagrange`` the
     weight's loss. Reads what :func:`rlcli.algos.sac.sac_critic_loss` reads. Returns ``loss/critic``
     (both terms), ``loss/conservative``, ``stats/gap``, ``stats/q_mean``, ``stats/td_abs`` and, with
@@ -100,8 +106,9 @@ def cql_critic_loss(agent: CQLAgent, batch: TensorDict, *, gamma: float, alpha: 
     # The Bellman term at full weight, sum_e mean (Q_e - y)^2, as CQL's reference code, CORL and d3rlpy
     # weigh it against the conservative term (critic_regression halves it, as SAC's code does).
     terms["loss/critic"] = 2 * terms["loss/critic"]
-    gap = conservative_gap(agent, batch, q_data, samples=cfg.num_random_actions, temperature=cfg.temperature,
-                           generator=generator)
+    gap = conservative_gap(
+        agent, batch, q_data, samples=cfg.num_random_actions, temperature=cfg.temperature, generator=generator
+    )
     if cfg.lagrange:
         weight = agent.log_weight.exp().clamp(0.0, 1e6)
         conservative = (weight.detach() * cfg.conservative_weight * (gap - cfg.target_action_gap)).sum()
@@ -148,13 +155,15 @@ class CQL:
 
     def _actor_terms(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         action, log_prob = self.agent.actor(batch[keys.INPUT], self.noise_generator)
-        return sac_actor_loss(self.agent, batch, action, log_prob, alpha=self.alpha, actor_q="min",
-                              target_entropy=self.target_entropy)
+        return sac_actor_loss(
+            self.agent, batch, action, log_prob, alpha=self.alpha, actor_q="min", target_entropy=self.target_entropy
+        )
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """Critic, actor and temperature losses of one minibatch; ``loss/total`` is their sum."""
-        terms = cql_critic_loss(self.agent, batch, gamma=self.cfg.gamma, alpha=self.alpha, cfg=self.cfg,
-                                generator=self.noise_generator) | self._actor_terms(batch)
+        terms = cql_critic_loss(
+            self.agent, batch, gamma=self.cfg.gamma, alpha=self.alpha, cfg=self.cfg, generator=self.noise_generator
+        ) | self._actor_terms(batch)
         terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"] + terms["loss/alpha"]
         return terms
 
@@ -163,29 +172,34 @@ class CQL:
         stats = self.learner.learn(batch, timer, self.update)
         stats["loss/total"] = stats["loss/critic"] + stats["loss/actor"] + stats["loss/alpha"]
         stats["stats/alpha"] = float(self.alpha)
-        stats["stats/conservative_weight"] = (float(self.agent.log_weight.exp()) * self.cfg.conservative_weight
-                                              if self.cfg.lagrange else self.cfg.conservative_weight)
+        stats["stats/conservative_weight"] = (
+            float(self.agent.log_weight.exp()) * self.cfg.conservative_weight
+            if self.cfg.lagrange
+            else self.cfg.conservative_weight
+        )
         return stats
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         cfg = self.cfg
         with timer.phase("update.forward"):
-            terms = cql_critic_loss(self.agent, sample, gamma=cfg.gamma, alpha=self.alpha, cfg=cfg,
-                                    generator=self.noise_generator)
+            terms = cql_critic_loss(
+                self.agent, sample, gamma=cfg.gamma, alpha=self.alpha, cfg=cfg, generator=self.noise_generator
+            )
         self.critic_step(terms["loss/critic"], timer)
         if cfg.lagrange:
             self.weight_step(terms["loss/weight"], timer)
         with timer.phase("update.forward"):
             terms |= self._actor_terms(sample)
-        self.actor_step(terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"],
-                        timer)
+        self.actor_step(terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"], timer)
         with timer.phase("update.target"):
             self.target.step()
         return {name: value.detach() for name, value in terms.items()}
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
-            "target": self.target.state_dict(), "noise_generator": self.noise_generator.get_state()}
+            "target": self.target.state_dict(),
+            "noise_generator": self.noise_generator.get_state(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
@@ -196,9 +210,23 @@ class CQL:
 CONFIG = CQLConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
-METRICS = ("loss/critic", "loss/conservative", "loss/weight", "loss/actor", "loss/alpha", "loss/total",
-           "stats/q_mean", "stats/gap", "stats/entropy", "stats/alpha", "stats/conservative_weight", "stats/td_abs",
-           "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+METRICS = (
+    "loss/critic",
+    "loss/conservative",
+    "loss/weight",
+    "loss/actor",
+    "loss/alpha",
+    "loss/total",
+    "stats/q_mean",
+    "stats/gap",
+    "stats/entropy",
+    "stats/alpha",
+    "stats/conservative_weight",
+    "stats/td_abs",
+    "stats/gradient_steps",
+    "stats/buffer_size",
+    "optim/lr",
+)
 
 
 def build_agent(cfg: CQLConfig, ctx: BuildContext) -> CQLAgent:

@@ -37,8 +37,7 @@ class QAgent(nn.Module):
         self.num_actions, self.epsilon_end = num_actions, epsilon_end
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
-                ) -> torch.Tensor:
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
         """Evaluation actions ([N] int64) for raw ``observation`` ([N, *obs]): greedy, or epsilon-greedy
         at ``epsilon_end`` (the rate training settles at), whatever the collection schedule says."""
         greedy = self.q(self.obs_norm(observation)).argmax(1)
@@ -47,8 +46,7 @@ class QAgent(nn.Module):
         return epsilon_greedy(greedy, self.epsilon_end, self.num_actions, generator)
 
 
-def epsilon_greedy(greedy: torch.Tensor, epsilon: float, num_actions: int, generator: torch.Generator
-                   ) -> torch.Tensor:
+def epsilon_greedy(greedy: torch.Tensor, epsilon: float, num_actions: int, generator: torch.Generator) -> torch.Tensor:
     """``greedy`` ([N] int64) with each action replaced, with probability ``epsilon``, by a uniform one.
 
     Draws the uniform actions first, then the coin flips, from ``generator``.
@@ -59,8 +57,7 @@ def epsilon_greedy(greedy: torch.Tensor, epsilon: float, num_actions: int, gener
     return torch.where(explore, uniform, greedy)
 
 
-def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, huber: bool
-             ) -> dict[str, torch.Tensor]:
+def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, huber: bool) -> dict[str, torch.Tensor]:
     """TD loss of one replay minibatch.
 
     ``target = reward + discount * (1 - terminated) * Q_target(s', a')`` where
@@ -87,8 +84,12 @@ def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, hu
     elementwise = F.smooth_l1_loss(q, target, reduction="none") if huber else td.square()
     weight = batch.get(keys.WEIGHT, None)
     loss = elementwise.mean() if weight is None else (weight * elementwise).mean()
-    return {"loss/q": loss, "stats/q_mean": q.detach().mean(), "stats/td_abs": td.detach().abs().mean(),
-            "td_error": td.detach()}
+    return {
+        "loss/q": loss,
+        "stats/q_mean": q.detach().mean(),
+        "stats/td_abs": td.detach().abs().mean(),
+        "td_error": td.detach(),
+    }
 
 
 class DQN:
@@ -153,8 +154,11 @@ class DQN:
         return {name: value.detach() for name, value in terms.items()}
 
     def state_dict(self, *, replay: bool = True) -> dict:
-        return self.learner.state_dict(replay=replay) | {"target": self.target.state_dict(), "updates": self.updates,
-                                                         "epsilon": self.epsilon}
+        return self.learner.state_dict(replay=replay) | {
+            "target": self.target.state_dict(),
+            "updates": self.updates,
+            "epsilon": self.epsilon,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
@@ -167,8 +171,16 @@ class DQN:
 CONFIG = DQNConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete,)}
 PHASES = REPLAY_PHASES
-METRICS = ("loss/q", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps", "stats/epsilon",
-           "stats/buffer_size", "optim/lr")
+METRICS = (
+    "loss/q",
+    "loss/total",
+    "stats/q_mean",
+    "stats/td_abs",
+    "stats/gradient_steps",
+    "stats/epsilon",
+    "stats/buffer_size",
+    "optim/lr",
+)
 
 
 def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:
@@ -177,11 +189,18 @@ def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:
     num_actions = int(ctx.action_space.n)
     encoder = ctx.encoder()
     # The encoder is part of the Q-network: the target copies it with the rest.
-    q = nn.Sequential(encoder, mlp(encoder.out_features, ctx.network.value_sizes, num_actions,
-                                   activation=ctx.network.activation, orthogonal=ctx.network.init == "orthogonal",
-                                   out_gain=1.0))
-    return QAgent(ctx.observation_normalizer(), q, num_actions=num_actions,
-                  epsilon_end=cfg.epsilon_end).to(ctx.device)
+    q = nn.Sequential(
+        encoder,
+        mlp(
+            encoder.out_features,
+            ctx.network.value_sizes,
+            num_actions,
+            activation=ctx.network.activation,
+            orthogonal=ctx.network.init == "orthogonal",
+            out_gain=1.0,
+        ),
+    )
+    return QAgent(ctx.observation_normalizer(), q, num_actions=num_actions, epsilon_end=cfg.epsilon_end).to(ctx.device)
 
 
 def build(cfg: DQNConfig, ctx: BuildContext) -> DQN:

@@ -30,8 +30,9 @@ from rlcli.timing import Timer
 class IQLAgent(nn.Module):
     """Policy, value, critic ensemble and its target over one observation normalizer."""
 
-    def __init__(self, obs_norm: ObservationNormalizer, actor: BoundedGaussianActor, value: ValueCritic,
-                 critic: QEnsemble):
+    def __init__(
+        self, obs_norm: ObservationNormalizer, actor: BoundedGaussianActor, value: ValueCritic, critic: QEnsemble
+    ):
         super().__init__()
         self.obs_norm = obs_norm
         self.actor = actor
@@ -40,8 +41,7 @@ class IQLAgent(nn.Module):
         self.critic_target = copy.deepcopy(critic).requires_grad_(False)
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
-                ) -> torch.Tensor:
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
         """Evaluation actions [N, A] for raw ``observation``: the policy's mean, or a sample (the caller clips)."""
         return self.actor.act(self.obs_norm(observation), deterministic=deterministic, generator=generator)
 
@@ -63,8 +63,11 @@ def iql_value_loss(agent: IQLAgent, batch: TensorDict, *, expectile: float) -> d
         q = agent.critic_target(batch[keys.INPUT], batch[keys.ACTION]).min(0).values
     v = agent.value(batch[keys.INPUT])
     difference = q - v
-    return {"loss/value": expectile_loss(difference, expectile), "stats/v_mean": v.detach().mean(),
-            "advantage": difference.detach()}
+    return {
+        "loss/value": expectile_loss(difference, expectile),
+        "stats/v_mean": v.detach().mean(),
+        "advantage": difference.detach(),
+    }
 
 
 def iql_critic_loss(agent: IQLAgent, batch: TensorDict, *, gamma: float) -> dict[str, torch.Tensor]:
@@ -78,8 +81,9 @@ def iql_critic_loss(agent: IQLAgent, batch: TensorDict, *, gamma: float) -> dict
     return terms
 
 
-def iql_actor_loss(agent: IQLAgent, batch: TensorDict, advantage: torch.Tensor, *, beta: float,
-                   max_weight: float) -> dict[str, torch.Tensor]:
+def iql_actor_loss(
+    agent: IQLAgent, batch: TensorDict, advantage: torch.Tensor, *, beta: float, max_weight: float
+) -> dict[str, torch.Tensor]:
     """Advantage-weighted regression: ``-mean min(exp(beta * A), max_weight) * log pi(a|s)``.
 
     Reads ``input`` and ``action``; ``advantage`` [B] is detached. Returns ``loss/actor`` and
@@ -103,9 +107,12 @@ class IQL:
         self.value_step = ctx.gradient_step(agent.value.parameters())
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
         self.actor_step = ctx.gradient_step(agent.actor.parameters())
-        self.learner = ReplayLearner(self.replay, {"value_step": self.value_step, "critic_step": self.critic_step,
-                                                   "actor_step": self.actor_step},
-                                     batch_size=cfg.batch_size, seed=ctx.seed)
+        self.learner = ReplayLearner(
+            self.replay,
+            {"value_step": self.value_step, "critic_step": self.critic_step, "actor_step": self.actor_step},
+            batch_size=cfg.batch_size,
+            seed=ctx.seed,
+        )
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
 
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
@@ -156,8 +163,19 @@ class IQL:
 CONFIG = IQLConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
-METRICS = ("loss/value", "loss/critic", "loss/actor", "loss/total", "stats/q_mean", "stats/v_mean",
-           "stats/weight_mean", "stats/td_abs", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+METRICS = (
+    "loss/value",
+    "loss/critic",
+    "loss/actor",
+    "loss/total",
+    "stats/q_mean",
+    "stats/v_mean",
+    "stats/weight_mean",
+    "stats/td_abs",
+    "stats/gradient_steps",
+    "stats/buffer_size",
+    "optim/lr",
+)
 
 
 def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:
@@ -167,12 +185,32 @@ def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:
     orthogonal = network.init == "orthogonal"
     encoder = ctx.encoder()
     actor = BoundedGaussianActor(
-        encoder, mlp(encoder.out_features, network.policy_sizes, ctx.act_dim, activation=network.activation,
-                     orthogonal=orthogonal, out_gain=0.01),
-        ctx.action_space, log_std_init=network.log_std_init)
+        encoder,
+        mlp(
+            encoder.out_features,
+            network.policy_sizes,
+            ctx.act_dim,
+            activation=network.activation,
+            orthogonal=orthogonal,
+            out_gain=0.01,
+        ),
+        ctx.action_space,
+        log_std_init=network.log_std_init,
+    )
     value_encoder = ctx.encoder()
-    value = ValueCritic(nn.Sequential(value_encoder, mlp(value_encoder.out_features, network.value_sizes, 1,
-                                                         activation=network.activation, orthogonal=orthogonal, out_gain=1.0)))
+    value = ValueCritic(
+        nn.Sequential(
+            value_encoder,
+            mlp(
+                value_encoder.out_features,
+                network.value_sizes,
+                1,
+                activation=network.activation,
+                orthogonal=orthogonal,
+                out_gain=1.0,
+            ),
+        )
+    )
     critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
     return IQLAgent(ctx.observation_normalizer(), actor, value, critic).to(ctx.device)
 

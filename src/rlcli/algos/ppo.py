@@ -13,6 +13,7 @@ from rlcli.config.algos import PPOConfig
 from rlcli.models.actor_critic import ActorCritic
 from rlcli.optim import SCHEDULES
 from rlcli.rollout import RolloutLearner, evaluate_minibatch
+
 # The actor-critic alone, for evaluation: this module's build_agent.
 from rlcli.rollout import build_agent as build_agent
 from rlcli.timing import Timer
@@ -87,10 +88,16 @@ class PPO:
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`ppo_loss` terms of a minibatch plus ``loss/total``, the scalar to minimise."""
         cfg = self.cfg
-        terms = ppo_loss(self.agent, batch, clip_epsilon=self.clip_epsilon, clip_value=cfg.clip_value,
-                         normalize_advantage=cfg.normalize_advantage)
-        terms["loss/total"] = (terms["loss/policy"] + cfg.value_coef * terms["loss/value"]
-                               - cfg.entropy_coef * terms["loss/entropy"])
+        terms = ppo_loss(
+            self.agent,
+            batch,
+            clip_epsilon=self.clip_epsilon,
+            clip_value=cfg.clip_value,
+            normalize_advantage=cfg.normalize_advantage,
+        )
+        terms["loss/total"] = (
+            terms["loss/policy"] + cfg.value_coef * terms["loss/value"] - cfg.entropy_coef * terms["loss/entropy"]
+        )
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
@@ -112,7 +119,7 @@ class PPO:
                 break
             order = torch.randperm(size, generator=self.generator, device=self.device)
             for start in range(0, size, cfg.minibatch_size):
-                index = order[start:start + cfg.minibatch_size]
+                index = order[start : start + cfg.minibatch_size]
                 # A one-sample tail has no advantage spread to normalize by.
                 if index.numel() < 2:
                     continue
@@ -138,8 +145,11 @@ class PPO:
 
     def state_dict(self, *, replay: bool = True) -> dict:
         # "done": the checkpoint key of iterations_done since the first checkpoints.
-        return self.rollout.state_dict() | {"generator": self.generator.get_state(), "done": self.iterations_done,
-                                            "clip_epsilon": self.clip_epsilon}
+        return self.rollout.state_dict() | {
+            "generator": self.generator.get_state(),
+            "done": self.iterations_done,
+            "clip_epsilon": self.clip_epsilon,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.rollout.load_state_dict(state)
@@ -150,8 +160,17 @@ class PPO:
 CONFIG = PPOConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
 PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
-METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "stats/approx_kl",
-           "stats/clip_fraction", "stats/gradient_steps", "stats/clip_epsilon", "optim/lr")
+METRICS = (
+    "loss/policy",
+    "loss/value",
+    "loss/entropy",
+    "loss/total",
+    "stats/approx_kl",
+    "stats/clip_fraction",
+    "stats/gradient_steps",
+    "stats/clip_epsilon",
+    "optim/lr",
+)
 
 
 def build(cfg: PPOConfig, ctx: BuildContext) -> PPO:

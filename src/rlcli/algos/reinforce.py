@@ -20,6 +20,7 @@ from rlcli import keys
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import REINFORCEConfig
 from rlcli.rollout import RolloutLearner, evaluate_minibatch
+
 # The actor-critic alone, for evaluation: this module's build_agent.
 from rlcli.rollout import build_agent as build_agent
 from rlcli.timing import Timer
@@ -34,8 +35,9 @@ if TYPE_CHECKING:
 LOSS_KEYS = (keys.INPUT, keys.ACTION, keys.ADVANTAGE, keys.VALUE_TARGET)
 
 
-def reinforce_loss(agent: ActorCritic, batch: TensorDict, *, baseline: bool, normalize_advantage: bool
-                   ) -> dict[str, torch.Tensor]:
+def reinforce_loss(
+    agent: ActorCritic, batch: TensorDict, *, baseline: bool, normalize_advantage: bool
+) -> dict[str, torch.Tensor]:
     """The score-function policy loss, the baseline's value loss and the entropy of a batch.
 
     Reads ``input``, ``action`` and ``advantage`` (the return, less the baseline's value when there

@@ -28,8 +28,7 @@ from rlcli.timing import Timer
 class SACAgent(nn.Module):
     """Actor, critic ensemble, its target and the log-temperature over one observation normalizer."""
 
-    def __init__(self, obs_norm: ObservationNormalizer, actor: SquashedGaussianActor, critic: QEnsemble,
-                 alpha: float):
+    def __init__(self, obs_norm: ObservationNormalizer, actor: SquashedGaussianActor, critic: QEnsemble, alpha: float):
         super().__init__()
         self.obs_norm = obs_norm
         self.actor = actor
@@ -38,8 +37,7 @@ class SACAgent(nn.Module):
         self.log_alpha = nn.Parameter(torch.tensor(float(np.log(alpha))))
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
-                ) -> torch.Tensor:
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
         """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the squashed
         mean, or a squashed sample (never the warm-up's uniform actions)."""
         action, _ = self.actor(self.obs_norm(observation), generator, deterministic=deterministic)
@@ -53,8 +51,16 @@ def critic_targets(q_next: torch.Tensor, subset: torch.Tensor | None) -> torch.T
     return q_next.min(0).values
 
 
-def sac_critic_loss(agent: SACAgent, batch: TensorDict, next_action: torch.Tensor, next_log_prob: torch.Tensor,
-                    *, gamma: float, alpha: torch.Tensor, subset: torch.Tensor | None) -> dict[str, torch.Tensor]:
+def sac_critic_loss(
+    agent: SACAgent,
+    batch: TensorDict,
+    next_action: torch.Tensor,
+    next_log_prob: torch.Tensor,
+    *,
+    gamma: float,
+    alpha: torch.Tensor,
+    subset: torch.Tensor | None,
+) -> dict[str, torch.Tensor]:
     """Soft Bellman loss of every critic: ``0.5 * sum_e mean_b (Q_e(s, a) - y)^2`` with
     ``y = r + discount * (1 - terminated) * (min_{e in subset} Q'_e(s', a') - alpha * log pi(a'|s'))``.
 
@@ -71,8 +77,16 @@ def sac_critic_loss(agent: SACAgent, batch: TensorDict, next_action: torch.Tenso
     return critic_regression(agent.critic(batch[keys.INPUT], batch[keys.ACTION]), target, batch)
 
 
-def sac_actor_loss(agent: SACAgent, batch: TensorDict, action: torch.Tensor, log_prob: torch.Tensor, *,
-                   alpha: torch.Tensor, actor_q: str, target_entropy: float) -> dict[str, torch.Tensor]:
+def sac_actor_loss(
+    agent: SACAgent,
+    batch: TensorDict,
+    action: torch.Tensor,
+    log_prob: torch.Tensor,
+    *,
+    alpha: torch.Tensor,
+    actor_q: str,
+    target_entropy: float,
+) -> dict[str, torch.Tensor]:
     """Actor loss ``mean(alpha * log pi(a|s) - Q(s, a))``, and the temperature loss
     ``-mean(log_alpha * (log pi(a|s) + target_entropy))``.
 
@@ -103,12 +117,16 @@ class SAC:
         # actor's loss), so one backward of their sum and one optimizer serve both.
         tuned = [agent.log_alpha] if cfg.autotune_alpha else []
         self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned])
-        self.learner = ReplayLearner(replay, {"critic_step": self.critic_step, "actor_step": self.actor_step},
-                                     batch_size=cfg.batch_size, seed=ctx.seed)
-        self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau,
-                                     interval=cfg.target_update_interval)
-        self.target_entropy = (float(cfg.target_entropy) if cfg.target_entropy is not None
-                               else -float(ctx.act_dim))
+        self.learner = ReplayLearner(
+            replay,
+            {"critic_step": self.critic_step, "actor_step": self.actor_step},
+            batch_size=cfg.batch_size,
+            seed=ctx.seed,
+        )
+        self.target = TargetSchedule(
+            agent.critic_target, agent.critic, tau=cfg.tau, interval=cfg.target_update_interval
+        )
+        self.target_entropy = float(cfg.target_entropy) if cfg.target_entropy is not None else -float(ctx.act_dim)
         self.bounds = ctx.action_bounds()
         self.device = ctx.device
         # Actions and target noise are drawn on the training device.
@@ -145,7 +163,7 @@ class SAC:
         cfg = self.cfg
         if cfg.critic_subset >= cfg.num_critics:
             return None
-        return torch.randperm(cfg.num_critics, generator=self.noise_generator, device=self.device)[:cfg.critic_subset]
+        return torch.randperm(cfg.num_critics, generator=self.noise_generator, device=self.device)[: cfg.critic_subset]
 
     def _samples(self, batch: TensorDict, with_actor: bool):
         """The actor's samples for ``next_input`` (for the target) and, when ``with_actor``, for
@@ -165,10 +183,12 @@ class SAC:
         cfg = self.cfg
         alpha = self.alpha
         next_action, next_log_prob, action, log_prob = self._samples(batch, with_actor=True)
-        terms = sac_critic_loss(self.agent, batch, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha,
-                                subset=self._subset())
-        terms |= sac_actor_loss(self.agent, batch, action, log_prob, alpha=alpha, actor_q=cfg.actor_q,
-                                target_entropy=self.target_entropy)
+        terms = sac_critic_loss(
+            self.agent, batch, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha, subset=self._subset()
+        )
+        terms |= sac_actor_loss(
+            self.agent, batch, action, log_prob, alpha=alpha, actor_q=cfg.actor_q, target_entropy=self.target_entropy
+        )
         terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"] + terms["loss/alpha"]
         return terms
 
@@ -188,8 +208,9 @@ class SAC:
         actor_due = (self.updates + 1) % cfg.policy_delay == 0
         with timer.phase("update.forward"):
             next_action, next_log_prob, action, log_prob = self._samples(sample, actor_due)
-            terms = sac_critic_loss(self.agent, sample, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha,
-                                    subset=self._subset())
+            terms = sac_critic_loss(
+                self.agent, sample, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha, subset=self._subset()
+            )
         td_error = terms.pop("td_error")
         self.critic_step(terms["loss/critic"], timer)
         self.replay.prioritize(sample, td_error, timer)
@@ -198,8 +219,15 @@ class SAC:
             # The actor's sample was drawn before the critic step; the actor has not moved since,
             # and its loss is judged by the critics as they are now.
             with timer.phase("update.forward"):
-                terms |= sac_actor_loss(self.agent, sample, action, log_prob, alpha=alpha, actor_q=cfg.actor_q,
-                                        target_entropy=self.target_entropy)
+                terms |= sac_actor_loss(
+                    self.agent,
+                    sample,
+                    action,
+                    log_prob,
+                    alpha=alpha,
+                    actor_q=cfg.actor_q,
+                    target_entropy=self.target_entropy,
+                )
             loss = terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"]
             self.actor_step(loss, timer)
         with timer.phase("update.target"):
@@ -208,8 +236,12 @@ class SAC:
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
-            "target": self.target.state_dict(), "noise_generator": self.noise_generator.get_state(),
-            "updates": self.updates, "held": self.held, "held_steps": self.held_steps}
+            "target": self.target.state_dict(),
+            "noise_generator": self.noise_generator.get_state(),
+            "updates": self.updates,
+            "held": self.held,
+            "held_steps": self.held_steps,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
@@ -222,8 +254,19 @@ class SAC:
 CONFIG = SACConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
-METRICS = ("loss/critic", "loss/actor", "loss/alpha", "loss/total", "stats/q_mean", "stats/entropy",
-           "stats/alpha", "stats/td_abs", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+METRICS = (
+    "loss/critic",
+    "loss/actor",
+    "loss/alpha",
+    "loss/total",
+    "stats/q_mean",
+    "stats/entropy",
+    "stats/alpha",
+    "stats/td_abs",
+    "stats/gradient_steps",
+    "stats/buffer_size",
+    "optim/lr",
+)
 
 
 def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:
@@ -232,9 +275,17 @@ def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:
     network = ctx.network
     encoder = ctx.encoder()
     actor = SquashedGaussianActor(
-        encoder, mlp(encoder.out_features, network.policy_sizes, 2 * ctx.act_dim, activation=network.activation,
-            orthogonal=network.init == "orthogonal", out_gain=0.01),
-        ctx.action_space)
+        encoder,
+        mlp(
+            encoder.out_features,
+            network.policy_sizes,
+            2 * ctx.act_dim,
+            activation=network.activation,
+            orthogonal=network.init == "orthogonal",
+            out_gain=0.01,
+        ),
+        ctx.action_space,
+    )
     critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
     return SACAgent(ctx.observation_normalizer(), actor, critic, cfg.alpha).to(ctx.device)
 
@@ -247,6 +298,5 @@ def build(cfg: SACConfig, ctx: BuildContext) -> SAC:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = build_agent(cfg, ctx)
-    spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32),
-                           n_step=cfg.n_step)
+    spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=cfg.n_step)
     return SAC(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm))

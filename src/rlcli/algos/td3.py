@@ -31,8 +31,15 @@ class DeterministicAgent(nn.Module):
     in half-ranges) are plain attributes, not part of the state_dict.
     """
 
-    def __init__(self, obs_norm: ObservationNormalizer, actor: DeterministicActor, critic: QEnsemble, *,
-                 bounds: ActionBounds, noise_scale: float):
+    def __init__(
+        self,
+        obs_norm: ObservationNormalizer,
+        actor: DeterministicActor,
+        critic: QEnsemble,
+        *,
+        bounds: ActionBounds,
+        noise_scale: float,
+    ):
         super().__init__()
         self.obs_norm = obs_norm
         self.actor = actor
@@ -42,8 +49,7 @@ class DeterministicAgent(nn.Module):
         self.bounds, self.noise_scale = bounds, noise_scale
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator
-                ) -> torch.Tensor:
+    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
         """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the actor's, plus
         Gaussian noise of ``noise_scale`` when stochastic.
 
@@ -58,9 +64,17 @@ class DeterministicAgent(nn.Module):
         return self.bounds.clip(action + self.noise_scale * draw * (high - low) / 2)
 
 
-def td3_critic_loss(agent: DeterministicAgent, batch: TensorDict, *, gamma: float, target_noise: float,
-                    noise_clip: float, low: torch.Tensor, high: torch.Tensor,
-                    generator: torch.Generator) -> dict[str, torch.Tensor]:
+def td3_critic_loss(
+    agent: DeterministicAgent,
+    batch: TensorDict,
+    *,
+    gamma: float,
+    target_noise: float,
+    noise_clip: float,
+    low: torch.Tensor,
+    high: torch.Tensor,
+    generator: torch.Generator,
+) -> dict[str, torch.Tensor]:
     """``0.5 * sum_e mean_b (Q_e(s, a) - y)^2`` with ``y = r + discount * (1 - terminated) *
     min_e Q'_e(s', clip(pi'(s') + clip(eps, -c, c)))``, eps ~ N(0, target_noise) in half-ranges.
 
@@ -79,8 +93,9 @@ def td3_critic_loss(agent: DeterministicAgent, batch: TensorDict, *, gamma: floa
     return critic_regression(agent.critic(batch[keys.INPUT], batch[keys.ACTION]), target, batch)
 
 
-def td3_actor_loss(agent: DeterministicAgent, batch: TensorDict, *, bc_alpha: float | None = None
-                   ) -> dict[str, torch.Tensor]:
+def td3_actor_loss(
+    agent: DeterministicAgent, batch: TensorDict, *, bc_alpha: float | None = None
+) -> dict[str, torch.Tensor]:
     """``-mean Q_0(s, pi(s))``: the first critic judges the actor. Reads ``input``; the
     critics' weights get no gradient.
 
@@ -111,8 +126,12 @@ class TD3:
         self.noise = noise
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
         self.actor_step = ctx.gradient_step(agent.actor.parameters())
-        self.learner = ReplayLearner(replay, {"critic_step": self.critic_step, "actor_step": self.actor_step},
-                                     batch_size=cfg.batch_size, seed=ctx.seed)
+        self.learner = ReplayLearner(
+            replay,
+            {"critic_step": self.critic_step, "actor_step": self.actor_step},
+            batch_size=cfg.batch_size,
+            seed=ctx.seed,
+        )
         # Both targets move together, right after each (delayed) actor step.
         self.critic_target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
         self.actor_target = TargetSchedule(agent.actor_target, agent.actor, tau=cfg.tau, interval=1)
@@ -124,14 +143,25 @@ class TD3:
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action`` [N, A] in the Box bounds: uniform during the warm-up, then the actor's plus noise,
         clipped (stored as executed: the critic learns the value of the clipped action)."""
-        return self.learner.act(observation, generator, self.bounds, lambda obs: self.bounds.clip(
-            self.noise(self.agent.actor(self.agent.obs_norm(obs)), generator)))
+        return self.learner.act(
+            observation,
+            generator,
+            self.bounds,
+            lambda obs: self.bounds.clip(self.noise(self.agent.actor(self.agent.obs_norm(obs)), generator)),
+        )
 
     def _critic_terms(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         cfg = self.cfg
-        return td3_critic_loss(self.agent, batch, gamma=cfg.gamma, target_noise=cfg.target_noise,
-                               noise_clip=cfg.target_noise_clip, low=self.bounds.low, high=self.bounds.high,
-                               generator=self.noise_generator)
+        return td3_critic_loss(
+            self.agent,
+            batch,
+            gamma=cfg.gamma,
+            target_noise=cfg.target_noise,
+            noise_clip=cfg.target_noise_clip,
+            low=self.bounds.low,
+            high=self.bounds.high,
+            generator=self.noise_generator,
+        )
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """Critic and actor losses of one minibatch; ``loss/total`` is their sum."""
@@ -167,8 +197,10 @@ class TD3:
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
-            "noise_generator": self.noise_generator.get_state(), "updates": self.updates,
-            "noise": self.noise.state_dict()}
+            "noise_generator": self.noise_generator.get_state(),
+            "updates": self.updates,
+            "noise": self.noise.state_dict(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
@@ -180,8 +212,17 @@ class TD3:
 CONFIG = TD3Config
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
-METRICS = ("loss/critic", "loss/actor", "loss/bc", "loss/total", "stats/q_mean", "stats/td_abs", "stats/gradient_steps",
-           "stats/buffer_size", "optim/lr")
+METRICS = (
+    "loss/critic",
+    "loss/actor",
+    "loss/bc",
+    "loss/total",
+    "stats/q_mean",
+    "stats/td_abs",
+    "stats/gradient_steps",
+    "stats/buffer_size",
+    "optim/lr",
+)
 
 
 def build_agent(cfg, ctx: BuildContext) -> DeterministicAgent:
@@ -190,12 +231,21 @@ def build_agent(cfg, ctx: BuildContext) -> DeterministicAgent:
     network = ctx.network
     encoder = ctx.encoder()
     actor = DeterministicActor(
-        encoder, mlp(encoder.out_features, network.policy_sizes, ctx.act_dim, activation=network.activation,
-            orthogonal=network.init == "orthogonal", out_gain=0.01),
-        ctx.action_space)
+        encoder,
+        mlp(
+            encoder.out_features,
+            network.policy_sizes,
+            ctx.act_dim,
+            activation=network.activation,
+            orthogonal=network.init == "orthogonal",
+            out_gain=0.01,
+        ),
+        ctx.action_space,
+    )
     critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
-    return DeterministicAgent(ctx.observation_normalizer(), actor, critic, bounds=ctx.action_bounds(),
-                              noise_scale=cfg.noise_scale).to(ctx.device)
+    return DeterministicAgent(
+        ctx.observation_normalizer(), actor, critic, bounds=ctx.action_bounds(), noise_scale=cfg.noise_scale
+    ).to(ctx.device)
 
 
 def build(cfg, ctx: BuildContext) -> TD3:
@@ -210,7 +260,12 @@ def build(cfg, ctx: BuildContext) -> TD3:
     """
     agent = build_agent(cfg, ctx)
     space = ctx.action_space
-    noise = ActionNoise(cfg.noise, scale=cfg.noise_scale, num_envs=ctx.env.num_envs, theta=cfg.ou_theta,
-                        half_range=torch.as_tensor((space.high - space.low) / 2, dtype=torch.float32)).to(ctx.device)
+    noise = ActionNoise(
+        cfg.noise,
+        scale=cfg.noise_scale,
+        num_envs=ctx.env.num_envs,
+        theta=cfg.ou_theta,
+        half_range=torch.as_tensor((space.high - space.low) / 2, dtype=torch.float32),
+    ).to(ctx.device)
     spec = transition_spec(ctx.observation_space, (tuple(space.shape), torch.float32), n_step=cfg.n_step)
     return TD3(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm), noise=noise)

@@ -29,6 +29,7 @@ def check_suites(names: Sequence[str]) -> None:
     if unknown:
         raise InputError(f"--suite {' '.join(unknown)}", f"unknown suite; known suites: {', '.join(SUITE_NAMES)}")
 
+
 # Direction of each unit: True when a larger figure is better.
 UNITS = {
     "frames/s": True,

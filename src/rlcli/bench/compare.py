@@ -35,11 +35,19 @@ def load_report(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"bench baseline {path}", f"not a JSON file: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("results"), list):
-        raise InputError(f"bench baseline {path}", f"not an rlcli bench report (expected \"format\": \"{FORMAT}\" and a results list)")
+        raise InputError(
+            f"bench baseline {path}", f'not an rlcli bench report (expected "format": "{FORMAT}" and a results list)'
+        )
     for index, row in enumerate(data["results"]):
-        if not (isinstance(row, dict) and isinstance(row.get("key"), str)
-                and isinstance(row.get("median"), (int, float)) and row.get("unit") in UNITS):
-            raise InputError(f"bench baseline {path}", f"results[{index}] lacks a key, a numeric median or a known unit")
+        if not (
+            isinstance(row, dict)
+            and isinstance(row.get("key"), str)
+            and isinstance(row.get("median"), (int, float))
+            and row.get("unit") in UNITS
+        ):
+            raise InputError(
+                f"bench baseline {path}", f"results[{index}] lacks a key, a numeric median or a known unit"
+            )
     return data
 
 
@@ -53,8 +61,9 @@ def change(current: dict[str, Any], baseline: dict[str, Any], noise_pct: float) 
     old, new = baseline["median"], current["median"]
     pct = (new - old) / old * 100 if old else 0.0
     better_pct = pct if higher else -pct
-    overlap = (current.get("min", new) <= baseline.get("max", old)
-               and baseline.get("min", old) <= current.get("max", new))
+    overlap = current.get("min", new) <= baseline.get("max", old) and baseline.get("min", old) <= current.get(
+        "max", new
+    )
     if abs(better_pct) <= noise_pct or overlap:
         return better_pct, "same"
     return better_pct, "better" if better_pct > 0 else "worse"

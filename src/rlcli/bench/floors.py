@@ -85,8 +85,9 @@ class BareSAC:
         log_std = log_std.clamp(-20, 2)
         noise = torch.randn(mean.shape, generator=self.generator)
         u = mean + log_std.exp() * noise
-        log_prob = (-0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)
-                    - 2 * (math.log(2) - u - F.softplus(-2 * u))).sum(-1)
+        log_prob = (
+            -0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi) - 2 * (math.log(2) - u - F.softplus(-2 * u))
+        ).sum(-1)
         return self.center + self.half * torch.tanh(u), log_prob
 
     def step(self, batch: TensorDict) -> None:
@@ -189,8 +190,7 @@ class BareIQL:
         weight = torch.exp(self.beta * u.detach()).clamp(max=self.max_weight)
         mean = self.center + self.half * torch.tanh(self.actor(obs))
         log_std = self.log_std.clamp(-20, 2)
-        log_prob = (-0.5 * ((action - mean) / log_std.exp()).square() - log_std
-                    - 0.5 * math.log(2 * math.pi)).sum(-1)
+        log_prob = (-0.5 * ((action - mean) / log_std.exp()).square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
         actor_loss = -(weight * log_prob).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()

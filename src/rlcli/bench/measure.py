@@ -12,7 +12,6 @@ import torch
 
 from rlcli.bench import UNITS
 
-
 CASE_BUDGET_S = 2.0
 """Seconds of timed repetitions a case gets at most, unless that leaves fewer than ``MIN_REPEATS``."""
 MIN_REPEATS = 3
@@ -73,8 +72,17 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
         rates = case.timed(repeat, min_seconds)
         if not rates:
             raise RuntimeError(f"{case.key}: no rate measured")
-        return Result(case.suite, case.name, dict(case.params), case.key, case.unit,
-                      statistics.median(rates), min(rates), max(rates), len(rates))
+        return Result(
+            case.suite,
+            case.name,
+            dict(case.params),
+            case.key,
+            case.unit,
+            statistics.median(rates),
+            min(rates),
+            max(rates),
+            len(rates),
+        )
 
     def sync() -> None:
         if device.type == "cuda":
@@ -97,8 +105,17 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
             case.run()
         sync()
         rates.append(case.work * calls / (time.perf_counter() - start))
-    return Result(case.suite, case.name, dict(case.params), case.key, case.unit,
-                  statistics.median(rates), min(rates), max(rates), len(rates))
+    return Result(
+        case.suite,
+        case.name,
+        dict(case.params),
+        case.key,
+        case.unit,
+        statistics.median(rates),
+        min(rates),
+        max(rates),
+        len(rates),
+    )
 
 
 @dataclass(frozen=True)
@@ -118,5 +135,15 @@ class Ratio:
             return None
         key = Case(self.suite, self.name, self.params, self.unit, 1, lambda: None).key
         value = top.median / bottom.median
-        return Result(self.suite, self.name, dict(self.params), key, self.unit, value, value, value,
-                      top.repeats, extra={"of": [self.numerator, self.denominator]})
+        return Result(
+            self.suite,
+            self.name,
+            dict(self.params),
+            key,
+            self.unit,
+            value,
+            value,
+            value,
+            top.repeats,
+            extra={"of": [self.numerator, self.denominator]},
+        )

@@ -34,9 +34,19 @@ def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 
 
     configs = {}
     for name in available_presets():
-        cfg = load_config(name, [f'run.device="{opts.device}"', "timing.enabled=false",
-                                 f"data.steps_per_iteration={steps_per_iteration}", *extra]
-                          ) if load_config(name).offline else None
+        cfg = (
+            load_config(
+                name,
+                [
+                    f'run.device="{opts.device}"',
+                    "timing.enabled=false",
+                    f"data.steps_per_iteration={steps_per_iteration}",
+                    *extra,
+                ],
+            )
+            if load_config(name).offline
+            else None
+        )
         if cfg is None:
             continue
         try:
@@ -64,10 +74,14 @@ def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
     the preset's dataset."""
     cases: list[Case] = []
     ratios: list[Ratio] = []
-    floors = {"iql": lambda algo, a: BareIQL(algo, gamma=a.gamma, tau=a.tau, expectile=a.expectile, beta=a.beta,
-                                             max_weight=a.max_weight),
-              "cql": lambda algo, a: BareCQL(algo, gamma=a.gamma, tau=a.tau, weight=a.conservative_weight,
-                                             samples=a.num_random_actions)}
+    floors = {
+        "iql": lambda algo, a: BareIQL(
+            algo, gamma=a.gamma, tau=a.tau, expectile=a.expectile, beta=a.beta, max_weight=a.max_weight
+        ),
+        "cql": lambda algo, a: BareCQL(
+            algo, gamma=a.gamma, tau=a.tau, weight=a.conservative_weight, samples=a.num_random_actions
+        ),
+    }
     chosen = {}
     for cfg in offline_configs(opts, "network.hidden_sizes=[256,256]").values():
         if cfg.algo.name in floors:
@@ -78,13 +92,32 @@ def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
         algo, timer = run.algo, Timer(run.device)
         sample = algo.replay.sample(cfg.algo.batch_size, torch.Generator(device=run.device).manual_seed(0))
         params = {"batch": cfg.algo.batch_size, "hidden": "x".join(map(str, cfg.network.hidden_sizes))}
-        cases.append(Case("offpolicy", f"{name}.update", params, "calls/s", 1,
-                          lambda algo=algo, sample=sample, timer=timer: algo.update(sample, timer)))
+        cases.append(
+            Case(
+                "offpolicy",
+                f"{name}.update",
+                params,
+                "calls/s",
+                1,
+                lambda algo=algo, sample=sample, timer=timer: algo.update(sample, timer),
+            )
+        )
         bare = floors[name](algo, cfg.algo)
-        cases.append(Case("offpolicy", f"{name}.bare_torch_update", params, "calls/s", 1,
-                          lambda bare=bare, sample=sample: bare.step(sample)))
-        ratios.append(Ratio("offpolicy", f"{name}.update.slowdown_vs_bare_torch", params, "slowdown",
-                            cases[-1].key, cases[-2].key))
+        cases.append(
+            Case(
+                "offpolicy",
+                f"{name}.bare_torch_update",
+                params,
+                "calls/s",
+                1,
+                lambda bare=bare, sample=sample: bare.step(sample),
+            )
+        )
+        ratios.append(
+            Ratio(
+                "offpolicy", f"{name}.update.slowdown_vs_bare_torch", params, "slowdown", cases[-1].key, cases[-2].key
+            )
+        )
     return cases, ratios
 
 
@@ -97,6 +130,14 @@ def offline_iterations(opts: BenchOptions) -> list[Case]:
         algo, timer = run.algo, Timer(run.device)
         batch = run.source.collect(timer)
         steps = cfg.data.steps_per_iteration
-        cases.append(Case("update", name, {"steps_per_iteration": steps}, "gradient steps/s", steps,
-                          lambda algo=algo, batch=batch, timer=timer: algo.learn(batch, timer)))
+        cases.append(
+            Case(
+                "update",
+                name,
+                {"steps_per_iteration": steps},
+                "gradient steps/s",
+                steps,
+                lambda algo=algo, batch=batch, timer=timer: algo.learn(batch, timer),
+            )
+        )
     return cases

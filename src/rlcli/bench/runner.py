@@ -56,14 +56,21 @@ def run_bench(
         "format": FORMAT,
         "machine": machine_info(opts.device),
         "commit": git_commit(),
-        "options": {"suites": list(suites or SUITES), "device": str(opts.device), "repeat": repeat,
-                    "threads": threads, "quick": quick, "compile": compile},
+        "options": {
+            "suites": list(suites or SUITES),
+            "device": str(opts.device),
+            "repeat": repeat,
+            "threads": threads,
+            "quick": quick,
+            "compile": compile,
+        },
         "results": [r.to_json() for r in results],
     }
 
 
-def _run_suites(names: Sequence[str], opts: BenchOptions, repeat: int,
-                on_result: Callable[[Result], None]) -> list[Result]:
+def _run_suites(
+    names: Sequence[str], opts: BenchOptions, repeat: int, on_result: Callable[[Result], None]
+) -> list[Result]:
     min_seconds = 0.05 if opts.quick else 0.1
     results: list[Result] = []
     for name in names:

@@ -17,10 +17,11 @@ from tensordict import TensorDict
 from rlcli import keys
 from rlcli.advantages import gae
 from rlcli.algos import ALGORITHMS
+from rlcli.bench import training
 from rlcli.bench.floors import BareSAC, bare_ppo_loss, ensemble_member, gae_loop
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.offline import offline_configs, offline_iterations, offline_updates
-from rlcli.bench import training
+
 # Re-exported: benchmarks/replay_memory.py feeds the same transitions.
 from rlcli.bench.transitions import BUFFER_SPEC, random_transitions
 from rlcli.config.load import load_config
@@ -50,6 +51,7 @@ def suite(name: str):
     def register(function: Callable[[BenchOptions], SuiteOutput]):
         SUITES[name] = function
         return function
+
     return register
 
 
@@ -68,6 +70,7 @@ def _env_available(env_id: str) -> bool:
     import gymnasium as gym
 
     from rlcli.envs import mujoco_warnings_once
+
     mujoco_warnings_once(env_id)
     try:
         gym.make(env_id).close()
@@ -89,7 +92,7 @@ def env_suite(opts: BenchOptions) -> SuiteOutput:
         modes = [] if family else ["sync"]
         if gym.spec(env_id).vector_entry_point is not None:
             modes.append("vector_entry_point")
-        for num_envs in ([8] if opts.quick else [1, 8, 32]):
+        for num_envs in [8] if opts.quick else [1, 8, 32]:
             for mode in modes + ([] if opts.quick or family or num_envs != 8 else ["async"]):
                 envs = make_envs(env_cfg.model_copy(update={"num_envs": num_envs, "vectorization": mode}))
                 envs.reset(seed=0)
@@ -100,8 +103,11 @@ def env_suite(opts: BenchOptions) -> SuiteOutput:
                     for action in actions:
                         envs.step(action)
 
-                cases.append(Case("env", env_id, {"num_envs": num_envs, "mode": mode}, "frames/s",
-                                  64 * num_envs, run, envs.close))
+                cases.append(
+                    Case(
+                        "env", env_id, {"num_envs": num_envs, "mode": mode}, "frames/s", 64 * num_envs, run, envs.close
+                    )
+                )
     return cases, []
 
 
@@ -112,9 +118,17 @@ def collector_suite(opts: BenchOptions) -> SuiteOutput:
     for name, cfg in preset_configs(opts).items():
         run = build_run(cfg)
         timer = Timer(run.device)
-        cases.append(Case("collector", name, {"frames_per_batch": cfg.collector.frames_per_batch},
-                          "frames/s", cfg.collector.frames_per_batch,
-                          lambda run=run, timer=timer: run.source.collect(timer), run.close))
+        cases.append(
+            Case(
+                "collector",
+                name,
+                {"frames_per_batch": cfg.collector.frames_per_batch},
+                "frames/s",
+                cfg.collector.frames_per_batch,
+                lambda run=run, timer=timer: run.source.collect(timer),
+                run.close,
+            )
+        )
     return cases, []
 
 
@@ -131,11 +145,18 @@ def advantage_suite(opts: BenchOptions) -> SuiteOutput:
         for name, function in (("gae", gae), ("gae_loop", gae_loop)):
             if name == "gae_loop" and shape not in ((512, 32), (2048, 16)):
                 continue
-            cases.append(Case("advantage", name, params, "elements/s", steps * envs,
-                              lambda f=function, d=data, e=done: f(*d, *e, gamma=0.99, lam=0.95)))
+            cases.append(
+                Case(
+                    "advantage",
+                    name,
+                    params,
+                    "elements/s",
+                    steps * envs,
+                    lambda f=function, d=data, e=done: f(*d, *e, gamma=0.99, lam=0.95),
+                )
+            )
         if shape in ((512, 32), (2048, 16)):
-            ratios.append(Ratio("advantage", "gae_speedup", params, "speedup",
-                                cases[-2].key, cases[-1].key))
+            ratios.append(Ratio("advantage", "gae_speedup", params, "speedup", cases[-2].key, cases[-1].key))
     return cases, ratios
 
 
@@ -172,7 +193,9 @@ def _short_warm_up(cfg: RunConfig) -> RunConfig:
     random frames would cost minutes of env steps before the first timed update."""
     if getattr(cfg.algo, "learning_starts", 0) <= cfg.collector.frames_per_batch:
         return cfg
-    return cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"learning_starts": cfg.collector.frames_per_batch})})
+    return cfg.model_copy(
+        update={"algo": cfg.algo.model_copy(update={"learning_starts": cfg.collector.frames_per_batch})}
+    )
 
 
 def _learning(algo, batch: TensorDict, timer: Timer, limit: int = 100_000) -> None:
@@ -205,8 +228,15 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
     return cases, ratios
 
 
-def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo_name: str,
-                cfg: RunConfig, algo, minibatch: TensorDict) -> None:
+def _loss_cases(
+    cases: list[Case],
+    ratios: list[Ratio],
+    opts: BenchOptions,
+    algo_name: str,
+    cfg: RunConfig,
+    algo,
+    minibatch: TensorDict,
+) -> None:
     """Append the loss cases of one algorithm at one batch size."""
     loss = torch.compile(algo.loss) if opts.compile else algo.loss
     params = {"preset": cfg.run.name, "batch": minibatch.batch_size[0]} | ({"compile": True} if opts.compile else {})
@@ -219,14 +249,15 @@ def _loss_cases(cases: list[Case], ratios: list[Ratio], opts: BenchOptions, algo
     cases.append(Case("loss", f"{algo_name}.forward_backward", params, "calls/s", 1, backward))
     # The floor covers the preset's PPO: categorical policy, no value clipping.
     if algo_name == "ppo" and minibatch[keys.ACTION].dtype == torch.int64 and cfg.algo.clip_value is None:
+
         def floor():
             algo.agent.zero_grad(set_to_none=True)
-            bare_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef,
-                            cfg.algo.entropy_coef)[0].backward()
+            bare_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef, cfg.algo.entropy_coef)[
+                0
+            ].backward()
 
         cases.append(Case("loss", "ppo.bare_torch_forward_backward", params, "calls/s", 1, floor))
-        ratios.append(Ratio("loss", "ppo.slowdown_vs_bare_torch", params, "slowdown",
-                            cases[-1].key, cases[-2].key))
+        ratios.append(Ratio("loss", "ppo.slowdown_vs_bare_torch", params, "slowdown", cases[-1].key, cases[-2].key))
 
 
 @suite("update")
@@ -238,9 +269,16 @@ def update_suite(opts: BenchOptions) -> SuiteOutput:
         algo, batch = _first_batch(_short_warm_up(cfg))
         timer = Timer(batch.device)
         _learning(algo, batch, timer)
-        cases.append(Case("update", name, {"frames_per_batch": cfg.collector.frames_per_batch},
-                          "frames/s", cfg.collector.frames_per_batch,
-                          lambda algo=algo, batch=batch, timer=timer: algo.learn(batch.clone(), timer)))
+        cases.append(
+            Case(
+                "update",
+                name,
+                {"frames_per_batch": cfg.collector.frames_per_batch},
+                "frames/s",
+                cfg.collector.frames_per_batch,
+                lambda algo=algo, batch=batch, timer=timer: algo.learn(batch.clone(), timer),
+            )
+        )
     return cases + offline_iterations(opts), []
 
 
@@ -256,8 +294,9 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
     cases: list[Case] = []
     buffers = {}
     for prioritized in (False, True):
-        buffer = ReplayBuffer(ReplayConfig(capacity=capacity, prioritized=prioritized), BUFFER_SPEC,
-                              device=torch.device("cpu"))
+        buffer = ReplayBuffer(
+            ReplayConfig(capacity=capacity, prioritized=prioritized), BUFFER_SPEC, device=torch.device("cpu")
+        )
         for _ in range(10):
             buffer.extend(random_transitions((100, 1000), generator))
         buffers[prioritized] = buffer
@@ -265,8 +304,9 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
     step = random_transitions((16, 32), generator)
     sample_generator = torch.Generator().manual_seed(1)
     params = {"capacity": capacity, "batch": size}
-    cases.append(Case("buffer", "extend", {"capacity": capacity, "T": 16, "N": 32}, "calls/s", 1,
-                      lambda: uniform.extend(step)))
+    cases.append(
+        Case("buffer", "extend", {"capacity": capacity, "T": 16, "N": 32}, "calls/s", 1, lambda: uniform.extend(step))
+    )
     storage = list(uniform.tensors.values())
 
     def floor():
@@ -274,16 +314,18 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
         return [tensor.index_select(0, index) for tensor in storage]
 
     cases.append(Case("buffer", "bare_torch_sample", params, "calls/s", 1, floor))
-    cases.append(Case("buffer", "sample_uniform", params, "calls/s", 1,
-                      lambda: uniform.sample(size, sample_generator)))
-    cases.append(Case("buffer", "sample_prioritized", params, "calls/s", 1,
-                      lambda: prioritized.sample(size, sample_generator)))
+    cases.append(Case("buffer", "sample_uniform", params, "calls/s", 1, lambda: uniform.sample(size, sample_generator)))
+    cases.append(
+        Case("buffer", "sample_prioritized", params, "calls/s", 1, lambda: prioritized.sample(size, sample_generator))
+    )
     index = torch.randint(capacity, (size,), generator=generator)
     td_error = torch.rand(size, generator=generator)
-    cases.append(Case("buffer", "update_priorities", params, "calls/s", 1,
-                      lambda: prioritized.update_priorities(index, td_error)))
-    ratios = [Ratio("buffer", "sample_uniform.slowdown_vs_bare_torch", params, "slowdown",
-                    cases[1].key, cases[2].key)]
+    cases.append(
+        Case(
+            "buffer", "update_priorities", params, "calls/s", 1, lambda: prioritized.update_priorities(index, td_error)
+        )
+    )
+    ratios = [Ratio("buffer", "sample_uniform.slowdown_vs_bare_torch", params, "slowdown", cases[1].key, cases[2].key)]
     return cases, ratios
 
 
@@ -294,8 +336,15 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     loop over 10 separate critics), forward and backward at batch 256."""
     from rlcli.models.critics import QEnsemble
 
-    cfg = load_config("sac_pendulum", [f'run.device="{opts.device}"', "timing.enabled=false",
-                                       "network.hidden_sizes=[256,256]", "algo.learning_starts=0"])
+    cfg = load_config(
+        "sac_pendulum",
+        [
+            f'run.device="{opts.device}"',
+            "timing.enabled=false",
+            "network.hidden_sizes=[256,256]",
+            "algo.learning_starts=0",
+        ],
+    )
     run = build_run(cfg)
     try:
         timer = Timer(run.device)
@@ -309,8 +358,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     cases = [Case("offpolicy", "sac.update", params, "calls/s", 1, lambda: algo.update(sample, timer))]
     bare = BareSAC(algo, algo.target_entropy, cfg.algo.gamma, cfg.algo.tau)
     cases.append(Case("offpolicy", "sac.bare_torch_update", params, "calls/s", 1, lambda: bare.step(sample)))
-    ratios = [Ratio("offpolicy", "sac.update.slowdown_vs_bare_torch", params, "slowdown",
-                    cases[1].key, cases[0].key)]
+    ratios = [Ratio("offpolicy", "sac.update.slowdown_vs_bare_torch", params, "slowdown", cases[1].key, cases[0].key)]
     generator = torch.Generator().manual_seed(1)
     obs, action = torch.randn(256, 17, generator=generator), torch.randn(256, 6, generator=generator)
     x = torch.cat([obs, action], -1)
@@ -325,22 +373,51 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
                 critic.zero_grad(set_to_none=True)
                 critic(obs, action).sum().backward()
 
-            cases.append(Case("offpolicy", "critic_ensemble", {"E": members, "hidden": hidden, "batch": 256},
-                              "calls/s", 1, ensemble))
+            cases.append(
+                Case(
+                    "offpolicy",
+                    "critic_ensemble",
+                    {"E": members, "hidden": hidden, "batch": 256},
+                    "calls/s",
+                    1,
+                    ensemble,
+                )
+            )
             keys_by_members[members] = cases[-1].key
-        loop = [ensemble_member(QEnsemble(1, Flat((17,)), 6, [hidden, hidden], activation="relu").net, 0) for _ in range(10)]
+        loop = [
+            ensemble_member(QEnsemble(1, Flat((17,)), 6, [hidden, hidden], activation="relu").net, 0) for _ in range(10)
+        ]
 
         def python_loop(loop=loop):
             for net in loop:
                 net.zero_grad(set_to_none=True)
             sum(net(x).sum() for net in loop).backward()
 
-        cases.append(Case("offpolicy", "critic_python_loop", {"E": 10, "hidden": hidden, "batch": 256},
-                          "calls/s", 1, python_loop))
-        ratios.append(Ratio("offpolicy", "critic_ensemble.E10_vs_E2", {"hidden": hidden, "batch": 256}, "slowdown",
-                            keys_by_members[2], keys_by_members[10]))
-        ratios.append(Ratio("offpolicy", "critic_python_loop.E10_vs_ensemble_E2", {"hidden": hidden, "batch": 256},
-                            "slowdown", keys_by_members[2], cases[-1].key))
+        cases.append(
+            Case(
+                "offpolicy", "critic_python_loop", {"E": 10, "hidden": hidden, "batch": 256}, "calls/s", 1, python_loop
+            )
+        )
+        ratios.append(
+            Ratio(
+                "offpolicy",
+                "critic_ensemble.E10_vs_E2",
+                {"hidden": hidden, "batch": 256},
+                "slowdown",
+                keys_by_members[2],
+                keys_by_members[10],
+            )
+        )
+        ratios.append(
+            Ratio(
+                "offpolicy",
+                "critic_python_loop.E10_vs_ensemble_E2",
+                {"hidden": hidden, "batch": 256},
+                "slowdown",
+                keys_by_members[2],
+                cases[-1].key,
+            )
+        )
     offline_cases, offline_ratios = offline_updates(opts)
     return cases + offline_cases, ratios + offline_ratios
 
@@ -366,8 +443,11 @@ def distributed_suite(opts: BenchOptions) -> SuiteOutput:
         address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
     # The partner rank matches this process's calls until it is killed at the end. Its own session: a
     # Ctrl-C at the terminal reaches the bench alone, which ends the partner on its way out.
-    partner = subprocess.Popen([sys.executable, "-m", "rlcli.bench.partner", address, str(numel)],
-                               start_new_session=True, stderr=subprocess.DEVNULL)
+    partner = subprocess.Popen(
+        [sys.executable, "-m", "rlcli.bench.partner", address, str(numel)],
+        start_new_session=True,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         dist.init_process_group("gloo", rank=0, world_size=2, init_method=address)
     except BaseException:
@@ -388,8 +468,7 @@ def distributed_suite(opts: BenchOptions) -> SuiteOutput:
         partner.wait()
         dist.destroy_process_group()
 
-    return [Case("distributed", "gloo_all_reduce", {"numel": numel, "ranks": 2}, "calls/s", calls, reduce,
-                 close)], []
+    return [Case("distributed", "gloo_all_reduce", {"numel": numel, "ranks": 2}, "calls/s", calls, reduce, close)], []
 
 
 @suite("train")

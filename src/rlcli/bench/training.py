@@ -28,8 +28,13 @@ def overrides(opts: BenchOptions) -> list[str]:
     """What a train case changes in its preset: a run folder in the bench's scratch folder, no
     evaluation, no periodic checkpoint, no replay in the final one."""
     folder = (opts.scratch / "train").as_posix()
-    return [f"run.output_dir={json.dumps(folder)}", "eval.every_frames=0", "eval.final_episodes=0",
-            "checkpoint.every_frames=0", "checkpoint.replay=false"]
+    return [
+        f"run.output_dir={json.dumps(folder)}",
+        "eval.every_frames=0",
+        "eval.final_episodes=0",
+        "checkpoint.every_frames=0",
+        "checkpoint.replay=false",
+    ]
 
 
 def train_cases(opts: BenchOptions, configs: dict[str, RunConfig]) -> list[Case]:
@@ -59,8 +64,17 @@ def train_cases(opts: BenchOptions, configs: dict[str, RunConfig]) -> list[Case]
                 raise BenchStopped(signal.Signals[state.stop_signal])
             return windows.rates
 
-        cases.append(Case("train", name, {"frames_per_batch": cfg.collector.frames_per_batch}, "frames/s",
-                          cfg.collector.frames_per_batch, None, timed=timed))
+        cases.append(
+            Case(
+                "train",
+                name,
+                {"frames_per_batch": cfg.collector.frames_per_batch},
+                "frames/s",
+                cfg.collector.frames_per_batch,
+                None,
+                timed=timed,
+            )
+        )
     return cases
 
 

@@ -37,7 +37,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Print the version and exit."),
     ] = False,
 ) -> None:
     """Train reinforcement-learning agents from a small TOML file."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -12,9 +12,9 @@ from rich.table import Table
 
 from rlcli.bench import BenchStopped, check_suites
 from rlcli.bench.compare import Comparison, compare, load_report, regressions
+from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 from rlcli.cli.render import user_errors
 from rlcli.config.errors import InputError
-from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 from rlcli.console import console, err_console
 from rlcli.interrupts import held_stop_signals, on_stop_signals
 
@@ -54,22 +54,33 @@ def _figure(value: float | None) -> str:
 
 def bench(
     suite: Annotated[
-        Optional[list[str]],
-        typer.Option(metavar="SUITE", help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
-                          "update, buffer, offpolicy, distributed, train."),
+        list[str] | None,
+        typer.Option(
+            metavar="SUITE",
+            help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
+            "update, buffer, offpolicy, distributed, train.",
+        ),
     ] = None,
     device: Annotated[str, typer.Option(metavar="DEVICE", help="auto, cpu, cuda or cuda:N.")] = "auto",
-    repeat: Annotated[int, typer.Option(min=1, metavar="N", help="Timed repetitions per figure (median reported).")] = 5,
+    repeat: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Timed repetitions per figure (median reported).")
+    ] = 5,
     threads: Annotated[int, typer.Option(min=1, metavar="N", help="torch intra-op threads.")] = 1,
-    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write figures and machine info here.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", metavar="FILE", help="Write figures and machine info here.")
+    ] = None,
     baseline: Annotated[
-        Optional[Path], typer.Option("--compare", metavar="FILE", help="A report from --json to compare against.")
+        Path | None, typer.Option("--compare", metavar="FILE", help="A report from --json to compare against.")
     ] = None,
     max_regression: Annotated[
-        Optional[float],
-        typer.Option(min=0, metavar="PCT", help="With --compare: exit 1 when a figure is worse by more than this percent."),
+        float | None,
+        typer.Option(
+            min=0, metavar="PCT", help="With --compare: exit 1 when a figure is worse by more than this percent."
+        ),
     ] = None,
-    noise: Annotated[float, typer.Option(min=0, metavar="PCT", help="Changes within this percent count as noise.")] = 5.0,
+    noise: Annotated[
+        float, typer.Option(min=0, metavar="PCT", help="Changes within this percent count as noise.")
+    ] = 5.0,
     quick: Annotated[bool, typer.Option("--quick", metavar="", help="Smaller suites: seconds each.")] = False,
     compile_: Annotated[bool, typer.Option("--compile", metavar="", help="Also torch.compile the losses.")] = False,
 ) -> None:
@@ -91,27 +102,37 @@ def bench(
     rows = compare(report, old, noise_pct=noise) if old is not None else None
     console.print(_table(report, rows))
     machine = report["machine"]
-    console.print(f"{machine['cpu']}, {machine['cores']} cores, torch {machine['torch']} "
-                  f"({machine['torch_threads']} threads), device {machine['device']}"
-                  + (f" ({machine['cuda_device']})" if machine["cuda_device"] else "")
-                  + (f", commit {report['commit'][:10]}" if report["commit"] else ""))
+    console.print(
+        f"{machine['cpu']}, {machine['cores']} cores, torch {machine['torch']} "
+        f"({machine['torch_threads']} threads), device {machine['device']}"
+        + (f" ({machine['cuda_device']})" if machine["cuda_device"] else "")
+        + (f", commit {report['commit'][:10]}" if report["commit"] else "")
+    )
     if json_out is not None:
         console.print(f"wrote {escape(str(json_out))}")
     if rows is not None and max_regression is not None:
         worse = regressions(rows, max_regression)
         if worse:
-            err_console.print(f"[bold red]{len(worse)} figure(s) worse than the baseline by more than "
-                              f"{max_regression:g}%:[/]")
+            err_console.print(
+                f"[bold red]{len(worse)} figure(s) worse than the baseline by more than {max_regression:g}%:[/]"
+            )
             for row in worse:
-                err_console.print(f"  {escape(row.key)}: {_figure(row.baseline)} -> {_figure(row.current)} "
-                                  f"{row.unit} ({row.change_pct:+.1f}%)")
+                err_console.print(
+                    f"  {escape(row.key)}: {_figure(row.baseline)} -> {_figure(row.current)} "
+                    f"{row.unit} ({row.change_pct:+.1f}%)"
+                )
             raise typer.Exit(EXIT_REGRESSION)
 
 
 def _table(report: dict, rows: list[Comparison] | None) -> Table:
     table = Table(title="rlcli bench" + (" (quick)" if report["options"]["quick"] else ""))
-    for column, justify in (("benchmark", "left"), ("parameters", "left"), ("median", "right"),
-                            ("unit", "left"), ("spread (min-max)", "right")):
+    for column, justify in (
+        ("benchmark", "left"),
+        ("parameters", "left"),
+        ("median", "right"),
+        ("unit", "left"),
+        ("spread (min-max)", "right"),
+    ):
         table.add_column(column, justify=justify)
     if rows is not None:
         table.add_column("baseline", justify="right")
@@ -124,8 +145,7 @@ def _table(report: dict, rows: list[Comparison] | None) -> Table:
         name, _, params = key.partition("[")
         cells = [escape(name), escape(params.rstrip("]").replace(",", ", "))]
         if result is not None:
-            spread = ("-" if result["min"] == result["max"]
-                      else f"{_figure(result['min'])}-{_figure(result['max'])}")
+            spread = "-" if result["min"] == result["max"] else f"{_figure(result['min'])}-{_figure(result['max'])}"
             cells += [_figure(result["median"]), result["unit"], spread]
         else:
             cells += ["-", by_key[key].unit, "-"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -18,21 +18,43 @@ if TYPE_CHECKING:
 
 
 def eval_(
-    path: Annotated[Path, typer.Argument(
-        metavar="RUN_DIR_OR_CHECKPOINT",
-        help="A run folder (its final.pt, else its newest checkpoint) or a checkpoint file in one.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RUN_DIR_OR_CHECKPOINT",
+            help="A run folder (its final.pt, else its newest checkpoint) or a checkpoint file in one.",
+        ),
+    ],
     episodes: Annotated[int, typer.Option(min=1, metavar="N", help="Episodes to play.")] = 10,
-    deterministic: Annotated[bool, typer.Option(
-        "--deterministic/--stochastic", metavar="",
-        help="The policy's mode (argmax, mean), or actions sampled from it.")] = True,
-    seed: Annotated[Optional[int], typer.Option(
-        min=0, max=2**31 - 1, metavar="N", help="Seed of the episodes (default: the run's seed + 1000000).")] = None,
-    device: Annotated[Optional[str], typer.Option(
-        metavar="DEVICE", help="auto, cpu, cuda or cuda:N (default: the run's run.device).")] = None,
-    video: Annotated[Optional[Path], typer.Option(
-        metavar="FILE.mp4", help="Record the first episode here (needs: pip install 'rlcli[video]').")] = None,
-    env_package: Annotated[Optional[list[str]], typer.Option(
-        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP + "; give those the run was trained with (run.json names them)")] = None,
+    deterministic: Annotated[
+        bool,
+        typer.Option(
+            "--deterministic/--stochastic",
+            metavar="",
+            help="The policy's mode (argmax, mean), or actions sampled from it.",
+        ),
+    ] = True,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0, max=2**31 - 1, metavar="N", help="Seed of the episodes (default: the run's seed + 1000000)."
+        ),
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option(metavar="DEVICE", help="auto, cpu, cuda or cuda:N (default: the run's run.device).")
+    ] = None,
+    video: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE.mp4", help="Record the first episode here (needs: pip install 'rlcli[video]')."),
+    ] = None,
+    env_package: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env-package",
+            metavar="MODULE",
+            help=ENV_PACKAGE_HELP + "; give those the run was trained with (run.json names them)",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
 ) -> None:
     """Evaluate a trained policy with its saved normalization; the run folder is left unchanged."""
@@ -40,8 +62,15 @@ def eval_(
         # Imported only now: --help and a bad flag stay free of torch.
         from rlcli.playback import evaluate_run
 
-        report = evaluate_run(path, episodes=episodes, deterministic=deterministic, seed=seed, video=video,
-                              device=device, env_packages=env_package or [])
+        report = evaluate_run(
+            path,
+            episodes=episodes,
+            deterministic=deterministic,
+            seed=seed,
+            video=video,
+            device=device,
+            env_packages=env_package or [],
+        )
     if as_json:
         console.print_json(json.dumps(report.to_json()))
         return
@@ -59,6 +88,8 @@ def eval_table(report: EvalReport) -> Table:
     table = Table()
     for name in ("episodes", "mean return", "std", "min", "max", "mean length"):
         table.add_column(name, justify="right")
-    table.add_row(str(result.episodes), *(f"{value:,.1f}" for value in (result.mean, result.std, result.min,
-                                                                         result.max, result.length_mean)))
+    table.add_row(
+        str(result.episodes),
+        *(f"{value:,.1f}" for value in (result.mean, result.std, result.min, result.max, result.length_mean)),
+    )
     return table

@@ -24,17 +24,24 @@ class Band(str, Enum):
 
 
 def plot(
-    run_dirs: Annotated[list[Path], typer.Argument(
-        metavar="RUN_DIR", help="Run folders, or folders of them (an output folder, a --seeds group folder).",
-        show_default=False)],
-    output: Annotated[Path, typer.Option(
-        "--output", "-o", metavar="FILE", help="The PNG to write.")] = Path("curve.png"),
-    x: Annotated[XAxis, typer.Option(
-        "--x", help="x axis: frames, or wall-clock seconds of training.")] = XAxis.frames,
-    y: Annotated[str, typer.Option(
-        "--y", metavar="COLUMN", help="A metrics.csv column.")] = "rollout/episode_return_mean",
-    band: Annotated[Band, typer.Option(
-        "--band", help="Shaded band of a group of seeds: min to max, or 25th to 75th percentile.")] = Band.minmax,
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="RUN_DIR",
+            help="Run folders, or folders of them (an output folder, a --seeds group folder).",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="The PNG to write.")] = Path(
+        "curve.png"
+    ),
+    x: Annotated[XAxis, typer.Option("--x", help="x axis: frames, or wall-clock seconds of training.")] = XAxis.frames,
+    y: Annotated[
+        str, typer.Option("--y", metavar="COLUMN", help="A metrics.csv column.")
+    ] = "rollout/episode_return_mean",
+    band: Annotated[
+        Band, typer.Option("--band", help="Shaded band of a group of seeds: min to max, or 25th to 75th percentile.")
+    ] = Band.minmax,
 ) -> None:
     """Draw learning curves, one line per run or median and band per group of seeds, and time per iteration."""
     with user_errors():

@@ -13,8 +13,9 @@ from rlcli.console import err_console
 
 EXIT_BAD_INPUT = 2
 
-ENV_PACKAGE_HELP = ("Import this installed module first, so that its gymnasium envs are registered "
-                    "(repeatable): --env-package ale_py")
+ENV_PACKAGE_HELP = (
+    "Import this installed module first, so that its gymnasium envs are registered (repeatable): --env-package ale_py"
+)
 
 SET_HELP = "Override a config field, KEY=VALUE with a TOML value (repeatable): --set algo.gamma=0.98"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,10 +16,11 @@ from rlcli.console import console
 
 def schema(
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write to this file instead of stdout.")
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to this file instead of stdout.")
     ] = None,
     partial: Annotated[
-        bool, typer.Option("--partial", metavar="", help="Require nothing: the schema for _*.toml bases meant for extends.")
+        bool,
+        typer.Option("--partial", metavar="", help="Require nothing: the schema for _*.toml bases meant for extends."),
     ] = False,
 ) -> None:
     """Print the JSON Schema of preset files (for Taplo / Even Better TOML)."""

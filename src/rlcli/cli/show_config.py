@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,10 +21,11 @@ class Format(str, Enum):
 
 def show_config(
     preset: Annotated[str, typer.Argument(metavar="PRESET", help="A preset file, or the name of a shipped preset.")],
-    set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.toml,
-    env_package: Annotated[Optional[list[str]], typer.Option(
-        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)] = None,
+    env_package: Annotated[
+        list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)
+    ] = None,
 ) -> None:
     """Print the resolved config: extends merged, overrides applied, every default shown."""
     with user_errors():

@@ -6,7 +6,7 @@ import json
 import signal
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -19,8 +19,8 @@ from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset, run_config_file
 from rlcli.console import console, err_console
 from rlcli.envs import check_run_packages, import_env_packages
-from rlcli.tune.reporter import TrialReporter, TrialSpec
 from rlcli.seed_runs import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
+from rlcli.tune.reporter import TrialReporter, TrialSpec
 
 EXIT_TRAINING_FAILED = 1
 # 128 + SIGTERM, what a shell reports for a process that SIGTERM ended.
@@ -32,36 +32,58 @@ def _typed(item: str | Override) -> str:
 
 
 def train(
-    preset: Annotated[Optional[str], typer.Argument(
-        metavar="PRESET", help="A preset file, or the name of a shipped preset (not with --resume).")] = None,
-    resume: Annotated[Optional[Path], typer.Option(
-        metavar="RUN_DIR", help="Continue this run folder from its latest checkpoint, with its own config; "
-        "--set may change only collector.total_frames (data.total_steps offline), logger.* and timing.*.")] = None,
-    set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
-    device: Annotated[
-        Optional[str], typer.Option(metavar="DEVICE", help="Shorthand for --set run.device=...: auto, cpu, cuda or cuda:N.")
+    preset: Annotated[
+        str | None,
+        typer.Argument(metavar="PRESET", help="A preset file, or the name of a shipped preset (not with --resume)."),
     ] = None,
-    seed: Annotated[Optional[int], typer.Option(metavar="N", help="Shorthand for --set run.seed=N.")] = None,
-    seeds: Annotated[Optional[str], typer.Option(
-        metavar="SPEC", help="Train once per seed, each in its own process: 0,1,2 or 0-4. Not with --seed.")] = None,
-    jobs: Annotated[Optional[int], typer.Option(
-        metavar="J", help="With --seeds: seeds run at once (default: one per core, at most the seeds).")] = None,
-    out: Annotated[Optional[Path], typer.Option(metavar="DIR", help="Shorthand for --set run.output_dir=DIR.")] = None,
-    env_package: Annotated[Optional[list[str]], typer.Option(
-        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)] = None,
-    nproc: Annotated[Optional[int], typer.Option(
-        metavar="N", help="Train data-parallel on N local processes started through torchrun's launcher "
-        "(gloo on CPU, nccl on CUDA); each steps its share of the envs and batches.")] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="RUN_DIR",
+            help="Continue this run folder from its latest checkpoint, with its own config; "
+            "--set may change only collector.total_frames (data.total_steps offline), logger.* and timing.*.",
+        ),
+    ] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(metavar="DEVICE", help="Shorthand for --set run.device=...: auto, cpu, cuda or cuda:N."),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Shorthand for --set run.seed=N.")] = None,
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SPEC", help="Train once per seed, each in its own process: 0,1,2 or 0-4. Not with --seed."
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(metavar="J", help="With --seeds: seeds run at once (default: one per core, at most the seeds)."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option(metavar="DIR", help="Shorthand for --set run.output_dir=DIR.")] = None,
+    env_package: Annotated[
+        list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)
+    ] = None,
+    nproc: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Train data-parallel on N local processes started through torchrun's launcher "
+            "(gloo on CPU, nccl on CUDA); each steps its share of the envs and batches.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="Print only the final summary.")] = False,
-    tune_trial: Annotated[Optional[Path], typer.Option(
-        metavar="FILE", hidden=True, help="Run as a trial of rlcli tune, which wrote FILE.")] = None,
+    tune_trial: Annotated[
+        Path | None, typer.Option(metavar="FILE", hidden=True, help="Run as a trial of rlcli tune, which wrote FILE.")
+    ] = None,
 ) -> None:
     """Train an agent; Ctrl-C or SIGTERM saves a checkpoint and stops; --resume continues."""
     overrides = _overrides(set_, device=device, seed=seed, out=out)
     packages = list(env_package or [])
     with user_errors(preset):
-        preset, seed_list = _check_flags(preset, resume, seed=seed, seeds=seeds, jobs=jobs, nproc=nproc,
-                                         packages=packages)
+        preset, seed_list = _check_flags(
+            preset, resume, seed=seed, seeds=seeds, jobs=jobs, nproc=nproc, packages=packages
+        )
     if seed_list is not None:
         # train_seeds imports the packages and checks the config itself, before any seed starts.
         _train_seeds(preset, seed_list, overrides, jobs, packages)
@@ -71,8 +93,9 @@ def train(
         _train_one(preset, resume, overrides, packages, quiet, tune_trial)
 
 
-def _overrides(set_: list[str] | None, *, device: str | None, seed: int | None,
-               out: Path | None) -> list[str | Override]:
+def _overrides(
+    set_: list[str] | None, *, device: str | None, seed: int | None, out: Path | None
+) -> list[str | Override]:
     """``--set`` items, then the shorthand flags, which win over the file and over --set;
     errors name the flag."""
     overrides: list[str | Override] = list(set_ or [])
@@ -85,18 +108,33 @@ def _overrides(set_: list[str] | None, *, device: str | None, seed: int | None,
     return overrides
 
 
-def _check_flags(preset: str | None, resume: Path | None, *, seed: int | None, seeds: str | None,
-                 jobs: int | None, nproc: int | None, packages: list[str]) -> tuple[str, list[int] | None]:
+def _check_flags(
+    preset: str | None,
+    resume: Path | None,
+    *,
+    seed: int | None,
+    seeds: str | None,
+    jobs: int | None,
+    nproc: int | None,
+    packages: list[str],
+) -> tuple[str, list[int] | None]:
     """The config file to train (the run folder's with --resume) and the seeds of --seeds, once
     the flags agree with each other."""
     if (preset is None) == (resume is None):
-        raise InputError("rlcli train", "give a PRESET to start a run, or --resume RUN_DIR to continue one"
-                         if preset is None else "give a PRESET or --resume RUN_DIR, not both")
+        raise InputError(
+            "rlcli train",
+            "give a PRESET to start a run, or --resume RUN_DIR to continue one"
+            if preset is None
+            else "give a PRESET or --resume RUN_DIR, not both",
+        )
     if resume is not None:
         preset = _resume_source(resume, seeds, packages)
     if nproc is not None and seeds is not None:
-        raise InputError(f"--seeds {seeds}", "cannot be combined with --nproc; train each seed with --nproc "
-                                             "in turn, or the seeds side by side in one process each")
+        raise InputError(
+            f"--seeds {seeds}",
+            "cannot be combined with --nproc; train each seed with --nproc "
+            "in turn, or the seeds side by side in one process each",
+        )
     if seeds is None and jobs is None:
         return preset, None
     if seeds is None:
@@ -106,8 +144,14 @@ def _check_flags(preset: str | None, resume: Path | None, *, seed: int | None, s
     return preset, parse_seeds(seeds)
 
 
-def _train_one(preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str],
-               quiet: bool, tune_trial: Path | None = None) -> None:
+def _train_one(
+    preset: str,
+    resume: Path | None,
+    overrides: list[str | Override],
+    packages: list[str],
+    quiet: bool,
+    tune_trial: Path | None = None,
+) -> None:
     """Train in this process (or as one rank of a torchrun launch); its status becomes the exit status."""
     with user_errors(preset):
         import_env_packages(packages)
@@ -115,16 +159,21 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
         cfg = load_config(config_file, overrides)
         reporter = None if tune_trial is None else TrialReporter(TrialSpec.read(tune_trial))
     # Imported only now: a bad config is reported without loading the training stack.
-    from rlcli.report import ConsoleReport
     from rlcli.distributed import RANK_LOST_GRACE_S, RANK_LOST_STATUS, RankLost
+    from rlcli.report import ConsoleReport
     from rlcli.run import build_run
     from rlcli.trainer import TrainingError
     from rlcli.trainer import train as train_run
 
     try:
         with user_errors(preset):
-            run = build_run(cfg, source=preset, overrides=[_typed(item) for item in overrides],
-                            env_packages=packages, config_file=config_file)
+            run = build_run(
+                cfg,
+                source=preset,
+                overrides=[_typed(item) for item in overrides],
+                env_packages=packages,
+                config_file=config_file,
+            )
         # Rank 0 alone reports a data-parallel run.
         hooks = ConsoleReport(console, quiet=quiet).hooks() if run.group.is_main else None
         if reporter is not None and hooks is not None:
@@ -143,8 +192,10 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
         world = run.group.world_size
         # Rank 0 alone says how the run continues.
         if run.group.is_main and state.checkpoint_path is not None and state.checkpoint_frames == state.frames:
-            err_console.print(f"interrupted: checkpoint saved; continue with: rlcli train --resume "
-                              f"{escape(str(state.run_dir))}" + (f" --nproc {world}" if world > 1 else ""))
+            err_console.print(
+                f"interrupted: checkpoint saved; continue with: rlcli train --resume "
+                f"{escape(str(state.run_dir))}" + (f" --nproc {world}" if world > 1 else "")
+            )
         elif run.group.is_main:
             err_console.print("interrupted: the run folder holds the metrics and weights so far")
         raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
@@ -155,8 +206,9 @@ def _train_one(preset: str, resume: Path | None, overrides: list[str | Override]
         raise typer.Exit(EXIT_TERMINATED if state.stop_signal == "SIGTERM" else EXIT_INTERRUPTED)
 
 
-def _launch(nproc: int, preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str],
-            quiet: bool) -> None:
+def _launch(
+    nproc: int, preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str], quiet: bool
+) -> None:
     """Train on ``nproc`` ranks; their exit becomes this one's."""
     from rlcli.launch import LaunchInterrupted, RankFailure, train_ranks
 
@@ -183,8 +235,9 @@ def _resume_source(run_dir: Path, seeds: str | None, packages: list[str]) -> str
     return str(config_file)
 
 
-def _train_seeds(preset: str, seeds: list[int], overrides: list[str | Override], jobs: int | None,
-                 packages: list[str]) -> None:
+def _train_seeds(
+    preset: str, seeds: list[int], overrides: list[str | Override], jobs: int | None, packages: list[str]
+) -> None:
     def show(event: str, run: SeedRun) -> None:
         if event == "start":
             console.print(f"seed {run.seed}: started")
@@ -214,17 +267,30 @@ def seeds_table(result: SeedsResult) -> Table:
     """One row per seed, then the median and interquartile range of each figure."""
     target = result.target
     reached = f">= {target:g}" if target is not None else "target"
-    table = Table(title=f"{result.preset}: {len(result.runs)} seeds, {result.jobs} at a time"
-                  + (f", {result.solved}/{len(result.runs)} reached return {reached}" if target is not None else ""),
-                  title_justify="left")
-    for name in ("seed", "status", "frames", f"frames to {reached}", "train s to it", "process s to it",
-                 "final return", "best return", "final eval", "train s"):
+    table = Table(
+        title=f"{result.preset}: {len(result.runs)} seeds, {result.jobs} at a time"
+        + (f", {result.solved}/{len(result.runs)} reached return {reached}" if target is not None else ""),
+        title_justify="left",
+    )
+    for name in (
+        "seed",
+        "status",
+        "frames",
+        f"frames to {reached}",
+        "train s to it",
+        "process s to it",
+        "final return",
+        "best return",
+        "final eval",
+        "train s",
+    ):
         table.add_column(name, justify="left" if name == "status" else "right")
     for run in result.runs:
         status = run.status + (f": {run.reason}" if run.reason else "")
         table.add_row(str(run.seed), escape(status), *(_figure(f, getattr(run, f)) for f in FIGURES))
     summary = result.summary()
     for key in ("median", "q1", "q3"):
-        table.add_row(key, "", *(_figure(f, summary[f][key]) for f in FIGURES),
-                      style="bold" if key == "median" else "dim")
+        table.add_row(
+            key, "", *(_figure(f, summary[f][key]) for f in FIGURES), style="bold" if key == "median" else "dim"
+        )
     return table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -18,16 +18,17 @@ from rlcli.envs import import_env_packages
 
 def validate(
     paths: Annotated[
-        Optional[list[Path]],
+        list[Path] | None,
         typer.Argument(metavar="PATH", help="Config files or folders of them (default: presets/).", show_default=False),
     ] = None,
     build: Annotated[
         bool, typer.Option("--build", metavar="", help="Also build the env, networks and algorithm, without training.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
-    set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
-    env_package: Annotated[Optional[list[str]], typer.Option(
-        "--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
+    env_package: Annotated[
+        list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)
+    ] = None,
 ) -> None:
     """Check config files; exit 0 only when every one is valid."""
     with user_errors():
@@ -43,8 +44,7 @@ def validate(
                     "ok": r.ok,
                     "summary": r.summary,
                     "errors": [
-                        {"path": i.path, "message": i.message, "source": i.source, "line": i.line,
-                         "column": i.column}
+                        {"path": i.path, "message": i.message, "source": i.source, "line": i.line, "column": i.column}
                         for i in r.issues
                     ],
                 }
@@ -61,8 +61,7 @@ def validate(
             if r.ok:
                 table.add_row(escape(r.file), "[green]OK[/]", escape(r.summary))
             else:
-                table.add_row(escape(r.file), "[bold red]INVALID[/]",
-                              escape("\n".join(i.render() for i in r.issues)))
+                table.add_row(escape(r.file), "[bold red]INVALID[/]", escape("\n".join(i.render() for i in r.issues)))
         if not results:
             table.add_row("-", "[bold red]NO FILES[/]", "no .toml files found")
         console.print(table)

@@ -43,8 +43,9 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
-def check_files(paths: Sequence[str | Path], *, build: bool = False,
-                overrides: Sequence[str] = ()) -> list[CheckResult]:
+def check_files(
+    paths: Sequence[str | Path], *, build: bool = False, overrides: Sequence[str] = ()
+) -> list[CheckResult]:
     """Load (and with ``build`` construct) every config under ``paths``, each with the
     ``--set`` style ``overrides`` applied."""
     results = []

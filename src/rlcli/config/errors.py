@@ -84,9 +84,10 @@ class InputError(ConfigError):
 
 def folder_error(output_dir: str | Path, exc: OSError) -> InputError:
     """The error for a run folder that cannot be created or written under ``output_dir``."""
-    return InputError(f"run folder under {str(output_dir)!r}",
-                      f"cannot write it: {exc.strerror or exc}; choose another with --out DIR "
-                      "or run.output_dir")
+    return InputError(
+        f"run folder under {str(output_dir)!r}",
+        f"cannot write it: {exc.strerror or exc}; choose another with --out DIR or run.output_dir",
+    )
 
 
 def check_output_file(path: Path, *, flag: str, suffix: str) -> None:

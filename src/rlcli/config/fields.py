@@ -29,8 +29,9 @@ class ReplayConfig(BaseModel):
     )
     prioritized: bool = Field(False, description="Proportional prioritized replay (Schaul et al., 2016).")
     frames: Literal["auto", "off"] = Field(
-        "auto", description='"auto": an Atari frame stack (an ALE/ env, n_step = 1) stores each frame once and '
-        'rebuilds the stacks when sampled (a seventh of the memory); "off": whole observations.'
+        "auto",
+        description='"auto": an Atari frame stack (an ALE/ env, n_step = 1) stores each frame once and '
+        'rebuilds the stacks when sampled (a seventh of the memory); "off": whole observations.',
     )
     alpha: float = Field(0.6, ge=0, le=1, description="Priority exponent: 0 samples uniformly.")
     beta: float = Field(0.4, ge=0, le=1, description="Initial importance-sampling exponent.")
@@ -65,13 +66,26 @@ def off_policy_per_rank(cfg, world_size: int) -> Split:
     size, that one process would."""
     problems = []
     if cfg.batch_size % world_size:
-        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must be a multiple of the "
-                                            f"world size ({world_size}): each rank samples its share"))
+        problems.append(
+            (
+                "algo.batch_size",
+                f"batch_size ({cfg.batch_size}) must be a multiple of the "
+                f"world size ({world_size}): each rank samples its share",
+            )
+        )
     # Each rank's buffer counts its own frames: beta anneals over its share of beta_frames.
-    replay = cfg.replay.model_copy(update={"capacity": -(-cfg.replay.capacity // world_size),
-                                           "beta_frames": -(-cfg.replay.beta_frames // world_size)})
-    return {"batch_size": cfg.batch_size // world_size, "learning_starts": -(-cfg.learning_starts // world_size),
-            "utd_ratio": cfg.utd_ratio * world_size, "replay": replay}, problems
+    replay = cfg.replay.model_copy(
+        update={
+            "capacity": -(-cfg.replay.capacity // world_size),
+            "beta_frames": -(-cfg.replay.beta_frames // world_size),
+        }
+    )
+    return {
+        "batch_size": cfg.batch_size // world_size,
+        "learning_starts": -(-cfg.learning_starts // world_size),
+        "utd_ratio": cfg.utd_ratio * world_size,
+        "replay": replay,
+    }, problems
 
 
 def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
@@ -82,19 +96,29 @@ def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
     if collector is None:
         return problems
     if cfg.learning_starts > collector.frames:
-        problems.append(("algo.learning_starts",
-                         f"learning_starts ({cfg.learning_starts:,}) is larger than the run's "
-                         f"{collector.frames:,} frames (collector.total_frames): the run would never learn"))
+        problems.append(
+            (
+                "algo.learning_starts",
+                f"learning_starts ({cfg.learning_starts:,}) is larger than the run's "
+                f"{collector.frames:,} frames (collector.total_frames): the run would never learn",
+            )
+        )
     if cfg.batch_size > cfg.replay.capacity:
-        problems.append(("algo.batch_size", f"batch_size ({cfg.batch_size}) must not exceed "
-                                            f"algo.replay.capacity ({cfg.replay.capacity})"))
+        problems.append(
+            (
+                "algo.batch_size",
+                f"batch_size ({cfg.batch_size}) must not exceed algo.replay.capacity ({cfg.replay.capacity})",
+            )
+        )
     return problems
 
 
 # The estimators of rlcli.advantages.ESTIMATORS, whose keys a test holds to these names.
 ValueTarget = Annotated[
     Literal["gae", "td0", "td1", "td_lambda"],
-    Field(description="Estimator of the value targets and advantages: gae, td0 (one-step), "
-                      "td1 (Monte Carlo, bootstrapped at truncation and at the batch end) or "
-                      "td_lambda (lambda-returns); gae and td_lambda read gae_lambda."),
+    Field(
+        description="Estimator of the value targets and advantages: gae, td0 (one-step), "
+        "td1 (Monte Carlo, bootstrapped at truncation and at the batch end) or "
+        "td_lambda (lambda-returns); gae and td_lambda read gae_lambda."
+    ),
 ]

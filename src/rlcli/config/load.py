@@ -90,8 +90,12 @@ def load_layers(path: Path) -> tuple[dict[str, Any], list[Path]]:
             current = resolved.parent / parent
             if not current.is_file():
                 problem = "is a folder, not a TOML file" if current.is_dir() else "file not found"
-                raise single(display_path(resolved), f"extends {parent!r}: {problem} ({display_path(current)})",
-                             path="extends", line=key_lines(resolved).get("extends"))
+                raise single(
+                    display_path(resolved),
+                    f"extends {parent!r}: {problem} ({display_path(current)})",
+                    path="extends",
+                    line=key_lines(resolved).get("extends"),
+                )
     merged: dict[str, Any] = {}
     for layer in reversed(layers):
         merged = deep_merge(merged, layer)
@@ -131,7 +135,7 @@ def parse_override(text: str, where: str | None = None) -> tuple[list[str], Any]
             raise single(
                 None,
                 f"cannot parse value {raw!r} as a TOML literal "
-                "(numbers, true/false, \"strings\", [lists], {inline = tables})",
+                '(numbers, true/false, "strings", [lists], {inline = tables})',
                 source=where,
                 path=".".join(keys),
             ) from None
@@ -151,7 +155,7 @@ def apply_override(data: dict[str, Any], keys: list[str], value: Any, where: str
     node[keys[-1]] = value
 
 
-def load_config(preset: str | Path, overrides: Sequence[str | Override] = ()) -> "RunConfig":
+def load_config(preset: str | Path, overrides: Sequence[str | Override] = ()) -> RunConfig:
     """Load, merge and validate a preset (a path or a shipped preset's name).
 
     ``overrides`` are ``KEY=VALUE`` texts with TOML values (``algo.gamma=0.98``), applied
@@ -177,7 +181,7 @@ def validate_data(
     *,
     chain: Sequence[Path] = (),
     overrides: dict[str, str] | None = None,
-) -> "RunConfig":
+) -> RunConfig:
     """Validate already-parsed config data, raising :class:`ConfigError` with every problem.
 
     Field errors and the checks between sections come together: a cross-section check

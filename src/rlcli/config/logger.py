@@ -21,10 +21,11 @@ class LoggerConfig(BaseModel):
     group: str | None = Field(None, description="The W&B group of the run (rlcli tune sets its study).")
     wandb_project: str = Field("rlcli", min_length=1, description="The W&B project.")
     wandb_entity: str | None = Field(None, description="The W&B entity (default: your default entity).")
-    log_model: bool = Field(False, description="Upload final.pt to W&B as a model artifact (MLflow always "
-                                               "keeps it).")
-    mlflow_uri: str | None = Field(None, description="The MLflow tracking URI (default: MLFLOW_TRACKING_URI, "
-                                                     "else MLflow's local default).")
+    log_model: bool = Field(False, description="Upload final.pt to W&B as a model artifact (MLflow always keeps it).")
+    mlflow_uri: str | None = Field(
+        None, description="The MLflow tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's local default)."
+    )
     mlflow_experiment: str = Field("rlcli", min_length=1, description="The MLflow experiment.")
-    mlflow_parent: str | None = Field(None, description="The MLflow run to nest this one under (rlcli tune "
-                                                        "sets its study's run).")
+    mlflow_parent: str | None = Field(
+        None, description="The MLflow run to nest this one under (rlcli tune sets its study's run)."
+    )

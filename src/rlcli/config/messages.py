@@ -88,8 +88,10 @@ def field_message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
     if kind == "union_tag_invalid":
         name = (err.get("input") or {}).get("name") if isinstance(err.get("input"), dict) else None
         if name is not None and not isinstance(name, str):
-            return (f"name = {_shown(name)} is not a string; write it in quotes, such as name = \"ppo\"; "
-                    f"known algorithms: {known_algos}")
+            return (
+                f'name = {_shown(name)} is not a string; write it in quotes, such as name = "ppo"; '
+                f"known algorithms: {known_algos}"
+            )
         return f"unknown algorithm {err['ctx']['tag']!r}; known algorithms: {known_algos}"
     if kind == "union_tag_not_found":
         return f"missing algo.name; known algorithms: {known_algos}"
@@ -115,8 +117,9 @@ def field_message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
         side = "at least" if kind == "too_short" else "at most"
         return f"{got} has {ctx.get('actual_length', len(err.get('input') or ''))} {unit}; allowed: {side} {size}"
     if kind in ("string_too_short", "string_too_long"):
-        side, size = (("at least", ctx.get("min_length")) if kind == "string_too_short"
-                      else ("at most", ctx.get("max_length")))
+        side, size = (
+            ("at least", ctx.get("min_length")) if kind == "string_too_short" else ("at most", ctx.get("max_length"))
+        )
         return f"{got} is too {'short' if kind == 'string_too_short' else 'long'}; allowed: {side} {size} characters"
     if kind == "finite_number":
         return f"{got} is not a finite number; allowed: finite numbers"
@@ -215,7 +218,7 @@ def _elsewhere(key: str, loc: tuple[str, ...]) -> str | None:
         for name, field in model.model_fields.items():
             fields.setdefault(name, f"{section}.{name}")
             nested = _model_at((*prefix, name)) if field.annotation is not None else None
-            for inner in (nested.model_fields if nested is not None else ()):
+            for inner in nested.model_fields if nested is not None else ():
                 fields.setdefault(inner, f"{section}.{name}.{inner}")
     if key in fields:
         return fields[key]

@@ -23,8 +23,9 @@ TOML writes ``1`` for ``1.0``. ``allow_inf_nan=False``: a coefficient of inf is 
 
 def cross_field_error(problems: list[tuple[str, str]]) -> PydanticCustomError:
     """One error carrying every ``(dotted field, message)`` problem between sections."""
-    return PydanticCustomError("cross_field", "{summary}",
-                               {"summary": "; ".join(m for _, m in problems), "problems": problems})
+    return PydanticCustomError(
+        "cross_field", "{summary}", {"summary": "; ".join(m for _, m in problems), "problems": problems}
+    )
 
 
 def toml_key(key: str) -> str:
@@ -64,8 +65,9 @@ _SIGNS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 def field_bounds(field: FieldInfo) -> dict[str, Any]:
     """The ``gt``/``ge``/``lt``/``le`` bounds a field declares, in that order."""
-    return {key: getattr(item, key) for item in field.metadata
-            for key in _SIGNS if getattr(item, key, None) is not None}
+    return {
+        key: getattr(item, key) for item in field.metadata for key in _SIGNS if getattr(item, key, None) is not None
+    }
 
 
 def range_text(bounds: dict[str, Any], literal: Callable[[Any], str] = toml_value) -> str:

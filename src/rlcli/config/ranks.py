@@ -20,8 +20,13 @@ def rank_problems(cfg: RunConfig, world_size: int) -> list[tuple[str, str]]:
         return []
     problems = []
     if cfg.env.num_envs % world_size:
-        problems.append(("env.num_envs", f"num_envs ({cfg.env.num_envs}) must be a multiple of the world size "
-                                         f"({world_size}): each rank steps its share of the envs"))
+        problems.append(
+            (
+                "env.num_envs",
+                f"num_envs ({cfg.env.num_envs}) must be a multiple of the world size "
+                f"({world_size}): each rank steps its share of the envs",
+            )
+        )
     return problems + cfg.algo.per_rank(world_size)[1]
 
 
@@ -38,11 +43,13 @@ def rank_config(cfg: RunConfig, world_size: int) -> RunConfig:
     if cfg.run.parallel == "replicate":
         per_rank = cfg.collector.frames_per_batch
         iterations = -(-cfg.collector.total_frames // (per_rank * world_size))
-        return cfg.model_copy(update={"collector": cfg.collector.model_copy(
-            update={"total_frames": iterations * per_rank})})
+        return cfg.model_copy(
+            update={"collector": cfg.collector.model_copy(update={"total_frames": iterations * per_rank})}
+        )
     per_batch = cfg.collector.frames_per_batch // world_size
-    collector = cfg.collector.model_copy(update={"frames_per_batch": per_batch,
-                                                 "total_frames": cfg.collector.iterations * per_batch})
+    collector = cfg.collector.model_copy(
+        update={"frames_per_batch": per_batch, "total_frames": cfg.collector.iterations * per_batch}
+    )
     env = cfg.env.model_copy(update={"num_envs": cfg.env.num_envs // world_size})
     algo = cfg.algo.model_copy(update=cfg.algo.per_rank(world_size)[0])
     return cfg.model_copy(update={"env": env, "collector": collector, "algo": algo})

@@ -35,12 +35,15 @@ def markdown() -> str:
         parts += [f"### `[{name}]`", "", f"{field.description}", "", _table(_model(field.annotation))]
     for name, module in ALGORITHMS.items():
         config = module.CONFIG
-        parts += [f'### `[algo]` with `name = "{name}"`', "",
-                  f"{config.model_fields['name'].description} {_spaces(module.SUPPORTS)}", "",
-                  _table(config, skip=("name",))]
+        parts += [
+            f'### `[algo]` with `name = "{name}"`',
+            "",
+            f"{config.model_fields['name'].description} {_spaces(module.SUPPORTS)}",
+            "",
+            _table(config, skip=("name",)),
+        ]
     replay_users = [n for n, m in ALGORITHMS.items() if "replay" in m.CONFIG.model_fields]
-    parts += ["### `[algo.replay]`", "",
-              f"The replay buffer of {_words(replay_users)}.", "", _table(ReplayConfig)]
+    parts += ["### `[algo.replay]`", "", f"The replay buffer of {_words(replay_users)}.", "", _table(ReplayConfig)]
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -67,8 +70,13 @@ def _table(model: type[BaseModel], skip: tuple[str, ...] = ()) -> str:
     for key, field in model.model_fields.items():
         if key in skip:
             continue
-        cells = [f"`{key}`", _type(field.annotation), _default(field), _allowed(field),
-                 (field.description or "").replace("|", "\\|")]
+        cells = [
+            f"`{key}`",
+            _type(field.annotation),
+            _default(field),
+            _allowed(field),
+            (field.description or "").replace("|", "\\|"),
+        ]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
@@ -157,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(rewritten(text), encoding="utf-8")
         return 0
     if current(text) != markdown():
-        print(f"{path}: the config reference is out of date; run "
-              f"python -m rlcli.config.reference --write {path}", file=sys.stderr)
+        print(
+            f"{path}: the config reference is out of date; run python -m rlcli.config.reference --write {path}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -19,6 +19,7 @@ from rlcli.config.logger import LoggerConfig
 from rlcli.config.model import SECTION, cross_field_error
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
 from rlcli.envs import register_family, vector_kwargs_problems
+
 # Re-exported: cli/train.py and tests/test_distributed.py import them from here.
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -94,8 +95,10 @@ class RunSection(BaseModel):
 class EnvConfig(BaseModel):
     model_config = SECTION
 
-    id: str = Field(description="A registered gymnasium environment id, such as CartPole-v1.",
-                    json_schema_extra={"allowed": "registered ids; not module:Env ids"})
+    id: str = Field(
+        description="A registered gymnasium environment id, such as CartPole-v1.",
+        json_schema_extra={"allowed": "registered ids; not module:Env ids"},
+    )
     num_envs: int = Field(8, ge=1, le=4096, description="Environments stepped side by side.")
     vectorization: Literal["sync", "async", "vector_entry_point"] = Field(
         "sync",
@@ -114,12 +117,12 @@ class EnvConfig(BaseModel):
     normalize_reward: bool = Field(
         False, description="Scale rewards by the running std of the discounted return (saved with the model)."
     )
-    clip_observation: float = Field(
-        10.0, gt=0, description="Clip normalized observations to [-clip, clip]."
-    )
+    clip_observation: float = Field(10.0, gt=0, description="Clip normalized observations to [-clip, clip].")
     clip_reward: float | None = Field(
-        None, gt=0, description="Clip the rewards an algorithm learns from to [-clip, clip] (1.0 on Atari, as "
-        "Mnih et al. 2015); returns, stop_at_return and evaluation still count the env's own rewards."
+        None,
+        gt=0,
+        description="Clip the rewards an algorithm learns from to [-clip, clip] (1.0 on Atari, as "
+        "Mnih et al. 2015); returns, stop_at_return and evaluation still count the env's own rewards.",
     )
 
     @field_validator("kwargs")
@@ -161,10 +164,14 @@ class EnvConfig(BaseModel):
     @model_validator(mode="after")
     def _vector_entry_point(self) -> EnvConfig:
         if self.vectorization == "vector_entry_point" and gym.spec(self.id).vector_entry_point is None:
-            raise cross_field_error([(
-                "env.vectorization",
-                f"{self.id} has no vector entry point; use \"sync\" or \"async\"",
-            )])
+            raise cross_field_error(
+                [
+                    (
+                        "env.vectorization",
+                        f'{self.id} has no vector entry point; use "sync" or "async"',
+                    )
+                ]
+            )
         if self.vectorization == "vector_entry_point":
             problems = vector_kwargs_problems(self.id, self.kwargs)
             if problems:
@@ -182,10 +189,16 @@ class NetworkConfig(BaseModel):
         description="Hidden layer widths of every MLP, input and output sizes come from the env.",
     )
     policy_hidden_sizes: list[int] | None = Field(
-        None, max_length=16, json_schema_extra={"allowed": "up to 16 sizes, each 1 to 65536"}, description="Hidden widths of the policy MLP (default: hidden_sizes)."
+        None,
+        max_length=16,
+        json_schema_extra={"allowed": "up to 16 sizes, each 1 to 65536"},
+        description="Hidden widths of the policy MLP (default: hidden_sizes).",
     )
     value_hidden_sizes: list[int] | None = Field(
-        None, max_length=16, json_schema_extra={"allowed": "up to 16 sizes, each 1 to 65536"}, description="Hidden widths of the value MLP (default: hidden_sizes)."
+        None,
+        max_length=16,
+        json_schema_extra={"allowed": "up to 16 sizes, each 1 to 65536"},
+        description="Hidden widths of the value MLP (default: hidden_sizes).",
     )
     activation: Literal["tanh", "relu", "elu", "gelu", "silu", "leaky_relu"] = Field(
         "tanh", description="Activation between hidden layers."
@@ -194,17 +207,16 @@ class NetworkConfig(BaseModel):
         "orthogonal",
         description='"orthogonal": gain sqrt(2) hidden, 0.01 policy head, 1 value head; "default": torch\'s.',
     )
-    log_std_init: float = Field(
-        0.0, ge=-5, le=2, description="Initial log standard deviation of Gaussian policies."
-    )
+    log_std_init: float = Field(0.0, ge=-5, le=2, description="Initial log standard deviation of Gaussian policies.")
     encoder: Literal["auto", "flat", "nature_cnn", "impala_cnn"] = Field(
         "auto",
         description='What reads observations before the MLPs: "auto" flattens a vector, takes the Nature CNN '
-        '(Mnih et al. 2015) for an image (IMPALA\'s below 36x36), a one-hot for Discrete and one encoder per '
+        "(Mnih et al. 2015) for an image (IMPALA's below 36x36), a one-hot for Discrete and one encoder per "
         'key for a Dict; "flat" flattens any Box; "nature_cnn" or "impala_cnn" (Espeholt et al. 2018) for images.',
     )
-    share_encoder: bool = Field(True, description="PPO and A2C: the policy and the value read one encoder "
-                                "(false: one each).")
+    share_encoder: bool = Field(
+        True, description="PPO and A2C: the policy and the value read one encoder (false: one each)."
+    )
 
     @field_validator("hidden_sizes", "policy_hidden_sizes", "value_hidden_sizes")
     @classmethod
@@ -247,7 +259,9 @@ class TimingConfig(BaseModel):
         None, ge=1, description="Print the timing table every this many iterations (default: by wall time)."
     )
     seconds: float = Field(
-        2.0, gt=0, le=3600,
+        2.0,
+        gt=0,
+        le=3600,
         description="When every is unset, print the table at most once per this many seconds of wall time.",
     )
 
@@ -256,12 +270,15 @@ class CheckpointConfig(BaseModel):
     model_config = SECTION
 
     every_frames: int = Field(
-        100_000, ge=0,
+        100_000,
+        ge=0,
         description="Save a checkpoint after the first iteration at or past each multiple of this many "
         "frames; 0 saves only at the end and on SIGINT/SIGTERM (which save one in any case).",
     )
     keep_last: int = Field(
-        2, ge=1, le=1000,
+        2,
+        ge=1,
+        le=1000,
         description="Checkpoints kept in checkpoints/; an older one is deleted only after the new one is complete.",
     )
     replay: bool = Field(
@@ -275,16 +292,20 @@ class EvalConfig(BaseModel):
     model_config = SECTION
 
     every_frames: int = Field(
-        0, ge=0,
+        0,
+        ge=0,
         description="Evaluate the policy on an env of its own after the first iteration at or past each "
         "multiple of this many frames (eval/* columns); 0 turns in-training evaluation off.",
     )
     episodes: int = Field(10, ge=1, le=10_000, description="Episodes per evaluation.")
     deterministic: bool = Field(
-        True, description="Act with the policy's mode (greedy, mean action) rather than a sample.",
+        True,
+        description="Act with the policy's mode (greedy, mean action) rather than a sample.",
     )
     final_episodes: int = Field(
-        100, ge=0, le=100_000,
+        100,
+        ge=0,
+        le=100_000,
         description="Episodes of the evaluation after the last iteration of a run that completes or is solved "
         "(run.json final_eval, the summary): the score RL-Zoo's table reports. The same episodes as "
         "rlcli eval RUN --episodes N. 0 turns it off.",
@@ -300,15 +321,18 @@ class RunConfig(BaseModel):
     env: EnvConfig = Field(description="The environment.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Network shapes.")
     algo: AlgoConfig = Field(description="The algorithm and its hyperparameters.")
-    collector: CollectorConfig = Field(default_factory=CollectorConfig,
-                                       description="Rollout sizes and the budget of an online run.")
-    data: DataConfig | None = Field(None, description="The dataset and the budget of an offline run (instead "
-                                                      "of [collector]).")
+    collector: CollectorConfig = Field(
+        default_factory=CollectorConfig, description="Rollout sizes and the budget of an online run."
+    )
+    data: DataConfig | None = Field(
+        None, description="The dataset and the budget of an offline run (instead of [collector])."
+    )
     optim: OptimConfig = Field(default_factory=OptimConfig, description="Optimizer and schedule.")
     logger: LoggerConfig = Field(default_factory=LoggerConfig, description="Metric backends.")
     timing: TimingConfig = Field(default_factory=TimingConfig, description="Timing table output.")
-    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig,
-                                         description="Checkpoints for resuming a run.")
+    checkpoint: CheckpointConfig = Field(
+        default_factory=CheckpointConfig, description="Checkpoints for resuming a run."
+    )
     eval: EvalConfig = Field(default_factory=EvalConfig, description="Evaluation during training.")
 
     @model_validator(mode="after")
@@ -329,8 +353,9 @@ class RunConfig(BaseModel):
         return self.data.iterations if self.data is not None else self.collector.iterations
 
 
-def cross_section_problems(sections: dict[str, Any], *, given: set[str] | frozenset[str] = frozenset()
-                           ) -> list[tuple[str, str]]:
+def cross_section_problems(
+    sections: dict[str, Any], *, given: set[str] | frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
     """Every problem between sections, as (dotted field, message) pairs.
 
     ``sections`` maps a section name to its validated model, or to None where the
@@ -348,12 +373,20 @@ def cross_section_problems(sections: dict[str, Any], *, given: set[str] | frozen
     if env is not None and collector is not None:
         fpb = collector.frames_per_batch
         if fpb % env.num_envs:
-            problems.append(("collector.frames_per_batch",
-                             f"frames_per_batch ({fpb}) must be a multiple of env.num_envs ({env.num_envs})"))
+            problems.append(
+                (
+                    "collector.frames_per_batch",
+                    f"frames_per_batch ({fpb}) must be a multiple of env.num_envs ({env.num_envs})",
+                )
+            )
     if collector is not None and collector.total_frames < collector.frames_per_batch:
-        problems.append(("collector.total_frames",
-                         f"total_frames ({collector.total_frames}) must be at least "
-                         f"frames_per_batch ({collector.frames_per_batch})"))
+        problems.append(
+            (
+                "collector.total_frames",
+                f"total_frames ({collector.total_frames}) must be at least "
+                f"frames_per_batch ({collector.frames_per_batch})",
+            )
+        )
     if algo is not None and env is not None and collector is not None:
         # Each algorithm checks its own section against the others.
         problems += algo.check(collector=collector, env=env)

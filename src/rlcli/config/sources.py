@@ -14,11 +14,10 @@ from rlcli.config.model import SECTION
 class CollectorConfig(BaseModel):
     model_config = SECTION
 
-    frames_per_batch: int = Field(
-        2048, ge=1, description="Env steps (over all envs) per training iteration."
-    )
+    frames_per_batch: int = Field(2048, ge=1, description="Env steps (over all envs) per training iteration.")
     total_frames: int = Field(
-        100_000, ge=1,
+        100_000,
+        ge=1,
         description="Env steps of the whole run, at least one batch, rounded up to a whole "
         "number of batches (1000 at 512 frames per batch trains 1024).",
     )
@@ -45,17 +44,21 @@ class DataConfig(BaseModel):
         "~/.minari/datasets), or the path of a Minari dataset folder.",
     )
     total_steps: int = Field(
-        1_000_000, ge=1,
+        1_000_000,
+        ge=1,
         description="Gradient steps of the whole offline run, rounded up to whole iterations. An offline run "
         "counts its progress in gradient steps: the frames column, checkpoint.every_frames and "
         "eval.every_frames count them.",
     )
     steps_per_iteration: int = Field(
-        1000, ge=1, le=1_000_000,
+        1000,
+        ge=1,
+        le=1_000_000,
         description="Gradient steps per training iteration (one metrics row each).",
     )
     device: Literal["auto", "cpu"] = Field(
-        "auto", description='Where the dataset\'s tensors live: "auto" on the training device (GPU memory when '
+        "auto",
+        description='Where the dataset\'s tensors live: "auto" on the training device (GPU memory when '
         'training on CUDA, where minibatches are drawn fastest), "cpu" in host memory.',
     )
 
@@ -77,13 +80,28 @@ def source_problems(algo: Any, data: Any, given: set[str] | frozenset[str]) -> l
         return []
     name, sources = algo.name, type(algo).SOURCES
     if data is None and "collector" not in sources:
-        return [("data", f"{name} learns from a dataset, not from envs: add a [data] section with "
-                         "dataset = \"<minari id or path>\" (and total_steps, the budget in gradient steps)")]
+        return [
+            (
+                "data",
+                f"{name} learns from a dataset, not from envs: add a [data] section with "
+                'dataset = "<minari id or path>" (and total_steps, the budget in gradient steps)',
+            )
+        ]
     if data is not None and "dataset" not in sources:
         offline = ", ".join(n for n, model in ALGO_CONFIGS.items() if "dataset" in model.SOURCES)
-        return [("data", f"{name} learns from envs, not from a dataset: remove [data] and set the budget in "
-                         f"[collector]; the algorithms that learn from a dataset: {offline}")]
+        return [
+            (
+                "data",
+                f"{name} learns from envs, not from a dataset: remove [data] and set the budget in "
+                f"[collector]; the algorithms that learn from a dataset: {offline}",
+            )
+        ]
     if data is not None and "collector" in given:
-        return [("collector", "an offline run (with [data]) collects no rollouts: remove [collector] and set "
-                              "the budget in [data] (total_steps, steps_per_iteration)")]
+        return [
+            (
+                "collector",
+                "an offline run (with [data]) collects no rollouts: remove [collector] and set "
+                "the budget in [data] (total_steps, steps_per_iteration)",
+            )
+        ]
     return []

@@ -184,12 +184,17 @@ def check_backends(cfg, *, source: str | None = None) -> None:
         try:
             _PACKAGES[backend]()
         except ImportError as exc:
-            raise single(source, f"the {backend} backend needs the {backend} package: pip install "
-                                 f"'rlcli[{backend}]' ({type(exc).__name__}: {exc})", path="logger.backends") from None
+            raise single(
+                source,
+                f"the {backend} backend needs the {backend} package: pip install "
+                f"'rlcli[{backend}]' ({type(exc).__name__}: {exc})",
+                path="logger.backends",
+            ) from None
 
 
-def make_loggers(cfg, run_dir: Path, columns: list[str], *, resume: tuple[int, int] | None = None,
-                 config: dict | None = None) -> MetricLoggers:
+def make_loggers(
+    cfg, run_dir: Path, columns: list[str], *, resume: tuple[int, int] | None = None, config: dict | None = None
+) -> MetricLoggers:
     """The backends named by ``cfg`` (a LoggerConfig), writing rows of ``columns`` under ``run_dir``.
 
     ``resume`` = (iteration, frames) of the checkpoint a resumed run continues from: its files

@@ -36,8 +36,7 @@ def flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _finite(row: Row) -> dict[str, float]:
-    return {k: float(v) for k, v in row.items() if k != "frames" and isinstance(v, (int, float))
-            and math.isfinite(v)}
+    return {k: float(v) for k, v in row.items() if k != "frames" and isinstance(v, (int, float)) and math.isfinite(v)}
 
 
 def _run_info(run_dir: Path) -> dict[str, Any]:
@@ -63,8 +62,10 @@ class _Guarded:
         except Exception as exc:  # noqa: BLE001 - whatever a client raises when its server is gone
             self.broken = True
             first = (str(exc).splitlines() or [""])[0][:200]
-            err_console.print(f"[yellow]warning:[/] the {self.name} backend stopped at {what} "
-                              f"({type(exc).__name__}: {first}); the run goes on, its local files are complete")
+            err_console.print(
+                f"[yellow]warning:[/] the {self.name} backend stopped at {what} "
+                f"({type(exc).__name__}: {first}); the run goes on, its local files are complete"
+            )
             return None
 
 
@@ -79,9 +80,19 @@ class WandbLogger(_Guarded):
         import wandb
 
         self.run_dir, self.settings = run_dir, settings
-        self.run = self.guard("init", wandb.init, project=settings.wandb_project, entity=settings.wandb_entity,
-                              group=settings.group, name=run_dir.name, id=_run_id(run_dir), resume="allow",
-                              dir=str(run_dir), config=config, reinit="create_new")
+        self.run = self.guard(
+            "init",
+            wandb.init,
+            project=settings.wandb_project,
+            entity=settings.wandb_entity,
+            group=settings.group,
+            name=run_dir.name,
+            id=_run_id(run_dir),
+            resume="allow",
+            dir=str(run_dir),
+            config=config,
+            reinit="create_new",
+        )
         self.wandb = wandb
 
     def write(self, row: Row) -> None:
@@ -98,6 +109,7 @@ class WandbLogger(_Guarded):
         self.guard("run.json", self.run.summary.update, {k: v for k, v in info.items() if not isinstance(v, dict)})
         final = self.run_dir / "final.pt"
         if self.settings.log_model and final.is_file():
+
             def upload() -> None:
                 artifact = self.wandb.Artifact(f"{self.run_dir.name}-model", type="model")
                 artifact.add_file(str(final))
@@ -148,10 +160,12 @@ class MLflowLogger(_Guarded):
             tags["mlflow.parentRunId"] = settings.mlflow_parent
         run_id = self.client.create_run(experiment, run_name=self.run_dir.name, tags=tags).info.run_id
         saved.write_text(run_id + "\n", encoding="utf-8")
-        params = [Param(key, json.dumps(value) if not isinstance(value, str) else value)
-                  for key, value in flat(config).items()]
+        params = [
+            Param(key, json.dumps(value) if not isinstance(value, str) else value)
+            for key, value in flat(config).items()
+        ]
         for start in range(0, len(params), 100):
-            self.client.log_batch(run_id, params=params[start:start + 100])
+            self.client.log_batch(run_id, params=params[start : start + 100])
         return run_id
 
     def write(self, row: Row) -> None:
@@ -176,9 +190,16 @@ class MLflowLogger(_Guarded):
             if (self.run_dir / name).is_file():
                 self.guard(name, self.client.log_artifact, self.run_id, str(self.run_dir / name))
         status = _run_info(self.run_dir).get("status")
-        self.guard("the end", self.client.set_terminated, self.run_id,
-                   "FINISHED" if status in ("completed", "solved", "pruned") else
-                   "KILLED" if status == "interrupted" else "FAILED")
+        self.guard(
+            "the end",
+            self.client.set_terminated,
+            self.run_id,
+            "FINISHED"
+            if status in ("completed", "solved", "pruned")
+            else "KILLED"
+            if status == "interrupted"
+            else "FAILED",
+        )
 
 
 def experiment_id(client, name: str) -> str:
@@ -217,6 +238,9 @@ def end_study_run(settings, run_id: str, best: dict[str, Any] | None) -> None:
 
     client = MlflowClient(tracking_uri=settings.mlflow_uri)
     if best is not None:
-        client.log_batch(run_id, metrics=[Metric("best/value", float(best["value"]), int(time.time() * 1000), 0)],
-                         params=[Param(f"best.{k}", str(v)) for k, v in best["params"].items()][:100])
+        client.log_batch(
+            run_id,
+            metrics=[Metric("best/value", float(best["value"]), int(time.time() * 1000), 0)],
+            params=[Param(f"best.{k}", str(v)) for k, v in best["params"].items()][:100],
+        )
     client.set_terminated(run_id, "FINISHED")

@@ -24,8 +24,14 @@ class ActorCritic(nn.Module):
     """Policy and value MLPs over the features of one shared encoder (or, with ``value_encoder``, the
     value over its own); observations are normalized before the encoders."""
 
-    def __init__(self, obs_norm: ObservationNormalizer, encoder: nn.Module, policy: nn.Module, value: ValueCritic,
-                 value_encoder: nn.Module | None = None):
+    def __init__(
+        self,
+        obs_norm: ObservationNormalizer,
+        encoder: nn.Module,
+        policy: nn.Module,
+        value: ValueCritic,
+        value_encoder: nn.Module | None = None,
+    ):
         super().__init__()
         self.obs_norm = obs_norm
         self.encoder = encoder
@@ -53,8 +59,14 @@ class ActorCritic(nn.Module):
         policy_features, value_features = self.features(self.obs_norm(observation))
         dist = self.policy(policy_features)
         action = self.policy.sample(dist, generator)
-        return TensorDict({keys.ACTION: action, keys.LOG_PROB: self.policy.log_prob(dist, action),
-                           keys.VALUE: self.value(value_features)}, batch_size=observation.shape[:1])
+        return TensorDict(
+            {
+                keys.ACTION: action,
+                keys.LOG_PROB: self.policy.log_prob(dist, action),
+                keys.VALUE: self.value(value_features),
+            },
+            batch_size=observation.shape[:1],
+        )
 
     @torch.no_grad()
     def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
@@ -63,9 +75,7 @@ class ActorCritic(nn.Module):
         dist = self.policy(self.encoder(self.obs_norm(observation)))
         return self.policy.mode(dist) if deterministic else self.policy.sample(dist, generator)
 
-    def evaluate(
-        self, obs: torch.Tensor, action: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def evaluate(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log_prob, entropy, value), each [B], for normalized ``obs`` and taken ``action``."""
         policy_features, value_features = self.features(obs)
         dist = self.policy(policy_features)
@@ -82,13 +92,26 @@ def build_actor_critic(ctx: BuildContext) -> ActorCritic:
     obs_dim = encoder.out_features
     orthogonal = network.init == "orthogonal"
     if isinstance(action_space, spaces.Discrete):
-        net = mlp(obs_dim, network.policy_sizes, int(action_space.n),
-                  activation=network.activation, orthogonal=orthogonal, out_gain=0.01)
+        net = mlp(
+            obs_dim,
+            network.policy_sizes,
+            int(action_space.n),
+            activation=network.activation,
+            orthogonal=orthogonal,
+            out_gain=0.01,
+        )
         policy: nn.Module = CategoricalHead(net)
     else:
-        net = mlp(obs_dim, network.policy_sizes, ctx.act_dim,
-                  activation=network.activation, orthogonal=orthogonal, out_gain=0.01)
+        net = mlp(
+            obs_dim,
+            network.policy_sizes,
+            ctx.act_dim,
+            activation=network.activation,
+            orthogonal=orthogonal,
+            out_gain=0.01,
+        )
         policy = GaussianHead(net, action_space, network.log_std_init)
-    value = ValueCritic(mlp(obs_dim, network.value_sizes, 1,
-                            activation=network.activation, orthogonal=orthogonal, out_gain=1.0))
+    value = ValueCritic(
+        mlp(obs_dim, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0)
+    )
     return ActorCritic(ctx.observation_normalizer(), encoder, policy, value, value_encoder)

@@ -19,8 +19,9 @@ LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-def squashed_gaussian(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+def squashed_gaussian(
+    mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``tanh(mean + std * noise)`` and its log-density (Haarnoja et al., 2018, appendix C).
 
     The change of variables subtracts ``log(1 - tanh(u)^2)`` per dimension,
@@ -68,17 +69,25 @@ class SquashedGaussianActor(nn.Module):
         self.net = net
         self.rescale = _Rescale(space)
 
-    def forward(self, obs: torch.Tensor, generator: torch.Generator | None = None, *,
-                deterministic: bool = False, noise: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        obs: torch.Tensor,
+        generator: torch.Generator | None = None,
+        *,
+        deterministic: bool = False,
+        noise: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(action in bounds [B, A], log_prob [B]) for normalized ``obs`` [B, *obs]; the action is
         reparameterized (differentiable in the weights), ``deterministic`` takes the mean and
         ``noise`` [B, A], when given, is the standard-normal draw to use."""
         mean, log_std = self.net(self.encoder(obs)).chunk(2, -1)
         log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
         if noise is None:
-            noise = (torch.zeros_like(mean) if deterministic
-                     else torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype))
+            noise = (
+                torch.zeros_like(mean)
+                if deterministic
+                else torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+            )
         unit, log_prob = squashed_gaussian(mean, log_std, noise)
         return self.rescale(unit), log_prob
 

@@ -35,8 +35,7 @@ class QEnsemble(nn.Module):
     extractor): a CNN runs once per batch, not once per member.
     """
 
-    def __init__(self, members: int, encoder: nn.Module, act_dim: int, hidden_sizes: Sequence[int], *,
-                 activation: str):
+    def __init__(self, members: int, encoder: nn.Module, act_dim: int, hidden_sizes: Sequence[int], *, activation: str):
         super().__init__()
         self.encoder = encoder
         self.net = EnsembleMLP(members, encoder.out_features + act_dim, hidden_sizes, 1, activation=activation)
@@ -77,5 +76,9 @@ def critic_regression(q: torch.Tensor, target: torch.Tensor, batch: TensorDict) 
     weight = batch.get(keys.WEIGHT, None)
     per_critic = td.square().mean(1) if weight is None else (weight * td.square()).mean(1)
     distance = td.detach().abs()
-    return {"loss/critic": 0.5 * per_critic.sum(), "stats/q_mean": q.detach().mean(),
-            "stats/td_abs": distance.mean(), "td_error": distance.mean(0)}
+    return {
+        "loss/critic": 0.5 * per_critic.sum(),
+        "stats/q_mean": q.detach().mean(),
+        "stats/td_abs": distance.mean(),
+        "td_error": distance.mean(0),
+    }

@@ -52,8 +52,13 @@ class ImageLayout:
 
 def is_image(space: spaces.Space) -> bool:
     """A Box of uint8 pixels in [0, 255] with 2 to 4 dimensions (grey, channels first or last, stacked)."""
-    return (isinstance(space, spaces.Box) and space.dtype == np.uint8 and 2 <= len(space.shape) <= 4
-            and bool(np.all(space.low == 0)) and bool(np.all(space.high == 255)))
+    return (
+        isinstance(space, spaces.Box)
+        and space.dtype == np.uint8
+        and 2 <= len(space.shape) <= 4
+        and bool(np.all(space.low == 0))
+        and bool(np.all(space.high == 255))
+    )
 
 
 class Flat(nn.Module):
@@ -114,7 +119,7 @@ class _Pixels(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """[*B, *shape] frames -> [*B, out_features]."""
-        lead = obs.shape[:obs.dim() - len(self.layout.shape)]
+        lead = obs.shape[: obs.dim() - len(self.layout.shape)]
         x = self.layout.planes(obs.reshape(-1, *self.layout.shape))
         # Normalized (explicitly asked) frames arrive as float already: only raw uint8 is rescaled.
         x = x.float() / 255.0 if obs.dtype == torch.uint8 else x.float()
@@ -125,9 +130,12 @@ class _Pixels(nn.Module):
 def nature_cnn(layout: ImageLayout, orthogonal: bool) -> _Pixels:
     """The DQN network of Mnih et al. (2015): 32 8x8/4, 64 4x4/2 and 64 3x3/1 convolutions, ReLU, 512 units."""
     body = nn.Sequential(
-        _conv(layout.channels, 32, 8, 4, orthogonal), nn.ReLU(),
-        _conv(32, 64, 4, 2, orthogonal), nn.ReLU(),
-        _conv(64, 64, 3, 1, orthogonal), nn.ReLU(),
+        _conv(layout.channels, 32, 8, 4, orthogonal),
+        nn.ReLU(),
+        _conv(32, 64, 4, 2, orthogonal),
+        nn.ReLU(),
+        _conv(64, 64, 3, 1, orthogonal),
+        nn.ReLU(),
         nn.Flatten(),
     )
     return _Pixels("nature_cnn", layout, body, 512, orthogonal)
@@ -153,8 +161,12 @@ def impala_cnn(layout: ImageLayout, orthogonal: bool) -> _Pixels:
     layers: list[nn.Module] = []
     channels = layout.channels
     for width in (16, 32, 32):
-        layers += [_conv(channels, width, 3, 1, orthogonal, padding=1), nn.MaxPool2d(3, 2, padding=1),
-                   _Residual(width, orthogonal), _Residual(width, orthogonal)]
+        layers += [
+            _conv(channels, width, 3, 1, orthogonal, padding=1),
+            nn.MaxPool2d(3, 2, padding=1),
+            _Residual(width, orthogonal),
+            _Residual(width, orthogonal),
+        ]
         channels = width
     layers += [nn.ReLU(), nn.Flatten()]
     return _Pixels("impala_cnn", layout, nn.Sequential(*layers), 256, orthogonal)
@@ -211,8 +223,10 @@ def build_encoder(space: spaces.Space, network: NetworkConfig) -> nn.Module:
     orthogonal = network.init == "orthogonal"
     choice = encoder_choice(space, network.encoder)
     if choice == "dict":
-        keyed = {name: network.model_copy(update={"encoder": _keyed(sub, network.encoder)})
-                 for name, sub in space.spaces.items()}
+        keyed = {
+            name: network.model_copy(update={"encoder": _keyed(sub, network.encoder)})
+            for name, sub in space.spaces.items()
+        }
         return DictEncoder({name: build_encoder(sub, keyed[name]) for name, sub in space.spaces.items()})
     if choice == "one_hot":
         return OneHot(space)
@@ -247,16 +261,22 @@ def space_problem(space: spaces.Space, encoder: str) -> str | None:
     shape = tuple(space.shape)
     if encoder in CNNS:
         if not is_image(space):
-            return (f"encoder {encoder!r} reads images (a uint8 Box in [0, 255] of 2 to 4 dimensions), not "
-                    f"Box{shape} of {space.dtype}; use \"flat\" or \"auto\"")
+            return (
+                f"encoder {encoder!r} reads images (a uint8 Box in [0, 255] of 2 to 4 dimensions), not "
+                f'Box{shape} of {space.dtype}; use "flat" or "auto"'
+            )
         layout = ImageLayout(shape)
         if encoder == "nature_cnn" and min(layout.height, layout.width) < NATURE_MIN_SIZE:
-            return (f"images of {layout.height}x{layout.width} are smaller than the Nature CNN's receptive field: "
-                    f"it needs at least {NATURE_MIN_SIZE}x{NATURE_MIN_SIZE}; use \"impala_cnn\" or \"flat\"")
+            return (
+                f"images of {layout.height}x{layout.width} are smaller than the Nature CNN's receptive field: "
+                f'it needs at least {NATURE_MIN_SIZE}x{NATURE_MIN_SIZE}; use "impala_cnn" or "flat"'
+            )
         return None
     if encoder == "auto" and len(shape) != 1 and not is_image(space):
-        return (f"Box{shape} of {space.dtype} is neither a vector nor an image (a uint8 Box in [0, 255]); "
-                "set [network] encoder = \"flat\" to flatten it into a vector")
+        return (
+            f"Box{shape} of {space.dtype} is neither a vector nor an image (a uint8 Box in [0, 255]); "
+            'set [network] encoder = "flat" to flatten it into a vector'
+        )
     return None
 
 

@@ -42,8 +42,9 @@ class EnsembleLinear(nn.Module):
 class EnsembleMLP(nn.Module):
     """E MLPs ``in -> hidden... -> out`` with no activation after the last layer, run together."""
 
-    def __init__(self, members: int, in_features: int, hidden_sizes: Sequence[int], out_features: int,
-                 *, activation: str):
+    def __init__(
+        self, members: int, in_features: int, hidden_sizes: Sequence[int], out_features: int, *, activation: str
+    ):
         super().__init__()
         self.members = members
         sizes = [in_features, *hidden_sizes, out_features]

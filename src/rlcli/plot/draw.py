@@ -14,7 +14,14 @@ import numpy as np
 
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.plot.runs import (
-    Curve, Group, RunData, expand_run_dirs, group_curve, group_runs, mean_phase_ms, read_run,
+    Curve,
+    Group,
+    RunData,
+    expand_run_dirs,
+    group_curve,
+    group_runs,
+    mean_phase_ms,
+    read_run,
 )
 
 RETURN = "rollout/episode_return_mean"
@@ -108,8 +115,9 @@ def plot_runs(
         else:
             kept.append(run)
     if not kept:
-        raise InputError(f"--y {y}", "no run has a value of it yet: " + "; ".join(
-            f"{path}: {why}" for path, why in skipped))
+        raise InputError(
+            f"--y {y}", "no run has a value of it yet: " + "; ".join(f"{path}: {why}" for path, why in skipped)
+        )
     groups = group_runs(kept)
     curves = [group_curve(g, x_column, y, band) for g in groups]
     _draw(groups, curves, output, x=x, y=y, band=band)
@@ -142,11 +150,20 @@ def _draw(groups: list[Group], curves: list[Curve], output: Path, *, x: str, y: 
             else:
                 handles.append((line,))
         grouped = any(len(g.runs) > 1 for g in groups)
-        curve_ax.legend(handles, [g.label for g in groups], handler_map={tuple: HandlerTuple(ndivide=1)},
-                        title=(f"shaded: {BANDS[band]} over seeds" + ("; dashed: not every seed" if partial else "")
-                               if grouped else None),
-                        # Below the axes, so that it never hides a curve.
-                        loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
+        curve_ax.legend(
+            handles,
+            [g.label for g in groups],
+            handler_map={tuple: HandlerTuple(ndivide=1)},
+            title=(
+                f"shaded: {BANDS[band]} over seeds" + ("; dashed: not every seed" if partial else "")
+                if grouped
+                else None
+            ),
+            # Below the axes, so that it never hides a curve.
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.13),
+            frameon=False,
+        )
         curve_ax.set_xlabel(X_LABELS[x])
         curve_ax.set_ylabel(y_label(y, [r for g in groups for r in g.runs]))
         curve_ax.set_title(f"Learning curves ({y})")
@@ -181,8 +198,15 @@ def _draw_timing(ax: Any, groups: list[Group]) -> None:
     left = np.zeros(len(groups))
     for index, phase in enumerate(phases):
         widths = np.array([m.get(phase, 0.0) for m in means])
-        ax.barh(rows, widths, left=left, height=0.6, label=phase,
-                color="lightgrey" if phase == "other" else palette(index % 8), edgecolor="white")
+        ax.barh(
+            rows,
+            widths,
+            left=left,
+            height=0.6,
+            label=phase,
+            color="lightgrey" if phase == "other" else palette(index % 8),
+            edgecolor="white",
+        )
         left += widths
     for row, total in zip(rows, left):
         if total > 0:

@@ -99,8 +99,9 @@ def expand_run_dirs(paths: Sequence[Path]) -> list[Path]:
             elif (child / "seeds.json").is_file():
                 runs.extend(sorted(p for p in child.iterdir() if (p / "metrics.csv").is_file()))
         if not runs:
-            raise InputError(what, "holds no metrics.csv, nor do the folders in it; give a run folder "
-                                   "or a folder of them")
+            raise InputError(
+                what, "holds no metrics.csv, nor do the folders in it; give a run folder or a folder of them"
+            )
         found.extend(runs)
     return list({p.resolve(): p for p in found}.values())
 
@@ -153,8 +154,14 @@ def read_run(path: Path) -> RunData:
     window = run.get("return_window")
     columns, values = read_metrics(path / "metrics.csv")
     return RunData(
-        path=path, name=name, algo=str(algo.get("name", "?")), env=str(env.get("id", "?")), seed=seed,
-        return_window=window if isinstance(window, int) else None, columns=columns, values=values,
+        path=path,
+        name=name,
+        algo=str(algo.get("name", "?")),
+        env=str(env.get("id", "?")),
+        seed=seed,
+        return_window=window if isinstance(window, int) else None,
+        columns=columns,
+        values=values,
         timing=_read_timing(path / "run.json"),
         seeds_group=path.parent if (path.parent / "seeds.json").is_file() else None,
     )
@@ -168,8 +175,11 @@ def _read_timing(path: Path) -> dict[str, float]:
         return {}
     if not isinstance(timing, dict):
         return {}
-    return {phase: float(entry["mean_ms"]) for phase, entry in timing.items()
-            if isinstance(entry, dict) and isinstance(entry.get("mean_ms"), (int, float))}
+    return {
+        phase: float(entry["mean_ms"])
+        for phase, entry in timing.items()
+        if isinstance(entry, dict) and isinstance(entry.get("mean_ms"), (int, float))
+    }
 
 
 def group_runs(runs: Sequence[RunData]) -> list[Group]:
@@ -196,8 +206,12 @@ def group_runs(runs: Sequence[RunData]) -> list[Group]:
             label, short = f"{label}, median of {count}", f"{_clip(first.name)}\n{count}"
         groups.append(Group(label, short, tuple(members)))
     labels = [g.label for g in groups]
-    return [Group(f"{g.label} [{(g.runs[0].seeds_group or g.runs[0].path).name}]", g.short, g.runs)
-            if labels.count(g.label) > 1 else g for g in groups]
+    return [
+        Group(f"{g.label} [{(g.runs[0].seeds_group or g.runs[0].path).name}]", g.short, g.runs)
+        if labels.count(g.label) > 1
+        else g
+        for g in groups
+    ]
 
 
 def _clip(name: str, width: int = 22) -> str:

@@ -7,5 +7,16 @@ from rlcli.replay.learner import REPLAY_PHASES, ReplayLearner
 from rlcli.replay.storage import ReplayBuffer, Spec, check_storage, storage_bytes
 from rlcli.replay.sumtree import SumTree
 
-__all__ = ["REPLAY_PHASES", "Replay", "ReplayBuffer", "ReplayLearner", "Spec", "SumTree", "build_replay", "check_storage", "offline_replay",
-           "storage_bytes", "transition_spec"]
+__all__ = [
+    "REPLAY_PHASES",
+    "Replay",
+    "ReplayBuffer",
+    "ReplayLearner",
+    "Spec",
+    "SumTree",
+    "build_replay",
+    "check_storage",
+    "offline_replay",
+    "storage_bytes",
+    "transition_spec",
+]

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from rlcli.timing import Timer
 
 
-def transition_spec(observation_space: spaces.Space, action: tuple[tuple[int, ...], torch.dtype], *,
-                    n_step: int) -> Spec:
+def transition_spec(
+    observation_space: spaces.Space, action: tuple[tuple[int, ...], torch.dtype], *, n_step: int
+) -> Spec:
     """What a buffer stores per transition: raw observations in the space's own dtype (one entry
     per key of a Dict), the action, the reward, the end flag, and with ``n_step`` > 1 the
     bootstrap discount."""
@@ -68,17 +69,32 @@ def build_replay(cfg, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormal
     default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
     num_envs = ctx.env.num_envs
     if stores_frames(cfg, ctx):
-        check_storage(replay, spec, device, directory, source=ctx.source,
-                      needed=frame_storage_bytes(replay, spec, num_envs=num_envs))
+        check_storage(
+            replay,
+            spec,
+            device,
+            directory,
+            source=ctx.source,
+            needed=frame_storage_bytes(replay, spec, num_envs=num_envs),
+        )
         buffer = FrameStackBuffer(replay, spec, num_envs=num_envs, device=device, directory=default_folder)
     else:
         check_storage(replay, spec, device, directory, source=ctx.source)
         buffer = ReplayBuffer(replay, spec, device=device, directory=default_folder)
-    reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward,
-                                 group=group).to(device)
-    return Replay(buffer, obs_norm, reward_scaler, gamma=cfg.gamma, n_step=cfg.n_step,
-                  learning_starts=cfg.learning_starts, utd_ratio=cfg.utd_ratio, device=device,
-                  clip_reward=ctx.env.clip_reward)
+    reward_scaler = RewardScaler(ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward, group=group).to(
+        device
+    )
+    return Replay(
+        buffer,
+        obs_norm,
+        reward_scaler,
+        gamma=cfg.gamma,
+        n_step=cfg.n_step,
+        learning_starts=cfg.learning_starts,
+        utd_ratio=cfg.utd_ratio,
+        device=device,
+        clip_reward=ctx.env.clip_reward,
+    )
 
 
 def offline_replay(ctx: BuildContext, obs_norm: ObservationNormalizer, *, gamma: float | None) -> OfflineReplay:
@@ -87,8 +103,14 @@ def offline_replay(ctx: BuildContext, obs_norm: ObservationNormalizer, *, gamma:
     an algorithm that reads no rewards, ``gamma`` None) over the whole dataset."""
     enabled = ctx.env.normalize_reward and gamma is not None
     reward_scaler = RewardScaler(1, gamma=0.0 if gamma is None else gamma, enabled=enabled).to(ctx.device)
-    return OfflineReplay(ctx.dataset, obs_norm, reward_scaler, device=ctx.device,
-                         storage_device=ctx.dataset_device, clip_reward=ctx.env.clip_reward)
+    return OfflineReplay(
+        ctx.dataset,
+        obs_norm,
+        reward_scaler,
+        device=ctx.device,
+        storage_device=ctx.dataset_device,
+        clip_reward=ctx.env.clip_reward,
+    )
 
 
 def stores_frames(cfg, ctx: BuildContext) -> bool:
@@ -96,9 +118,16 @@ def stores_frames(cfg, ctx: BuildContext) -> bool:
     is auto, the env is ale-py's vector env (NEXT_STEP resets, zeros in a reset stack) with a stack of
     frames, and transitions are 1-step."""
     space = ctx.observation_space
-    return (cfg.replay.frames == "auto" and cfg.n_step == 1 and env_family(ctx.env.id) is ATARI
-            and ctx.env.vectorization == "vector_entry_point" and is_image(space) and len(space.shape) >= 3
-            and space.shape[0] > 1 and cfg.replay.capacity // ctx.env.num_envs > space.shape[0])
+    return (
+        cfg.replay.frames == "auto"
+        and cfg.n_step == 1
+        and env_family(ctx.env.id) is ATARI
+        and ctx.env.vectorization == "vector_entry_point"
+        and is_image(space)
+        and len(space.shape) >= 3
+        and space.shape[0] > 1
+        and cfg.replay.capacity // ctx.env.num_envs > space.shape[0]
+    )
 
 
 class Replay:
@@ -111,9 +140,19 @@ class Replay:
     says how many gradient steps they pay for.
     """
 
-    def __init__(self, buffer: ReplayBuffer, obs_norm: ObservationNormalizer, reward_scaler: RewardScaler, *,
-                 gamma: float, n_step: int, learning_starts: int, utd_ratio: float, device: torch.device,
-                 clip_reward: float | None = None):
+    def __init__(
+        self,
+        buffer: ReplayBuffer,
+        obs_norm: ObservationNormalizer,
+        reward_scaler: RewardScaler,
+        *,
+        gamma: float,
+        n_step: int,
+        learning_starts: int,
+        utd_ratio: float,
+        device: torch.device,
+        clip_reward: float | None = None,
+    ):
         self.buffer = buffer
         self.obs_norm = obs_norm
         self.reward_scaler = reward_scaler
@@ -164,26 +203,37 @@ class Replay:
             return batch
         from tensordict import TensorDict
 
-        raw = batch.select(keys.OBSERVATION, keys.NEXT_OBSERVATION, keys.ACTION, keys.REWARD,
-                           keys.TERMINATED, keys.TRUNCATED, keys.VALID)
+        raw = batch.select(
+            keys.OBSERVATION,
+            keys.NEXT_OBSERVATION,
+            keys.ACTION,
+            keys.REWARD,
+            keys.TERMINATED,
+            keys.TRUNCATED,
+            keys.VALID,
+        )
         if self.carry is None:
             # Placeholder steps before the first batch: never valid, so never emitted.
             self.carry = raw[: n - 1].clone().zero_()
         joined = torch.cat([self.carry, raw], 0)
         starts = raw.batch_size[0]
-        returns, last, discount = n_step_returns(joined[keys.REWARD], joined[keys.TERMINATED],
-                                                 joined[keys.TRUNCATED], gamma=self.gamma, n=n, starts=starts)
+        returns, last, discount = n_step_returns(
+            joined[keys.REWARD], joined[keys.TERMINATED], joined[keys.TRUNCATED], gamma=self.gamma, n=n, starts=starts
+        )
         next_obs = joined[keys.NEXT_OBSERVATION]
         index = last.reshape(*last.shape, *([1] * (next_obs.dim() - 2))).expand(-1, -1, *next_obs.shape[2:])
-        out = TensorDict({
-            keys.OBSERVATION: joined[keys.OBSERVATION][:starts],
-            keys.ACTION: joined[keys.ACTION][:starts],
-            keys.REWARD: returns,
-            keys.NEXT_OBSERVATION: next_obs.gather(0, index),
-            keys.TERMINATED: joined[keys.TERMINATED].gather(0, last),
-            keys.DISCOUNT: discount,
-            keys.VALID: joined[keys.VALID][:starts],
-        }, batch_size=[starts, raw.batch_size[1]])
+        out = TensorDict(
+            {
+                keys.OBSERVATION: joined[keys.OBSERVATION][:starts],
+                keys.ACTION: joined[keys.ACTION][:starts],
+                keys.REWARD: returns,
+                keys.NEXT_OBSERVATION: next_obs.gather(0, index),
+                keys.TERMINATED: joined[keys.TERMINATED].gather(0, last),
+                keys.DISCOUNT: discount,
+                keys.VALID: joined[keys.VALID][:starts],
+            },
+            batch_size=[starts, raw.batch_size[1]],
+        )
         self.carry = joined[starts:].clone()
         return out
 
@@ -206,9 +256,13 @@ class Replay:
     def state_dict(self, *, storage: bool = True) -> dict:
         """Counters, the n-step carry, the reward statistics and the buffer (its transitions
         only with ``storage``)."""
-        return {"frames": self.frames, "owed": self.owed, "buffer": self.buffer.state_dict(storage=storage),
-                "reward_scaler": self.reward_scaler.state_dict(),
-                "carry": None if self.carry is None else self.carry.to_dict()}
+        return {
+            "frames": self.frames,
+            "owed": self.owed,
+            "buffer": self.buffer.state_dict(storage=storage),
+            "reward_scaler": self.reward_scaler.state_dict(),
+            "carry": None if self.carry is None else self.carry.to_dict(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         from tensordict import TensorDict

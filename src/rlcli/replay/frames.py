@@ -82,8 +82,10 @@ def frame_storage_bytes(cfg: ReplayConfig, spec: Spec, *, num_envs: int, stack: 
     """
     shape = _stack_shape(spec, stack)
     rows = (cfg.capacity // num_envs) * num_envs
-    per_row = sum(math.prod(item) * torch.empty((), dtype=dtype).element_size()
-                  for item, dtype in _row_spec(spec, shape[1:]).values())
+    per_row = sum(
+        math.prod(item) * torch.empty((), dtype=dtype).element_size()
+        for item, dtype in _row_spec(spec, shape[1:]).values()
+    )
     total = rows * per_row + num_envs * math.prod(shape)
     if cfg.prioritized:
         fanout, levels = SumTree.layout(rows)
@@ -106,8 +108,16 @@ class FrameStackBuffer:
         stack: S, when given checked against the spec.
     """
 
-    def __init__(self, cfg: ReplayConfig, spec: Spec, *, num_envs: int, device: torch.device,
-                 stack: int | None = None, directory: Callable[[], Path] | None = None):
+    def __init__(
+        self,
+        cfg: ReplayConfig,
+        spec: Spec,
+        *,
+        num_envs: int,
+        device: torch.device,
+        stack: int | None = None,
+        directory: Callable[[], Path] | None = None,
+    ):
         self.cfg, self.spec, self.device, self.directory = cfg, spec, device, directory
         self.num_envs = num_envs
         self.stack_shape = _stack_shape(spec, stack)
@@ -158,8 +168,11 @@ class FrameStackBuffer:
     @property
     def allocated_bytes(self) -> int:
         """Bytes held now: what :func:`frame_storage_bytes` counts once the first batch is in."""
-        held = [*self.tensors.values(), *([self.last_next] if self.last_next is not None else []),
-                *(self.tree.levels if self.tree is not None else [])]
+        held = [
+            *self.tensors.values(),
+            *([self.last_next] if self.last_next is not None else []),
+            *(self.tree.levels if self.tree is not None else []),
+        ]
         return sum(tensor.nbytes for tensor in held)
 
     def _allocate(self) -> None:
@@ -171,7 +184,8 @@ class FrameStackBuffer:
             self._folder.mkdir(parents=True, exist_ok=True)
             for key, (item, dtype) in self.row_spec.items():
                 self.tensors[key] = MemoryMappedTensor.empty(
-                    (*shape, *item), dtype=dtype, filename=self._folder / f"{_file_name(key)}.memmap", existsok=True)
+                    (*shape, *item), dtype=dtype, filename=self._folder / f"{_file_name(key)}.memmap", existsok=True
+                )
         else:
             for key, (item, dtype) in self.row_spec.items():
                 self.tensors[key] = torch.empty((*shape, *item), dtype=dtype, device=self.storage_device)
@@ -199,7 +213,7 @@ class FrameStackBuffer:
         start = self.cursor
         previous = (start - 1) % self.steps if self.filled and count < self.steps else None
         for t0 in range(0, count, self.steps):
-            self._write({key: value[t0:t0 + self.steps] for key, value in rows.items()})
+            self._write({key: value[t0 : t0 + self.steps] for key, value in rows.items()})
         self._verify(observation, start, previous)
         if self.tree is not None:
             kept = min(count, self.steps)
@@ -215,9 +229,9 @@ class FrameStackBuffer:
         first = min(count, self.steps - self.cursor)
         for key, value in rows.items():
             storage = self.tensors[key]
-            storage[self.cursor:self.cursor + first] = value[:first]
+            storage[self.cursor : self.cursor + first] = value[:first]
             if first < count:
-                storage[:count - first] = value[first:]
+                storage[: count - first] = value[first:]
         self.cursor = (self.cursor + count) % self.steps
         self.filled = min(self.filled + count, self.steps)
 
@@ -245,8 +259,11 @@ class FrameStackBuffer:
         sampleable = self.tensors[keys.VALID]
         sampleable[slots] = sampleable[slots] & whole[:-1] & whole[1:]
         if previous is not None:
-            linked = (torch.zeros(n, dtype=torch.bool, device=device) if self.last_next is None
-                      else (rebuilt[0] == self.last_next).flatten(1).all(1))
+            linked = (
+                torch.zeros(n, dtype=torch.bool, device=device)
+                if self.last_next is None
+                else (rebuilt[0] == self.last_next).flatten(1).all(1)
+            )
             sampleable[previous] = sampleable[previous] & linked
 
     def _reprioritize(self, written: torch.Tensor) -> None:
@@ -294,8 +311,11 @@ class FrameStackBuffer:
             index = self._draw_uniform(batch_size, generator)
         else:
             index, weight = proportional_draw(self.tree, batch_size, generator, size=len(self), beta=self.beta())
-        out = {key: self.tensors[key].reshape(-1, *shape).index_select(0, index)
-               for key, (shape, _) in self.row_spec.items() if key not in (_FRAME, _FIRST, keys.VALID)}
+        out = {
+            key: self.tensors[key].reshape(-1, *shape).index_select(0, index)
+            for key, (shape, _) in self.row_spec.items()
+            if key not in (_FRAME, _FIRST, keys.VALID)
+        }
         out[keys.OBSERVATION], out[keys.NEXT_OBSERVATION] = self.stacks(index)
         return sample_batch(out, index, weight, self.device)
 
@@ -326,19 +346,26 @@ class FrameStackBuffer:
     def state_dict(self, *, storage: bool = True) -> dict:
         """Counters and, with ``storage``, the stored steps, the priorities and what links them to the
         next batch; memmap files are flushed to disk and referenced, not copied."""
-        state = {"cursor": self.cursor, "filled": self.filled, "added": self.added,
-                 "max_priority": self.max_priority, "storage": None}
+        state = {
+            "cursor": self.cursor,
+            "filled": self.filled,
+            "added": self.added,
+            "max_priority": self.max_priority,
+            "storage": None,
+        }
         if not storage or not self.tensors:
             return state
-        link = {"pending_first": self.pending_first.clone(),
-                "last_next": None if self.last_next is None else self.last_next.clone()}
+        link = {
+            "pending_first": self.pending_first.clone(),
+            "last_next": None if self.last_next is None else self.last_next.clone(),
+        }
         if self.cfg.storage == "memmap":
             for key in self.tensors:
                 _fsync(self._folder / f"{_file_name(key)}.memmap")
             state["storage"] = {"memmap": True, **link}
         else:
             # A partly filled ring saves a copy of its written slots, not its whole capacity.
-            tensors = {key: value[:self.filled].clone() for key, value in self.tensors.items()}
+            tensors = {key: value[: self.filled].clone() for key, value in self.tensors.items()}
             state["storage"] = {"tensors": tensors, **link}
         if self.tree is not None:
             state["storage"]["tree"] = list(self.tree.levels)
@@ -363,7 +390,7 @@ class FrameStackBuffer:
             self.last_next = saved["last_next"].to(device)
         self._allocate()
         for key, value in saved.get("tensors", {}).items():
-            self.tensors[key][:value.shape[0]] = value.to(device)
+            self.tensors[key][: value.shape[0]] = value.to(device)
         if self.tree is not None and "tree" in saved:
             for level, value in zip(self.tree.levels, saved["tree"]):
                 level.copy_(value)

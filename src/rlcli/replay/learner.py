@@ -17,8 +17,15 @@ if TYPE_CHECKING:
     from rlcli.optim import GradientStep
     from rlcli.timing import Timer
 
-REPLAY_PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer",
-                 "update.priority", "update.target")
+REPLAY_PHASES = (
+    "update.extend",
+    "update.sample",
+    "update.forward",
+    "update.backward",
+    "update.optimizer",
+    "update.priority",
+    "update.target",
+)
 """The timed sub-phases of a replay-based ``learn``: storing the batch, sampling, and the steps of
 the algorithm's ``update`` (its forward, the gradient step, priorities and targets)."""
 
@@ -70,8 +77,13 @@ class ReplayLearner:
         return {name: float(torch.stack(values).mean()) for name, values in seen.items()}
 
     @torch.no_grad()
-    def act(self, observation: torch.Tensor, generator: torch.Generator, bounds: ActionBounds,
-            actor: Callable[[torch.Tensor], torch.Tensor]) -> TensorDict:
+    def act(
+        self,
+        observation: torch.Tensor,
+        generator: torch.Generator,
+        bounds: ActionBounds,
+        actor: Callable[[torch.Tensor], torch.Tensor],
+    ) -> TensorDict:
         """``action`` [N, A] for raw ``observation`` [N, obs]: uniform in ``bounds`` during the
         warm-up, then ``actor(observation)``."""
         from tensordict import TensorDict

@@ -44,11 +44,19 @@ class DatasetBuffer:
         ``action``, ``reward``, ``terminated``, ``truncated`` and ``index``, on the training device."""
         index = torch.randint(len(self), (size,), generator=generator, device=self.storage_device)
         row = self.rows[index]
-        return sample_batch({
-            keys.OBSERVATION: self.observations[row], keys.NEXT_OBSERVATION: self.observations[row + 1],
-            keys.ACTION: self.actions[index], keys.REWARD: self.rewards[index],
-            keys.TERMINATED: self.terminated[index], keys.TRUNCATED: self.truncated[index],
-        }, index, None, self.device)
+        return sample_batch(
+            {
+                keys.OBSERVATION: self.observations[row],
+                keys.NEXT_OBSERVATION: self.observations[row + 1],
+                keys.ACTION: self.actions[index],
+                keys.REWARD: self.rewards[index],
+                keys.TERMINATED: self.terminated[index],
+                keys.TRUNCATED: self.truncated[index],
+            },
+            index,
+            None,
+            self.device,
+        )
 
     def state_dict(self, *, storage: bool = True) -> dict:
         """Nothing: the dataset is read again from its file when a run resumes."""
@@ -70,8 +78,16 @@ class OfflineReplay:
 
     learning = True
 
-    def __init__(self, dataset: Dataset, obs_norm: ObservationNormalizer, reward_scaler: RewardScaler, *,
-                 device: torch.device, storage_device: torch.device, clip_reward: float | None = None):
+    def __init__(
+        self,
+        dataset: Dataset,
+        obs_norm: ObservationNormalizer,
+        reward_scaler: RewardScaler,
+        *,
+        device: torch.device,
+        storage_device: torch.device,
+        clip_reward: float | None = None,
+    ):
         self.obs_norm, self.reward_scaler = obs_norm, reward_scaler
         self.clip_reward = clip_reward
         rewards = clip_rewards(dataset.rewards, clip_reward)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlcli import keys
-from rlcli.config.fields import ReplayConfig
 from rlcli.config.errors import single
+from rlcli.config.fields import ReplayConfig
 from rlcli.replay.sumtree import SumTree
 
 if TYPE_CHECKING:
@@ -72,8 +72,15 @@ def human_bytes(size: int) -> str:
     return f"{size} B"
 
 
-def check_storage(cfg: ReplayConfig, spec: Spec, device: torch.device, directory: Path | None,
-                  *, source: str | None = None, needed: int | None = None) -> None:
+def check_storage(
+    cfg: ReplayConfig,
+    spec: Spec,
+    device: torch.device,
+    directory: Path | None,
+    *,
+    source: str | None = None,
+    needed: int | None = None,
+) -> None:
     """Raise a ConfigError unless the storage fits (``needed`` bytes, by default
     :func:`storage_bytes`) and, for memmap, its folder is writable."""
     if cfg.storage == "memmap" and directory is not None:
@@ -83,18 +90,24 @@ def check_storage(cfg: ReplayConfig, spec: Spec, device: torch.device, directory
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as exc:
-            raise single(source, f"cannot write memmap files in {str(directory)!r}: {exc.strerror or exc}; "
-                                 "choose a writable folder", path="algo.replay.directory") from None
+            raise single(
+                source,
+                f"cannot write memmap files in {str(directory)!r}: {exc.strerror or exc}; choose a writable folder",
+                path="algo.replay.directory",
+            ) from None
     needed = storage_bytes(cfg, spec) if needed is None else needed
     free = free_bytes(cfg, device, directory)
     if free is not None and needed > free:
         where = "disk" if cfg.storage == "memmap" else f"{device.type} memory"
         per_item = needed // cfg.capacity
-        raise single(source, f"a replay buffer of {cfg.capacity:,} transitions needs {human_bytes(needed)} "
-                             f"(about {per_item:,} bytes each) but only {human_bytes(free)} of {where} is free; "
-                             f"lower the capacity to at most {max(free // max(per_item, 1), 1):,}"
-                             + (' or use storage = "memmap"' if cfg.storage == "tensor" else ""),
-                     path="algo.replay.capacity")
+        raise single(
+            source,
+            f"a replay buffer of {cfg.capacity:,} transitions needs {human_bytes(needed)} "
+            f"(about {per_item:,} bytes each) but only {human_bytes(free)} of {where} is free; "
+            f"lower the capacity to at most {max(free // max(per_item, 1), 1):,}"
+            + (' or use storage = "memmap"' if cfg.storage == "tensor" else ""),
+            path="algo.replay.capacity",
+        )
 
 
 class ReplayBuffer:
@@ -104,8 +117,9 @@ class ReplayBuffer:
     ``cfg.directory``, else in ``directory()``), after :func:`check_storage` was passed at build time.
     """
 
-    def __init__(self, cfg: ReplayConfig, spec: Spec, *, device: torch.device,
-                 directory: Callable[[], Path] | None = None):
+    def __init__(
+        self, cfg: ReplayConfig, spec: Spec, *, device: torch.device, directory: Callable[[], Path] | None = None
+    ):
         self.cfg = cfg
         self.spec = spec
         self.device = device
@@ -135,7 +149,8 @@ class ReplayBuffer:
             self._folder.mkdir(parents=True, exist_ok=True)
             for key, (shape, dtype) in self.spec.items():
                 self.tensors[key] = MemoryMappedTensor.empty(
-                    (capacity, *shape), dtype=dtype, filename=self._folder / f"{_file_name(key)}.memmap", existsok=True)
+                    (capacity, *shape), dtype=dtype, filename=self._folder / f"{_file_name(key)}.memmap", existsok=True
+                )
         else:
             for key, (shape, dtype) in self.spec.items():
                 self.tensors[key] = torch.empty((capacity, *shape), dtype=dtype, device=self.storage_device)
@@ -164,7 +179,7 @@ class ReplayBuffer:
         first = min(written, capacity - start)
         for key, storage in self.tensors.items():
             value = batch.get(key)
-            value = value.reshape(-1, *value.shape[batch.batch_dims:])
+            value = value.reshape(-1, *value.shape[batch.batch_dims :])
             if rows is not None:
                 value = value.index_select(0, rows)
             if skip:
@@ -172,10 +187,10 @@ class ReplayBuffer:
             if value.device != storage.device:
                 value = value.to(storage.device, non_blocking=True)
             if first == written:
-                storage[start:start + first] = value
+                storage[start : start + first] = value
             else:
-                storage[start:start + first] = value[:first]
-                storage[:written - first] = value[first:]
+                storage[start : start + first] = value[:first]
+                storage[: written - first] = value[first:]
         if self.tree is not None:
             positions = (torch.arange(written, device=self.storage_device) + start) % capacity
             self.tree.set(positions, self.max_priority)
@@ -201,8 +216,9 @@ class ReplayBuffer:
         if self.tree is None:
             index = torch.randint(self.size, (batch_size,), generator=generator, device=self.storage_device)
         else:
-            index, weight = proportional_draw(self.tree, batch_size, generator, size=self.size, beta=self.beta(),
-                                              last=self.size - 1)
+            index, weight = proportional_draw(
+                self.tree, batch_size, generator, size=self.size, beta=self.beta(), last=self.size - 1
+            )
         out = {key: storage.index_select(0, index) for key, storage in self.tensors.items()}
         return sample_batch(out, index, weight, self.device)
 
@@ -221,8 +237,13 @@ class ReplayBuffer:
         """Counters and, with ``storage``, the transitions: the filled rows of in-memory storage
         and the priorities; memmap files are flushed to disk
         and referenced, not copied."""
-        state = {"cursor": self.cursor, "size": self.size, "added": self.added,
-                 "max_priority": self.max_priority, "storage": None}
+        state = {
+            "cursor": self.cursor,
+            "size": self.size,
+            "added": self.added,
+            "max_priority": self.max_priority,
+            "storage": None,
+        }
         if not storage or not self.tensors:
             return state
         if self.cfg.storage == "memmap":
@@ -233,8 +254,9 @@ class ReplayBuffer:
             # torch.save writes a view's whole storage: a partly filled buffer saves a copy of
             # its filled rows instead of every row of its capacity.
             full = self.size == self.cfg.capacity
-            state["storage"] = {"tensors": {key: value if full else value[:self.size].clone()
-                                            for key, value in self.tensors.items()}}
+            state["storage"] = {
+                "tensors": {key: value if full else value[: self.size].clone() for key, value in self.tensors.items()}
+            }
         if self.tree is not None:
             state["storage"]["tree"] = list(self.tree.levels)
         return state
@@ -255,7 +277,7 @@ class ReplayBuffer:
         self.max_priority = state["max_priority"]
         self._allocate()
         for key, value in saved.get("tensors", {}).items():
-            self.tensors[key][:value.shape[0]] = value.to(self.storage_device)
+            self.tensors[key][: value.shape[0]] = value.to(self.storage_device)
         if self.tree is not None and "tree" in saved:
             for level, value in zip(self.tree.levels, saved["tree"]):
                 level.copy_(value)
@@ -266,8 +288,9 @@ def annealed_beta(cfg: ReplayConfig, added: int) -> float:
     return min(1.0, cfg.beta + (1.0 - cfg.beta) * added / cfg.beta_frames)
 
 
-def proportional_draw(tree: SumTree, batch_size: int, generator: torch.Generator, *, size: int, beta: float,
-                      last: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def proportional_draw(
+    tree: SumTree, batch_size: int, generator: torch.Generator, *, size: int, beta: float, last: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Leaves drawn in proportion to their priority, one in each of ``batch_size`` equal slices of the
     total mass (stratified), and their importance weights ``(size * P(i))^-beta`` over the batch's
     largest; ``last`` caps the leaf index (rounding at the top of the tree).

@@ -66,7 +66,7 @@ class SumTree:
         prefix = level.cumsum(0)
         node = torch.searchsorted(prefix, _inside(mass, prefix[-1]), right=True)
         mass = (mass - (prefix.index_select(0, node) - level.index_select(0, node))).unsqueeze(1)
-        for level in self.levels[start + 1:]:
+        for level in self.levels[start + 1 :]:
             rows = level.view(-1, fanout).index_select(0, node)
             prefix = rows.cumsum(1)
             child = torch.searchsorted(prefix, _inside(mass, prefix[:, -1:]), right=True)

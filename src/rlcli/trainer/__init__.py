@@ -18,5 +18,15 @@ from rlcli.trainer.state import (
     weights_finite,
 )
 
-__all__ = ["BASE_COLUMNS", "EVAL_COLUMNS", "Hook", "Hooks", "TrainState", "TrainingError", "WeightsSnapshot",
-           "columns", "train", "weights_finite"]
+__all__ = [
+    "BASE_COLUMNS",
+    "EVAL_COLUMNS",
+    "Hook",
+    "Hooks",
+    "TrainState",
+    "TrainingError",
+    "WeightsSnapshot",
+    "columns",
+    "train",
+    "weights_finite",
+]

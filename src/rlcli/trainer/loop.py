@@ -67,18 +67,30 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
         run.folder.use(run_dir)
         if main:
             checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
-        state = TrainState(run=run, run_dir=run_dir, timer=Timer(run.device, compiled=cfg.run.compile != "off"),
-                           provenance=provenance(cfg.run.seed, **run.origin) if main else {}, lock=lock)
+        state = TrainState(
+            run=run,
+            run_dir=run_dir,
+            timer=Timer(run.device, compiled=cfg.run.compile != "off"),
+            provenance=provenance(cfg.run.seed, **run.origin) if main else {},
+            lock=lock,
+        )
         window = run.source.episodes.return_queue.maxlen
         state.returns, state.lengths = deque(maxlen=window), deque(maxlen=window)
         if restored is not None:
             continue_from(state, restored)
         if main:
             saving.write_status(state)
-        loggers = (make_loggers(cfg.logger, run_dir, columns(run),
-                                resume=None if restored is None else kept_rows(state),
-                                config=cfg.model_dump(mode="json"))
-                   if main else MetricLoggers([]))
+        loggers = (
+            make_loggers(
+                cfg.logger,
+                run_dir,
+                columns(run),
+                resume=None if restored is None else kept_rows(state),
+                config=cfg.model_dump(mode="json"),
+            )
+            if main
+            else MetricLoggers([])
+        )
     except OSError as exc:
         release(lock)
         run.close(orderly=False)
@@ -146,8 +158,9 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
             hook(state)
 
 
-def _finish(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None, *, whole: bool,
-            together: bool) -> None:
+def _finish(
+    run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None, *, whole: bool, together: bool
+) -> None:
     """Complete the run folder however the loop ended: the rows not yet written, a last checkpoint
     after ``whole`` iterations, the final weights and status; then leave the group (``together``:
     the ranks ended at the same iteration)."""
@@ -188,9 +201,14 @@ def _final_evaluation(run: Run, state: TrainState) -> None:
     cfg = run.cfg
     started = time.perf_counter()
     try:
-        evaluator = Evaluator(run.algo.agent, cfg.env, episodes=cfg.eval.final_episodes,
-                              deterministic=cfg.eval.deterministic, seed=cfg.run.seed + SEED_OFFSET,
-                              device=run.device)
+        evaluator = Evaluator(
+            run.algo.agent,
+            cfg.env,
+            episodes=cfg.eval.final_episodes,
+            deterministic=cfg.eval.deterministic,
+            seed=cfg.run.seed + SEED_OFFSET,
+            device=run.device,
+        )
     except Exception as exc:  # noqa: BLE001 - the run is complete; its evaluation is reported, not raised
         state.final_eval = {"error": f"{type(exc).__name__}: {exc}"}
         return
@@ -198,10 +216,16 @@ def _final_evaluation(run: Run, state: TrainState) -> None:
     run.algo.agent.eval()
     try:
         result = evaluator(stop=lambda: state.stop_requested)
-        state.final_eval = {"episodes": result.episodes, "mean": result.mean, "std": result.std,
-                            "min": result.min, "max": result.max, "length_mean": result.length_mean,
-                            "deterministic": cfg.eval.deterministic,
-                            "seconds": round(time.perf_counter() - started, 3)}
+        state.final_eval = {
+            "episodes": result.episodes,
+            "mean": result.mean,
+            "std": result.std,
+            "min": result.min,
+            "max": result.max,
+            "length_mean": result.length_mean,
+            "deterministic": cfg.eval.deterministic,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
     except Stopped:
         state.final_eval = {"error": f"stopped by {state.stop_signal}"}
     except Exception as exc:  # noqa: BLE001
@@ -236,8 +260,9 @@ def _stop_on_ctrl_c(state: TrainState) -> AbstractContextManager[None]:
     return on_stop_signals(request_stop)
 
 
-def _iteration(run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None,
-               snapshot: WeightsSnapshot) -> Row | None:
+def _iteration(
+    run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None, snapshot: WeightsSnapshot
+) -> Row | None:
     """One collect -> learn -> check -> log round; returns the row still to write."""
     timer = state.timer
     with timer.phase("iteration"):
@@ -271,8 +296,9 @@ def _finite(run: Run, terms: dict[str, float]) -> bool:
     return all(math.isfinite(value) for value in terms.values()) and weights_finite(run.algo.agent)
 
 
-def _check_finite(run: Run, state: TrainState, terms: dict[str, float], snapshot: WeightsSnapshot, *,
-                  weights: bool) -> None:
+def _check_finite(
+    run: Run, state: TrainState, terms: dict[str, float], snapshot: WeightsSnapshot, *, weights: bool
+) -> None:
     """Raise a TrainingError, with the weights of before the update back, when a term averaged over
     the ranks is not finite, or when this rank's terms or weights were not (``weights`` False)."""
     for name, value in terms.items():
@@ -289,7 +315,8 @@ def _evaluate_if_due(run: Run, state: TrainState) -> bool:
     returns whether it did."""
     frames, every = run.source.frames, run.cfg.eval.every_frames
     evaluated = run.evaluator is not None and (
-        (every > 0 and _crossed(frames, state.eval_frames, every)) or state.iteration + 1 == run.iterations)
+        (every > 0 and _crossed(frames, state.eval_frames, every)) or state.iteration + 1 == run.iterations
+    )
     if evaluated:
         with state.timer.phase("eval"):
             # Seeded by the frame count: the same evaluation after a resume as without one.
@@ -330,17 +357,16 @@ def _gather_across_ranks(state: TrainState, terms: dict[str, float]) -> dict[str
     # One row per rank: [finished, kept, terms..., returns (window), lengths (window)], zero-padded.
     row = torch.zeros(2 + len(terms) + 2 * window, dtype=torch.float64)
     row[0], row[1] = finished, kept
-    row[2:2 + len(terms)] = torch.tensor(list(terms.values()), dtype=torch.float64)
+    row[2 : 2 + len(terms)] = torch.tensor(list(terms.values()), dtype=torch.float64)
     start = 2 + len(terms)
     if kept:
-        row[start:start + kept] = torch.tensor(list(envs.return_queue)[-kept:], dtype=torch.float64)
-        row[start + window:start + window + kept] = torch.tensor(list(envs.length_queue)[-kept:],
-                                                                 dtype=torch.float64)
+        row[start : start + kept] = torch.tensor(list(envs.return_queue)[-kept:], dtype=torch.float64)
+        row[start + window : start + window + kept] = torch.tensor(list(envs.length_queue)[-kept:], dtype=torch.float64)
     rows = state.run.group.gather_rows(row)
     for rank_row in rows.tolist():
         rank_kept = int(rank_row[1])
-        state.returns.extend(rank_row[start:start + rank_kept])
-        state.lengths.extend(rank_row[start + window:start + window + rank_kept])
+        state.returns.extend(rank_row[start : start + rank_kept])
+        state.lengths.extend(rank_row[start + window : start + window + rank_kept])
         state.episodes += int(rank_row[0])
     return dict(zip(terms, rows[:, 2:start].mean(0).tolist()))
 

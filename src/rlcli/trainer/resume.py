@@ -40,10 +40,13 @@ def restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
     saved = load_config(run_config_file(run_dir))
     problems = checkpoint.resume_config_problems(saved, run.cfg)
     if problems:
-        raise InputError(what, "a resumed run keeps its config, but this one changes "
-                               + "; ".join(problems)
-                               + "; only collector.total_frames (data.total_steps offline), logger.* and timing.* may "
-                               "change on resume")
+        raise InputError(
+            what,
+            "a resumed run keeps its config, but this one changes "
+            + "; ".join(problems)
+            + "; only collector.total_frames (data.total_steps offline), logger.* and timing.* may "
+            "change on resume",
+        )
     lock = checkpoint.lock_folder(run_dir) if run.group.is_main else None
     try:
         return lock, _load_latest(run, run_dir, what)
@@ -53,39 +56,70 @@ def restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
 
 
 # What continue_from and _load_latest read of a checkpoint, checked before anything is restored.
-_TRAINER_KEYS = ("wall_time", "best_return", "last_return", "solved_at", "started_at", "timer_totals",
-                 "timer_iterations", "eval_frames", "last_eval", "returns", "lengths", "episodes", "provenance",
-                 "resumes")
+_TRAINER_KEYS = (
+    "wall_time",
+    "best_return",
+    "last_return",
+    "solved_at",
+    "started_at",
+    "timer_totals",
+    "timer_iterations",
+    "eval_frames",
+    "last_eval",
+    "returns",
+    "lengths",
+    "episodes",
+    "provenance",
+    "resumes",
+)
 _RANK_KEYS = ("algo_state", "collector", "rng", "seen_episodes")
 
 
 def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
     latest = Checkpoints(run_dir, run.cfg.checkpoint.keep_last).latest()
     if latest is None:
-        raise CheckpointError(what, "holds no checkpoint (checkpoints/ckpt-*.pt), so it cannot be resumed"
-                                    + ("; its final.pt holds weights for rlcli eval"
-                                       if (run_dir / "final.pt").is_file() else ""))
+        raise CheckpointError(
+            what,
+            "holds no checkpoint (checkpoints/ckpt-*.pt), so it cannot be resumed"
+            + ("; its final.pt holds weights for rlcli eval" if (run_dir / "final.pt").is_file() else ""),
+        )
     payload = checkpoint.read(latest)
     ckpt = f"checkpoint {latest}"
     checkpoint.check_origin(payload, algo=run.cfg.algo.name, env=run.cfg.env.id, spaces=spaces(run), what=ckpt)
     missing = [key for key in ("ranks", "trainer") if key not in payload]
     missing += [f"trainer.{key}" for key in _TRAINER_KEYS if key not in payload.get("trainer", {})]
-    missing += [f"ranks.{key}" for key in _RANK_KEYS
-                for rank in payload.get("ranks", []) if not isinstance(rank, dict) or key not in rank][:1]
+    missing += [
+        f"ranks.{key}"
+        for key in _RANK_KEYS
+        for rank in payload.get("ranks", [])
+        if not isinstance(rank, dict) or key not in rank
+    ][:1]
     if missing:
-        raise CheckpointError(ckpt, f"it holds weights but not the training state a resume needs "
-                                    f"(no {', '.join(missing)}); rlcli eval can still use it")
+        raise CheckpointError(
+            ckpt,
+            f"it holds weights but not the training state a resume needs "
+            f"(no {', '.join(missing)}); rlcli eval can still use it",
+        )
     if payload["trainer"]["solved_at"] is not None:
-        raise InputError(what, f"it stopped when it reached run.stop_at_return ({run.cfg.run.stop_at_return:g}) "
-                               f"at {payload['trainer']['solved_at'][0]:,} frames: there is nothing to continue")
+        raise InputError(
+            what,
+            f"it stopped when it reached run.stop_at_return ({run.cfg.run.stop_at_return:g}) "
+            f"at {payload['trainer']['solved_at'][0]:,} frames: there is nothing to continue",
+        )
     ranks = payload["ranks"]
     if len(ranks) != run.group.world_size:
-        raise InputError(what, f"it was saved by {len(ranks)} rank(s) and is resumed by {run.group.world_size}; "
-                               f"resume it with --nproc {len(ranks)} (each rank continues its own envs and buffer)")
+        raise InputError(
+            what,
+            f"it was saved by {len(ranks)} rank(s) and is resumed by {run.group.world_size}; "
+            f"resume it with --nproc {len(ranks)} (each rank continues its own envs and buffer)",
+        )
     if payload["iteration"] >= run.iterations:
         budget = "data.total_steps" if run.cfg.offline else "collector.total_frames"
-        raise InputError(what, f"its checkpoint is at {payload['frames']:,} {run.source.unit}, which reach "
-                               f"{budget} ({run.planned_frames:,}); raise it to train on: --set {budget}=N")
+        raise InputError(
+            what,
+            f"its checkpoint is at {payload['frames']:,} {run.source.unit}, which reach "
+            f"{budget} ({run.planned_frames:,}); raise it to train on: --set {budget}=N",
+        )
     run.folder.use(run_dir)
     mine = ranks[run.group.rank]
     checkpoint.restore_agent(run.algo.agent, payload["agent"], what=ckpt)
@@ -93,8 +127,11 @@ def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
         run.algo.load_state_dict(mine["algo_state"])
         payload["exact_envs"] = run.source.load_state_dict(mine["collector"])
     except (EnvStateError, KeyError, ValueError, RuntimeError, TypeError) as exc:
-        raise CheckpointError(ckpt, f"its training state does not fit this run: {type(exc).__name__}: "
-                                    f"{(str(exc).splitlines() or [''])[0][:200]}") from None
+        raise CheckpointError(
+            ckpt,
+            f"its training state does not fit this run: {type(exc).__name__}: "
+            f"{(str(exc).splitlines() or [''])[0][:200]}",
+        ) from None
     checkpoint.set_rng_state(mine["rng"])
     payload["seen_episodes"] = mine["seen_episodes"]
     payload["path"] = latest
@@ -116,12 +153,17 @@ def continue_from(state: TrainState, payload: dict) -> None:
     state.returns.extend(saved["returns"])
     state.lengths.extend(saved["lengths"])
     state.episodes, state.seen_episodes = saved["episodes"], payload["seen_episodes"]
-    state.resumes = [*saved["resumes"], {
-        "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "from_frames": payload["frames"], "checkpoint": payload["path"].name,
-        "exact_envs": payload["exact_envs"],
-        "command": state.provenance.get("command"), "overrides": state.provenance.get("overrides"),
-    }]
+    state.resumes = [
+        *saved["resumes"],
+        {
+            "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "from_frames": payload["frames"],
+            "checkpoint": payload["path"].name,
+            "exact_envs": payload["exact_envs"],
+            "command": state.provenance.get("command"),
+            "overrides": state.provenance.get("overrides"),
+        },
+    ]
     # The run's own provenance (seed, versions, commit, command) is the one of its start.
     state.provenance = saved["provenance"]
     Checkpoints(state.run_dir, state.run.cfg.checkpoint.keep_last).clean_temporaries()

@@ -19,8 +19,13 @@ from rlcli.timing import Timer
 
 # Row keys before the algorithm's own METRICS; the timing columns follow them.
 BASE_COLUMNS = (
-    "iteration", "frames", "wall_time_s", "fps",
-    "rollout/episode_return_mean", "rollout/episode_length_mean", "rollout/episodes",
+    "iteration",
+    "frames",
+    "wall_time_s",
+    "fps",
+    "rollout/episode_return_mean",
+    "rollout/episode_length_mean",
+    "rollout/episodes",
 )
 
 # The columns of [eval], when it is on: empty in the rows of iterations without an evaluation.
@@ -39,8 +44,10 @@ class TrainingError(Exception):
 
     def __init__(self, iteration: int, term: str, value: float):
         self.iteration, self.term, self.value = iteration, term, value
-        super().__init__(f"iteration {iteration}: {term} is {value}; training stopped "
-                         "(final.pt holds the weights of the iteration before)")
+        super().__init__(
+            f"iteration {iteration}: {term} is {value}; training stopped "
+            "(final.pt holds the weights of the iteration before)"
+        )
 
 
 @dataclass
@@ -59,8 +66,9 @@ class TrainState:
     best_return: float = math.nan
     last_return: float = math.nan
     solved_at: tuple[int, float] | None = None
-    started_at: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc)
-                            .isoformat(timespec="seconds"))
+    started_at: str = field(
+        default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    )
     """When the run started, ISO 8601 in UTC."""
     provenance: dict = field(default_factory=dict)
     """Seed, versions, git commit, overrides: recorded in ``run.json``."""

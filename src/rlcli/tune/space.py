@@ -99,13 +99,21 @@ def read_space(path: Path, cfg: RunConfig) -> Space:
     issues: list[ConfigIssue] = []
     unknown = sorted(set(data) - {"space", "tune"})
     if unknown:
-        issues.append(ConfigIssue(f"unknown table [{unknown[0]}]; a space file has [space] and an optional [tune]",
-                                  path=unknown[0]))
+        issues.append(
+            ConfigIssue(
+                f"unknown table [{unknown[0]}]; a space file has [space] and an optional [tune]", path=unknown[0]
+            )
+        )
     settings = _settings(data.get("tune", {}), issues)
     table = data.get("space")
     if not isinstance(table, dict) or not table:
-        issues.append(ConfigIssue("no [space] table, or an empty one: give at least one key, such as "
-                                  "\"optim.lr\" = { low = 1e-5, high = 1e-2, log = true }", path="space"))
+        issues.append(
+            ConfigIssue(
+                "no [space] table, or an empty one: give at least one key, such as "
+                '"optim.lr" = { low = 1e-5, high = 1e-2, log = true }',
+                path="space",
+            )
+        )
         raise ConfigError(name, issues)
     params = []
     for key, spec in _leaves(table):
@@ -117,9 +125,11 @@ def read_space(path: Path, cfg: RunConfig) -> Space:
     return Space(name, tuple(params), settings.get("report_every"), settings.get("startup_trials", 5))
 
 
-_TUNE_KEYS = {"report_every": "frames between two values sent to the pruner",
-              "startup_trials": "trials sampled at random, and never pruned, before TPE and the median pruner "
-                                "start (RL-Zoo's n_startup_trials)"}
+_TUNE_KEYS = {
+    "report_every": "frames between two values sent to the pruner",
+    "startup_trials": "trials sampled at random, and never pruned, before TPE and the median pruner "
+    "start (RL-Zoo's n_startup_trials)",
+}
 
 
 def _settings(tune: Any, issues: list[ConfigIssue]) -> dict[str, int]:
@@ -135,8 +145,11 @@ def _settings(tune: Any, issues: list[ConfigIssue]) -> dict[str, int]:
         if value is None:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            issues.append(ConfigIssue(f"{toml_value(value)} is not allowed; allowed: a whole number >= 1 ({what})",
-                                      path=f"tune.{key}"))
+            issues.append(
+                ConfigIssue(
+                    f"{toml_value(value)} is not allowed; allowed: a whole number >= 1 ({what})", path=f"tune.{key}"
+                )
+            )
         else:
             found[key] = value
     return found
@@ -164,8 +177,11 @@ def _param(key: str, spec: Any, cfg: RunConfig, issues: list[ConfigIssue]) -> Pa
         return None
     field = key.rsplit(".", 1)[-1]
     if not isinstance(spec, dict) or not spec:
-        issues.append(ConfigIssue("expected a table: { low, high, log = true }, { low, high, step } or "
-                                  "{ choices = [...] }", path=where))
+        issues.append(
+            ConfigIssue(
+                "expected a table: { low, high, log = true }, { low, high, step } or { choices = [...] }", path=where
+            )
+        )
         return None
     extra = sorted(set(spec) - _SPEC_KEYS)
     if extra:
@@ -183,8 +199,7 @@ def _choice(key: str, spec: dict, owner: BaseModel, field: str, issues: list[Con
         issues.append(ConfigIssue("choices cannot be combined with low, high, log or step", path=where))
         return None
     if not isinstance(choices, list) or not choices:
-        issues.append(ConfigIssue("choices is empty; give at least one value, such as choices = [64, 128]",
-                                  path=where))
+        issues.append(ConfigIssue("choices is empty; give at least one value, such as choices = [64, 128]", path=where))
         return None
     ok = True
     for choice in choices:
@@ -238,8 +253,9 @@ def _owner(key: str, cfg: RunConfig) -> tuple[BaseModel | None, str | None]:
     """The config section that holds ``key``'s field, or the problem (unknown key, with a did-you-mean)."""
     parts = key.split(".")
     if len(parts) < 2 or not all(parts):
-        return None, (f"{key!r} is not a dotted config key; name a field with its section, such as optim.lr "
-                      f"or algo.gamma")
+        return None, (
+            f"{key!r} is not a dotted config key; name a field with its section, such as optim.lr or algo.gamma"
+        )
     owner: Any = cfg
     loc: list[str] = []
     for index, part in enumerate(parts):
@@ -253,7 +269,10 @@ def _owner(key: str, cfg: RunConfig) -> tuple[BaseModel | None, str | None]:
             return owner, None
         owner = getattr(owner, part)
         if not isinstance(owner, BaseModel):
-            return None, f"{'.'.join(parts[:index + 1])} is a value, not a section: it has no field {parts[index + 1]!r}"
+            return (
+                None,
+                f"{'.'.join(parts[: index + 1])} is a value, not a section: it has no field {parts[index + 1]!r}",
+            )
     return None, "not a field"
 
 
@@ -285,5 +304,7 @@ def field_problem(owner: BaseModel, field: str, value: Any, key: str) -> str | N
 
 def overrides(values: dict[str, Any], trial: int) -> list[Override]:
     """The ``--set`` items that put a trial's sampled ``values`` into the preset."""
-    return [Override(f"{key}={toml_value(value)}", f"trial {trial}: {key} = {toml_value(value)}")
-            for key, value in values.items()]
+    return [
+        Override(f"{key}={toml_value(value)}", f"trial {trial}: {key} = {toml_value(value)}")
+        for key, value in values.items()
+    ]

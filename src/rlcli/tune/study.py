@@ -42,8 +42,11 @@ def import_optuna() -> Any:
     try:
         import optuna
     except ImportError as exc:
-        raise InputError("rlcli tune", f"searching needs optuna, which is not installed: pip install "
-                                       f"'rlcli[{EXTRA}]' ({type(exc).__name__}: {exc})") from None
+        raise InputError(
+            "rlcli tune",
+            f"searching needs optuna, which is not installed: pip install "
+            f"'rlcli[{EXTRA}]' ({type(exc).__name__}: {exc})",
+        ) from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     # Heartbeats are what finds the trials of a killed tuner; Optuna flags them as experimental, and as
     # meant for Study.optimize, which an ask-and-tell tuner does not use.
@@ -93,7 +96,7 @@ def open_storage(url: str) -> Any:
     optuna = import_optuna()
     what = f"--storage {url}"
     if url.startswith("journal://"):
-        path = Path(url[len("journal://"):]).expanduser()
+        path = Path(url[len("journal://") :]).expanduser()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             from optuna.storages.journal import JournalFileBackend
@@ -102,11 +105,14 @@ def open_storage(url: str) -> Any:
         except OSError as exc:
             raise InputError(what, f"cannot open the journal file {path}: {exc.strerror or exc}") from None
     if "://" not in url:
-        raise InputError(what, "not a storage URL; give sqlite:///PATH, postgresql://USER:PASSWORD@HOST/DB, "
-                               "mysql://USER:PASSWORD@HOST/DB or journal:///PATH")
+        raise InputError(
+            what,
+            "not a storage URL; give sqlite:///PATH, postgresql://USER:PASSWORD@HOST/DB, "
+            "mysql://USER:PASSWORD@HOST/DB or journal:///PATH",
+        )
     lock = None
     if url.startswith("sqlite:///"):
-        database = Path(url[len("sqlite:///"):]).expanduser()
+        database = Path(url[len("sqlite:///") :]).expanduser()
         try:
             database.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -121,8 +127,9 @@ def open_storage(url: str) -> Any:
     except ImportError as exc:
         cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__ or exc.__context__
         module = getattr(cause, "name", None) or _SCHEME_DRIVERS.get(url.split("://", 1)[0], "its driver")
-        raise InputError(what, f"the database driver {module!r} is not installed: pip install "
-                               f"{_DRIVERS.get(module, module)}") from None
+        raise InputError(
+            what, f"the database driver {module!r} is not installed: pip install {_DRIVERS.get(module, module)}"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy's many errors: a URL that cannot be opened
         first = (str(exc).splitlines() or [""])[0][:300]
         raise InputError(what, f"Optuna cannot open it: {type(exc).__name__}: {first}") from None
@@ -135,14 +142,14 @@ def _rdb_storage(optuna: Any, url: str, engine: dict) -> Any:
 
     for attempt in range(4):
         try:
-            return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S,
-                                              grace_period=GRACE_S)
+            return optuna.storages.RDBStorage(
+                url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S
+            )
         except (IntegrityError, ProgrammingError):
             if url.startswith("sqlite"):
                 raise
             time.sleep(1.0 + attempt)
-    return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S,
-                                      grace_period=GRACE_S)
+    return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S)
 
 
 @contextmanager
@@ -161,13 +168,19 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-_DRIVERS = {"psycopg2": "psycopg2-binary", "psycopg": "'psycopg[binary]'", "MySQLdb": "mysqlclient", "pymysql": "pymysql"}
+_DRIVERS = {
+    "psycopg2": "psycopg2-binary",
+    "psycopg": "'psycopg[binary]'",
+    "MySQLdb": "mysqlclient",
+    "pymysql": "pymysql",
+}
 # The module SQLAlchemy's default driver of each URL scheme imports.
 _SCHEME_DRIVERS = {"postgresql": "psycopg2", "mysql": "MySQLdb", "mysql+pymysql": "pymysql"}
 
 
-def open_study(name: str, storage: Any, *, direction: str, preset: str, objective: str, sampler: Any,
-               pruner: Any) -> Any:
+def open_study(
+    name: str, storage: Any, *, direction: str, preset: str, objective: str, sampler: Any, pruner: Any
+) -> Any:
     """The study ``name``: created, or joined when it exists with the same preset and objective.
 
     Raises:
@@ -182,12 +195,16 @@ def open_study(name: str, storage: Any, *, direction: str, preset: str, objectiv
         theirs = existing.user_attrs.get("preset"), existing.user_attrs.get("objective")
         # A study another worker has just created may not have its attributes yet.
         if existing.direction.name.lower() != direction or (theirs[0] is not None and theirs != (preset, objective)):
-            raise InputError(f"--study {name}", f"this study exists for preset {theirs[0]!r}, objective "
-                                                f"{theirs[1]!r} ({existing.direction.name.lower()}); this search is "
-                                                f"{preset!r}, {objective!r} ({direction}): choose another --study")
+            raise InputError(
+                f"--study {name}",
+                f"this study exists for preset {theirs[0]!r}, objective "
+                f"{theirs[1]!r} ({existing.direction.name.lower()}); this search is "
+                f"{preset!r}, {objective!r} ({direction}): choose another --study",
+            )
         return existing
-    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner,
-                                direction=direction, load_if_exists=True)
+    study = optuna.create_study(
+        study_name=name, storage=storage, sampler=sampler, pruner=pruner, direction=direction, load_if_exists=True
+    )
     if "preset" not in study.user_attrs:
         study.set_user_attr("preset", preset)
         study.set_user_attr("objective", objective)
@@ -209,17 +226,21 @@ def check_space(study: Any, params: list, name: str) -> None:
         try:
             optuna.distributions.check_distribution_compatibility(old, param.distribution(optuna))
         except ValueError as exc:
-            raise InputError(f"--study {name}", f"its trials sampled {param.key} from "
-                                                f"{_described(old)}, which this space's {param.describe()} cannot "
-                                                f"continue ({exc}); keep the study's space or choose another --study"
-                             ) from None
+            raise InputError(
+                f"--study {name}",
+                f"its trials sampled {param.key} from "
+                f"{_described(old)}, which this space's {param.describe()} cannot "
+                f"continue ({exc}); keep the study's space or choose another --study",
+            ) from None
 
 
 def _described(distribution: Any) -> str:
     choices = getattr(distribution, "choices", None)
     if choices is not None:
         return "{ choices = [" + ", ".join(map(str, choices)) + "] }"
-    return f"{{ low = {distribution.low}, high = {distribution.high}" + (", log = true" if distribution.log else "") + " }"
+    return (
+        f"{{ low = {distribution.low}, high = {distribution.high}" + (", log = true" if distribution.log else "") + " }"
+    )
 
 
 def load_existing(name: str, storage: Any) -> Any:
@@ -229,8 +250,10 @@ def load_existing(name: str, storage: Any) -> Any:
         return optuna.load_study(study_name=name, storage=storage)
     except KeyError:
         names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
-        raise InputError(f"--study {name}", "no such study in this storage; studies there: "
-                                            + (", ".join(names) if names else "none")) from None
+        raise InputError(
+            f"--study {name}",
+            "no such study in this storage; studies there: " + (", ".join(names) if names else "none"),
+        ) from None
 
 
 def grouping(logger: Any, study: Any, name: str) -> tuple[list, str | None]:
@@ -268,8 +291,11 @@ def requeue_failed(study: Any) -> list[int]:
     """Enqueue once, with the same parameters, each FAIL trial not enqueued again before; their numbers."""
     optuna = import_optuna()
     done = set(study.user_attrs.get("requeued", []))
-    again = [t for t in study.get_trials(deepcopy=False, states=[optuna.trial.TrialState.FAIL])
-             if t.number not in done and t.params]
+    again = [
+        t
+        for t in study.get_trials(deepcopy=False, states=[optuna.trial.TrialState.FAIL])
+        if t.number not in done and t.params
+    ]
     for trial in again:
         study.enqueue_trial(trial.params, user_attrs={"requeued_from": trial.number})
     if again:
@@ -311,11 +337,23 @@ def rows(study: Any) -> list[TrialRow]:
     """Every trial of ``study``, in number order."""
     out = []
     for trial in study.get_trials(deepcopy=False):
-        value = trial.value if trial.state.name == "COMPLETE" else (
-            trial.intermediate_values[max(trial.intermediate_values)] if trial.intermediate_values else None)
+        value = (
+            trial.value
+            if trial.state.name == "COMPLETE"
+            else (trial.intermediate_values[max(trial.intermediate_values)] if trial.intermediate_values else None)
+        )
         attrs = trial.user_attrs
-        out.append(TrialRow(trial.number, trial.state.name, value if value is None or math.isfinite(value) else None,
-                            attrs.get("frames"), attrs.get("seconds"), dict(trial.params), attrs.get("reason")))
+        out.append(
+            TrialRow(
+                trial.number,
+                trial.state.name,
+                value if value is None or math.isfinite(value) else None,
+                attrs.get("frames"),
+                attrs.get("seconds"),
+                dict(trial.params),
+                attrs.get("reason"),
+            )
+        )
     return out
 
 

@@ -83,11 +83,25 @@ class _Running:
         return f"trial-{self.trial.number:04d}"
 
 
-def tune(preset: str | Path, space_file: Path, *, trials: int = 24, jobs: int = 1, timeout: float | None = None,
-         study: str | None = None, storage: str | None = None, seeds: int = 1, sampler: str = "tpe",
-         pruner: str = "median", objective: str = "return", out: Path | None = None,
-         set_: Sequence[str | Override] = (), env_packages: Sequence[str] = (), requeue: bool = False,
-         on_event: Event | None = None) -> TuneResult:
+def tune(
+    preset: str | Path,
+    space_file: Path,
+    *,
+    trials: int = 24,
+    jobs: int = 1,
+    timeout: float | None = None,
+    study: str | None = None,
+    storage: str | None = None,
+    seeds: int = 1,
+    sampler: str = "tpe",
+    pruner: str = "median",
+    objective: str = "return",
+    out: Path | None = None,
+    set_: Sequence[str | Override] = (),
+    env_packages: Sequence[str] = (),
+    requeue: bool = False,
+    on_event: Event | None = None,
+) -> TuneResult:
     """Search ``space_file``'s space over ``preset`` until the study holds ``trials`` finished trials
     (complete or pruned; a study another worker shares counts theirs), ``jobs`` trials at a time.
 
@@ -113,18 +127,33 @@ def tune(preset: str | Path, space_file: Path, *, trials: int = 24, jobs: int = 
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
     direction = studies.OBJECTIVES[objective]
     the_sampler = studies.make_sampler(sampler, startup_trials=space.startup_trials)
-    the_pruner = studies.make_pruner(pruner, report_every=report_every, budget=budget, seeds=seeds,
-                                     startup_trials=space.startup_trials)
+    the_pruner = studies.make_pruner(
+        pruner, report_every=report_every, budget=budget, seeds=seeds, startup_trials=space.startup_trials
+    )
     opened = studies.open_storage(url)
-    the_study = studies.open_study(name, opened, direction=direction, preset=str(path), objective=objective,
-                                   sampler=the_sampler, pruner=the_pruner)
+    the_study = studies.open_study(
+        name, opened, direction=direction, preset=str(path), objective=objective, sampler=the_sampler, pruner=the_pruner
+    )
     studies.check_space(the_study, list(space.params), name)
     folder.mkdir(parents=True, exist_ok=True)
     result = TuneResult(name, url, folder, objective, direction)
     grouping, parent = studies.grouping(cfg.logger, the_study, name)
-    pool = _Pool(the_study, optuna, space, path, [*set_, *grouping], list(env_packages),
-                 seeds=[cfg.run.seed + i for i in range(seeds)], jobs=jobs, trials=trials, objective=objective,
-                 report_every=report_every, folder=folder, requeue=requeue, on_event=on_event)
+    pool = _Pool(
+        the_study,
+        optuna,
+        space,
+        path,
+        [*set_, *grouping],
+        list(env_packages),
+        seeds=[cfg.run.seed + i for i in range(seeds)],
+        jobs=jobs,
+        trials=trials,
+        objective=objective,
+        report_every=report_every,
+        folder=folder,
+        requeue=requeue,
+        on_event=on_event,
+    )
     try:
         pool.run(timeout)
     finally:
@@ -140,8 +169,9 @@ def tune(preset: str | Path, space_file: Path, *, trials: int = 24, jobs: int = 
     return result
 
 
-def _check_flags(trials: int, jobs: int, seeds: int, timeout: float | None, objective: str, sampler: str,
-                 pruner: str) -> None:
+def _check_flags(
+    trials: int, jobs: int, seeds: int, timeout: float | None, objective: str, sampler: str, pruner: str
+) -> None:
     for flag, value in (("--trials", trials), ("--jobs", jobs), ("--seeds", seeds)):
         if value < 1:
             raise InputError(f"{flag} {value}", "must be at least 1")
@@ -179,8 +209,10 @@ def _read_back(result: TuneResult, study: Any, space: Space, preset: Path, set_:
     params = {p.key: p for p in space.params}
     values = {key: params[key].value_of(v) if key in params else v for key, v in best.params.items()}
     cfg = load_config(preset, [*set_, *overrides(values, best.number)])
-    lines = [f"# rlcli tune: the best trial ({best.number}) of study {result.study!r} ({result.storage}),",
-             f"# objective {result.objective} = {best.value:g}; the preset {preset} with these values:"]
+    lines = [
+        f"# rlcli tune: the best trial ({best.number}) of study {result.study!r} ({result.storage}),",
+        f"# objective {result.objective} = {best.value:g}; the preset {preset} with these values:",
+    ]
     lines += [f"#   {key} = {v}" for key, v in best.params.items()]
     result.best_toml = result.folder / "best.toml"
     result.best_toml.write_text("\n".join(lines) + "\n\n" + to_toml(cfg), encoding="utf-8")
@@ -189,9 +221,24 @@ def _read_back(result: TuneResult, study: Any, space: Space, preset: Path, set_:
 class _Pool:
     """The trials in progress, ``jobs`` at a time, and the signals received meanwhile."""
 
-    def __init__(self, study: Any, optuna: Any, space: Space, preset: Path, set_: list, packages: list, *,
-                 seeds: list[int], jobs: int, trials: int, objective: str, report_every: int, folder: Path,
-                 requeue: bool, on_event: Event | None):
+    def __init__(
+        self,
+        study: Any,
+        optuna: Any,
+        space: Space,
+        preset: Path,
+        set_: list,
+        packages: list,
+        *,
+        seeds: list[int],
+        jobs: int,
+        trials: int,
+        objective: str,
+        report_every: int,
+        folder: Path,
+        requeue: bool,
+        on_event: Event | None,
+    ):
         self.study, self.optuna, self.space, self.preset, self.set_ = study, optuna, space, preset, set_
         self.packages, self.seeds, self.jobs, self.trials = packages, seeds, jobs, trials
         self.objective, self.report_every, self.folder, self.on_event = objective, report_every, folder, on_event
@@ -272,17 +319,33 @@ class _Pool:
     def start_seed(self, running: _Running) -> None:
         seed = running.seeds[running.index]
         spec_file = running.folder / f"seed-{seed}.trial.json"
-        TrialSpec(self.report_every, str(running.folder / f"seed-{seed}.reports.jsonl"),
-                  str(running.folder / "prune"), os.getpid()).write(spec_file)
-        command = [*train_command(self.preset, [*self.set_, *overrides(running.values, running.trial.number)],
-                                  self.packages),
-                   "--seed", str(seed), "--out", str(running.folder),
-                   "--set", f"run.name={json.dumps(f'{running.name}-seed{seed}')}", "--tune-trial", str(spec_file)]
+        TrialSpec(
+            self.report_every,
+            str(running.folder / f"seed-{seed}.reports.jsonl"),
+            str(running.folder / "prune"),
+            os.getpid(),
+        ).write(spec_file)
+        command = [
+            *train_command(self.preset, [*self.set_, *overrides(running.values, running.trial.number)], self.packages),
+            "--seed",
+            str(seed),
+            "--out",
+            str(running.folder),
+            "--set",
+            f"run.name={json.dumps(f'{running.name}-seed{seed}')}",
+            "--tune-trial",
+            str(spec_file),
+        ]
         running.log = (running.folder / f"seed-{seed}.log").open("w", encoding="utf-8")
         running.read = 0
         # Its own session: a Ctrl-C at the terminal reaches the tuner, which passes it on once.
-        running.proc = subprocess.Popen(command, stdout=running.log, stderr=subprocess.STDOUT,
-                                        start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+        running.proc = subprocess.Popen(
+            command,
+            stdout=running.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
         running.started = time.perf_counter()
 
     def forward(self) -> None:
@@ -320,8 +383,9 @@ class _Pool:
             else:
                 self.finish(running, state.COMPLETE)
         else:
-            reason = outcome.reason or (f"stopped by {signal.Signals(self.signals[0]).name}" if self.signals
-                                        else outcome.status)
+            reason = outcome.reason or (
+                f"stopped by {signal.Signals(self.signals[0]).name}" if self.signals else outcome.status
+            )
             running.trial.set_user_attr("reason", f"seed {seed}: {reason}")
             self.finish(running, state.FAIL)
 
@@ -335,7 +399,7 @@ class _Pool:
         except OSError:
             return
         # Only whole lines: the trial may be writing the next one.
-        whole = chunk[:chunk.rfind(b"\n") + 1]
+        whole = chunk[: chunk.rfind(b"\n") + 1]
         running.read += len(whole)
         for line in whole.decode("utf-8").splitlines():
             report = json.loads(line)

@@ -54,8 +54,8 @@ class PaintedCorridor(Corridor):
 
     def render(self) -> np.ndarray:
         frame = np.zeros((32, 32 * (self.length + 1), 3), dtype=np.uint8)
-        frame[:, 32 * self.length:, 1] = 160
-        frame[4:28, 32 * self.position + 4:32 * self.position + 28] = 255
+        frame[:, 32 * self.length :, 1] = 160
+        frame[4:28, 32 * self.position + 4 : 32 * self.position + 28] = 255
         return frame
 
 
@@ -69,10 +69,12 @@ class DictCorridor(Corridor):
 
     def __init__(self, length: int = 5, continuous: bool = False):
         super().__init__(length)
-        self.observation_space = spaces.Dict({
-            "image": spaces.Box(0, 255, (3, 16, 16), np.uint8),
-            "position": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
-        })
+        self.observation_space = spaces.Dict(
+            {
+                "image": spaces.Box(0, 255, (3, 16, 16), np.uint8),
+                "position": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
+            }
+        )
         self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous else spaces.Discrete(2)
         self.continuous = continuous
 
@@ -89,5 +91,9 @@ class DictCorridor(Corridor):
 
 
 gym.register(id="RlcliTest/DictCorridor-v0", entry_point=DictCorridor, max_episode_steps=50)
-gym.register(id="RlcliTest/DictCorridorContinuous-v0", entry_point=DictCorridor, max_episode_steps=50,
-             kwargs={"continuous": True})
+gym.register(
+    id="RlcliTest/DictCorridorContinuous-v0",
+    entry_point=DictCorridor,
+    max_episode_steps=50,
+    kwargs={"continuous": True},
+)
