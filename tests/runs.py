@@ -119,7 +119,7 @@ def offline_run(tmp_path_factory) -> TrainedRun:
                     "network": {"hidden_sizes": [16, 16]},
                     "algo": {"name": "iql", "batch_size": 16},
                     "data": {"dataset": random_dataset("Pendulum-v1"), "total_steps": 40, "steps_per_iteration": 20},
-                    "eval": {"every_frames": 20, "episodes": 2, "final_episodes": 0},
+                    "eval": {"every_steps": 20, "episodes": 2, "final_episodes": 0},
                     "timing": {"enabled": False},
                 }
             )

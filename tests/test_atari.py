@@ -77,8 +77,8 @@ def test_the_return_column_is_the_game_score_while_learning_sees_lost_lives_and_
     run = build_run(_space_invaders(tmp_path))
     try:
         timer = Timer(run.device)
-        batch = torch.cat([run.source.collect(timer).clone() for _ in range(3)], 0)
-        recorded = list(run.source.episodes.return_queue)
+        batch = torch.cat([run.source.next_batch(timer).clone() for _ in range(3)], 0)
+        recorded = list(run.source.episode_stats.return_queue)
     finally:
         run.close()
     reward, valid = batch[keys.REWARD].numpy(), batch[keys.VALID].numpy()
@@ -104,11 +104,11 @@ def test_learning_sees_rewards_clipped_to_clip_reward(tmp_path):
 
     run = build_run(_space_invaders(tmp_path))
     try:
-        batch = run.source.collect(Timer(run.device)).clone()
+        batch = run.source.next_batch(Timer(run.device)).clone()
         for _ in range(3):
             if batch[keys.REWARD].max() > 1:
                 break
-            batch = run.source.collect(Timer(run.device)).clone()
+            batch = run.source.next_batch(Timer(run.device)).clone()
         assert batch[keys.REWARD].max() > 1, "random play scored no invader in 768 frames"
         agent, scaler = run.algo.agent, run.algo.rollout.reward_scaler
         seen = []
@@ -125,7 +125,7 @@ def test_learning_sees_rewards_clipped_to_clip_reward(tmp_path):
 def test_frames_stay_uint8_from_the_env_to_the_encoder(tmp_path):
     run = build_run(_space_invaders(tmp_path))
     try:
-        batch = run.source.collect(Timer(run.device))
+        batch = run.source.next_batch(Timer(run.device))
         assert batch[keys.OBSERVATION].dtype == torch.uint8
         assert batch[keys.OBSERVATION].shape[-3:] == (4, 84, 84)
         assert run.source.host[keys.NEXT_OBSERVATION].dtype == torch.uint8

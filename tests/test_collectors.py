@@ -41,7 +41,7 @@ def test_next_step_autoreset_masks_reset_steps_and_keeps_final_observations():
     run = build_run(short_episode_config("vector_entry_point"))
     try:
         assert run.source.mode is AutoresetMode.NEXT_STEP
-        batch = run.source.collect(Timer(run.device))
+        batch = run.source.next_batch(Timer(run.device))
         assert batch.batch_size == torch.Size([16, 4])
         done = batch[keys.TERMINATED] | batch[keys.TRUNCATED]
         # The step after each episode end only resets the env: it is not a transition.
@@ -52,7 +52,7 @@ def test_next_step_autoreset_masks_reset_steps_and_keeps_final_observations():
         # Every next observation is the observation the env showed next; at an episode end
         # that is the final one, which the reset step shows again.
         assert torch.equal(next_obs[:-1], obs[1:])
-        assert run.source.frames == 64
+        assert run.source.progress == 64
     finally:
         run.close()
 
@@ -62,7 +62,7 @@ def test_same_step_autoreset_stores_the_true_final_observation():
     run = build_run(cfg)
     try:
         assert run.source.mode is AutoresetMode.SAME_STEP
-        batch = run.source.collect(Timer(run.device)).clone()
+        batch = run.source.next_batch(Timer(run.device)).clone()
     finally:
         run.close()
     assert batch[keys.VALID].all()
@@ -87,7 +87,7 @@ def test_observations_and_rewards_are_stored_raw_and_statistics_do_not_move():
     run = build_run(cfg)
     try:
         stats = {k: v.clone() for k, v in run.algo.agent.obs_norm.state_dict().items()}
-        batch = run.source.collect(Timer(run.device)).clone()
+        batch = run.source.next_batch(Timer(run.device)).clone()
         after = run.algo.agent.obs_norm.state_dict()
     finally:
         run.close()
@@ -104,7 +104,7 @@ def test_box_actions_are_clipped_for_the_env_and_stored_as_sampled():
     try:
         # A wide policy samples far outside Pendulum's [-2, 2].
         run.algo.agent.policy.log_std.data.fill_(2.0)
-        batch = run.source.collect(Timer(run.device)).clone()
+        batch = run.source.next_batch(Timer(run.device)).clone()
     finally:
         run.close()
     assert batch[keys.ACTION].abs().max() > 2.0
@@ -116,13 +116,13 @@ def test_box_actions_are_clipped_for_the_env_and_stored_as_sampled():
 def test_actor_keys_are_stored_beside_the_env_keys():
     run = build_run(short_episode_config("vector_entry_point"))
     try:
-        batch = run.source.collect(Timer(run.device))
+        batch = run.source.next_batch(Timer(run.device))
         assert {keys.LOG_PROB, keys.VALUE} <= set(batch.keys())
     finally:
         run.close()
     dqn = build_run(short_episode_config("vector_entry_point", algo="dqn"))
     try:
-        batch = dqn.source.collect(Timer(dqn.device))
+        batch = dqn.source.next_batch(Timer(dqn.device))
         assert keys.LOG_PROB not in batch.keys()
         assert batch[keys.ACTION].dtype == torch.int64
     finally:
@@ -133,11 +133,11 @@ def test_batch_is_reused_and_filled_in_place():
     run = build_run(short_episode_config("vector_entry_point"))
     try:
         timer = Timer(run.device)
-        first = run.source.collect(timer)
+        first = run.source.next_batch(timer)
         pointers = {key: first[key].data_ptr() for key in first.keys()}
-        second = run.source.collect(timer)
+        second = run.source.next_batch(timer)
         assert {key: second[key].data_ptr() for key in second.keys()} == pointers
-        assert run.source.frames == 128
+        assert run.source.progress == 128
         assert timer.current["collect.env_step"] > 0 and timer.current["collect.policy"] > 0
     finally:
         run.close()

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import PRESETS
 from offline import random_dataset
 from rlcli.config.errors import ConfigError, InputError
 from rlcli.config.load import validate_data
@@ -27,7 +28,7 @@ def offline_config(tmp_path, dataset: str, *, algo: str = "iql", env: str = "Pen
         "algo": {"name": algo, "batch_size": 16},
         "data": {"dataset": dataset, "total_steps": 40, "steps_per_iteration": 20},
         # No final evaluation: 100 Pendulum episodes would cost seconds, and no test reads it.
-        "eval": {"every_frames": 20, "episodes": 2, "final_episodes": 0},
+        "eval": {"every_steps": 20, "episodes": 2, "final_episodes": 0},
         "timing": {"enabled": False},
         **sections,
     }
@@ -194,3 +195,19 @@ final_episodes = 0
     # 30 steps round up to 2 iterations of 20; the return column is the evaluation's.
     assert "40 gradient steps from" in out and "total_steps 30 rounded up to 2 whole iterations of 20" in out
     assert "last return (last evaluation)" in out and "eval return (2 episodes at 40 gradient steps)" in out
+
+
+def test_a_shipped_preset_whose_dataset_is_missing_names_the_command_that_makes_it(cli, tmp_path, monkeypatch):
+    from rlcli.config.load import load_config
+    from rlcli.datasets.find import RECIPES
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "empty"))
+    offline = [p.stem for p in sorted(PRESETS.glob("*.toml")) if "[data]" in p.read_text(encoding="utf-8")]
+    assert offline, "the shipped offline presets"
+    for preset in offline:
+        assert load_config(preset).data.dataset in RECIPES, preset
+    result = cli("train", offline[0], "--out", str(tmp_path / "runs"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    dataset = load_config(offline[0]).data.dataset
+    assert f"no dataset {dataset!r}" in result.stderr and "python benchmarks/make_datasets.py" in result.stderr
+    assert not (tmp_path / "runs").exists()

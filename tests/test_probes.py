@@ -134,7 +134,7 @@ def test_critic_discounts_a_delayed_reward(tmp_path):
 def test_truncation_bootstraps_instead_of_ending_the_value(tmp_path):
     # Treating the time limit as termination would teach V ~ 1 + 0.9 + ... (5 terms) = 4.1.
     agent = trained_agent(
-        "rlcli-probe/TruncatedForever-v0", {**PPO, "gae_lambda": 0.0}, frames=16384, tmp_path=tmp_path
+        "rlcli-probe/TruncatedForever-v0", {**PPO, "return_lambda": 0.0}, frames=16384, tmp_path=tmp_path
     )
     assert value_of(agent, 0.0) == pytest.approx([10.0], abs=1.0)
 

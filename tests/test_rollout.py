@@ -25,7 +25,7 @@ def ppo_run(algo=None, **env):
                     "max_episode_steps": 10,
                     **env,
                 },
-                "algo": {"name": "ppo", "minibatch_size": 16, "gamma": 0.9, "gae_lambda": 0.8, **(algo or {})},
+                "algo": {"name": "ppo", "minibatch_size": 16, "gamma": 0.9, "return_lambda": 0.8, **(algo or {})},
                 "collector": {"frames_per_batch": 64, "total_frames": 640},
             }
         )
@@ -36,7 +36,7 @@ def test_rows_write_advantages_of_the_rollout_and_flatten_every_row_with_valid()
     run = ppo_run(normalize_reward=False)
     try:
         timer = Timer(run.device)
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         rows = run.algo.rollout.rows(batch, timer)
     finally:
         run.close()
@@ -61,7 +61,7 @@ def test_rows_write_the_targets_of_the_estimator_value_target_names(estimator):
     run = ppo_run({"value_target": estimator}, normalize_reward=False)
     try:
         timer = Timer(run.device)
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         rows = run.algo.rollout.rows(batch, timer)
     finally:
         run.close()
@@ -80,7 +80,7 @@ def test_ingest_and_sample_draws_valid_rows_only():
     run = ppo_run()
     try:
         timer = Timer(run.device)
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         # Mark half the steps invalid, and give them an input no valid row has.
         batch[keys.VALID][::2] = False
         batch[keys.OBSERVATION][::2] = 1e6
@@ -96,7 +96,7 @@ def test_finish_folds_only_valid_observations_into_the_statistics_and_moves_the_
     try:
         timer = Timer(run.device)
         rollout = run.algo.rollout
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         batch[keys.VALID][:3] = False
         count = float(rollout.agent.obs_norm.stats.count)
         steps = rollout.step.scheduler.last_epoch

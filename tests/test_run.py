@@ -10,7 +10,8 @@ import torch
 from rlcli.algos import ALGORITHMS, check_spaces
 from rlcli.config.errors import ConfigError, InputError
 from rlcli.config.load import validate_data
-from rlcli.run import RunFolder, build_run, check_build
+from rlcli.run import build_run, check_build
+from rlcli.run_folder import RunFolder
 
 
 def cfg(**sections):
@@ -31,7 +32,7 @@ def test_the_run_holds_the_algorithms_phases_after_update_and_its_metrics():
         assert run.phases[4 : 4 + len(module.PHASES)] == module.PHASES
         assert run.phases[-2:] == ("log", "iteration") and "eval" not in run.phases
         assert run.metrics == module.METRICS and run.evaluator is None
-        assert run.iterations == 10 and run.planned_frames == 640
+        assert run.iterations == 10 and run.planned_progress == 640
         assert run.source.algo is run.algo and run.source.steps == 16
     finally:
         run.close()
@@ -65,7 +66,7 @@ def test_the_run_folder_is_made_when_first_read_and_suffixed_when_taken(tmp_path
         def now(cls, tz=None):
             return datetime(2026, 1, 2, 3, 4, 5)
 
-    monkeypatch.setattr("rlcli.run.datetime", Frozen)
+    monkeypatch.setattr("rlcli.run_folder.datetime", Frozen)
     first, second = RunFolder(tmp_path / "runs", "exp"), RunFolder(tmp_path / "runs", "exp")
     assert not first.created and not (tmp_path / "runs").exists()
     assert first.path == tmp_path / "runs" / "exp-20260102-030405" and first.path.is_dir() and first.created

@@ -94,14 +94,14 @@ class Collector:
         # NEXT_STEP envs spend the step after an episode end on the reset:
         # that step carries no transition.
         self.resetting = np.zeros(n, dtype=bool)
-        self.frames = 0
+        self.progress = 0
         self.act_buffers: dict[str, torch.Tensor] | None = None
 
     unit = "frames"
 
     @property
     def per_iteration(self) -> int:
-        """Env steps of one :meth:`collect` on this rank."""
+        """Env steps of one :meth:`next_batch` on this rank."""
         return self.steps * self.envs.num_envs
 
     @property
@@ -113,8 +113,9 @@ class Collector:
         return self.envs.single_action_space
 
     @property
-    def episodes(self) -> VectorEnv:
-        """The envs, whose ``RecordEpisodeStatistics`` counts their finished episodes."""
+    def episode_stats(self) -> VectorEnv:
+        """The finished episodes' counts, returns and lengths: the envs' ``RecordEpisodeStatistics``
+        keeps them."""
         return self.envs
 
     def close(self) -> None:
@@ -126,7 +127,7 @@ class Collector:
             self.batch.set(key, torch.zeros(self.steps, *value.shape, dtype=value.dtype, device=self.device))
         return {key: self.batch.get(key) for key in out.keys()}
 
-    def collect(self, timer: Timer) -> TensorDict:
+    def next_batch(self, timer: Timer) -> TensorDict:
         """Run one rollout of ``steps`` env steps; returns the batch."""
         arrays = self.arrays
         obs_buf, next_buf = arrays[keys.OBSERVATION], arrays[keys.NEXT_OBSERVATION]
@@ -163,7 +164,7 @@ class Collector:
                 # The observation of a NEXT_STEP reset step was already seen as a final one.
                 valid_buf[t] = ~self.resetting
                 self.resetting = done
-        self.frames += self.steps * self.envs.num_envs * self.world_size
+        self.progress += self.steps * self.envs.num_envs * self.world_size
         if self.batch is not self.host:
             for key, value in self.host.items():
                 self.batch.get(key).copy_(value, non_blocking=True)
@@ -173,7 +174,7 @@ class Collector:
         """What continuing the rollout needs: the frame count, the action generator, the
         observation the next step acts on, and the envs' own state (:mod:`rlcli.envstate`)."""
         return {
-            "frames": self.frames,
+            "frames": self.progress,
             "generator": self.generator.get_state(),
             "obs": observations.to_saved(self.obs),
             "resetting": torch.from_numpy(self.resetting.copy()),
@@ -190,13 +191,13 @@ class Collector:
         Raises:
             EnvStateError: the saved envs do not fit the envs built now.
         """
-        self.frames = state["frames"]
+        self.progress = state["frames"]
         self.generator.set_state(state["generator"])
         envstate.restore(self.envs, state["envs"])
         if state["envs"]["exact"]:
             self.obs = observations.from_saved(state["obs"])
             self.resetting = state["resetting"].numpy().copy()
             return True
-        self.obs, _ = self.envs.reset(seed=self.seed + self.frames)
+        self.obs, _ = self.envs.reset(seed=self.seed + self.progress)
         self.resetting = np.zeros(self.envs.num_envs, dtype=bool)
         return False

@@ -155,8 +155,8 @@ class ConsoleReport:
             if cfg.offline
             else frames_planned(cfg.collector)
             if world == 1
-            else f"{state.run.planned_frames:,} frames on {world} ranks ({cfg.run.parallel}: "
-            f"{state.run.planned_frames // (world * state.run.iterations):,} per rank and iteration)"
+            else f"{state.run.planned_progress:,} frames on {world} ranks ({cfg.run.parallel}: "
+            f"{state.run.planned_progress // (world * state.run.iterations):,} per rank and iteration)"
         )
         self.console.print(
             f"{cfg.algo.name} on {cfg.env.id} x{cfg.env.num_envs} ({cfg.env.vectorization}), "
@@ -171,7 +171,7 @@ class ConsoleReport:
                 TimeRemainingColumn(),
                 console=self.console,
             )
-            self.task = self.progress.add_task("train", total=state.run.planned_frames, fps="-", ret="-")
+            self.task = self.progress.add_task("train", total=state.run.planned_progress, fps="-", ret="-")
             self.progress.start()
 
     def iteration(self, state: TrainState) -> None:

@@ -145,7 +145,7 @@ class RolloutLearner:
             ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward, group=ctx.group
         ).to(ctx.device)
         self.step = ctx.gradient_step(self.agent.parameters())
-        self.gamma, self.lam, self.names = cfg.gamma, cfg.gae_lambda, names
+        self.gamma, self.lam, self.names = cfg.gamma, cfg.return_lambda, names
         self.value_target, self.baseline = cfg.value_target, baseline
         self.clip_reward = ctx.env.clip_reward
 

@@ -6,7 +6,6 @@ import os
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,20 +15,12 @@ from gymnasium import spaces
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces
 from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
-from rlcli.config.errors import ConfigError, ConfigIssue, folder_error, single
+from rlcli.config.errors import ConfigError, ConfigIssue, single
 from rlcli.config.ranks import rank_config, rank_problems
 from rlcli.config.schema import RunConfig
-from rlcli.datasets import (
-    Dataset,
-    DatasetFile,
-    DatasetNotFound,
-    DatasetSource,
-    check_env,
-    datasets_root,
-    load_dataset,
-    open_dataset,
-    stand_in,
-)
+from rlcli.datasets import DatasetFile, DatasetSource, check_env, datasets_root
+from rlcli.datasets.find import recipe
+from rlcli.datasets.load import dataset_placement, load_for_run, open_for_run
 from rlcli.devices import resolve_device
 from rlcli.distributed import Group, Single, from_environment, launched, local_rank
 from rlcli.envs import describe_space, make_envs
@@ -37,54 +28,12 @@ from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
 from rlcli.models.compile import compile_networks
 from rlcli.models.encoders import describe, is_image, named_encoders
-from rlcli.replay.storage import free_memory, human_bytes
+from rlcli.run_folder import RunFolder
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.timing import Timer
-
-
-class RunFolder:
-    """``<output_dir>/<name>-<timestamp>``, created the first time :attr:`path` is read.
-
-    Components that keep files (memmap replay storage) and the trainer share it;
-    building a run alone (``validate --build``) creates nothing on disk.
-    """
-
-    def __init__(self, output_dir: str | Path, name: str):
-        self.output_dir, self.name = output_dir, name
-        self._path: Path | None = None
-
-    @property
-    def created(self) -> bool:
-        return self._path is not None
-
-    def use(self, path: Path) -> None:
-        """Make the existing folder ``path`` this run's (a resumed run continues in its own folder)."""
-        self._path = Path(path)
-
-    @property
-    def path(self) -> Path:
-        """The folder, made now if it does not exist yet (suffixed when the second is taken).
-
-        Raises:
-            InputError: the folder cannot be created; the message names ``--out`` and ``run.output_dir``.
-        """
-        if self._path is None:
-            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-            base = Path(self.output_dir).expanduser() / f"{self.name}-{stamp}"
-            candidate, suffix = base, 1
-            while self._path is None:
-                try:
-                    candidate.mkdir(parents=True)
-                    self._path = candidate
-                except FileExistsError:
-                    suffix += 1
-                    candidate = base.with_name(f"{base.name}-{suffix}")
-                except OSError as exc:
-                    raise folder_error(self.output_dir, exc) from None
-        return self._path
 
 
 class Episodes(Protocol):
@@ -98,24 +47,24 @@ class Episodes(Protocol):
 
 class Source(Protocol):
     """Where a run's batches come from: the :class:`~rlcli.collectors.Collector` (envs, online) or a
-    :class:`~rlcli.datasets.DatasetSource` (a dataset, offline). The loop asks it for a batch, hands the
-    batch to the algorithm's ``learn`` and counts its progress; checkpoints save its state.
+    :class:`~rlcli.datasets.DatasetSource` (a dataset, offline). The loop asks it for the next batch,
+    hands the batch to the algorithm's ``learn`` and counts its progress; checkpoints save its state.
     """
 
     unit: str
-    """What ``frames`` counts, for people: "frames" (env steps) or "gradient steps"."""
+    """What ``progress`` counts, for people: "frames" (env steps) or "gradient steps"."""
     per_iteration: int
     """Progress one iteration of this rank makes."""
-    frames: int
+    progress: int
     """Progress so far (every rank's): env steps online, gradient steps offline."""
     observation_space: spaces.Space
     action_space: spaces.Space
-    episodes: Episodes
-    """The episodes the return column reads: the training envs' online, the evaluation's offline."""
+    episode_stats: Episodes
+    """The finished episodes the return column reads: the training envs' online, the evaluation's offline."""
 
-    def collect(self, timer: Timer) -> TensorDict:
-        """The next batch: ``[T, N]`` transitions online; offline, an empty one whose size is the
-        iteration's gradient steps (the algorithm samples its dataset itself)."""
+    def next_batch(self, timer: Timer) -> TensorDict:
+        """What the algorithm's ``learn`` takes this iteration: ``[T, N]`` transitions online; offline,
+        one row of no keys per gradient step the iteration owes (the algorithm samples its dataset)."""
         ...
 
     def state_dict(self) -> dict: ...
@@ -151,8 +100,9 @@ class Run:
     """The ranks of a data-parallel run (one, for a run in one process)."""
 
     @property
-    def planned_frames(self) -> int:
-        """Frames (gradient steps, offline) the whole run trains: every rank's, over every iteration."""
+    def planned_progress(self) -> int:
+        """Progress of the whole run, every rank's over every iteration: frames online, gradient steps
+        offline (``run.json`` keeps it as ``planned_frames``)."""
         return self.iterations * self.source.per_iteration * self.group.world_size
 
     def close(self, *, orderly: bool = True) -> None:
@@ -249,44 +199,14 @@ def _build(
     """The components of one rank, from its share ``local`` of ``cfg``."""
     # Rank r steps the envs that ranks 0..r-1 do not: the seeds one process would give them.
     seed = cfg.run.seed + group.rank * local.env.num_envs
-    opened = _open_dataset(cfg, stand_in_data)
+    opened = open_for_run(cfg.data, stand_in_data=stand_in_data)
     envs = None if cfg.offline else make_envs(local.env, return_window=cfg.run.return_window, source=source)
     folder = RunFolder(cfg.run.output_dir, cfg.run.name)
-    # Files of ranks other than 0 (their memmap replay) go to a folder of their own inside the run's.
-    rank_folder = (lambda: folder.path) if group.is_main else (lambda: folder.path / f"rank-{group.rank}")
     evaluator = None
     try:
-        # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.
-        # An offline run always has one: its return column is the evaluation's.
-        if (cfg.eval.every_frames or cfg.offline) and group.is_main:
-            evaluator = Evaluator(
-                None,
-                cfg.env,
-                episodes=cfg.eval.episodes,
-                deterministic=cfg.eval.deterministic,
-                seed=cfg.run.seed + SEED_OFFSET,
-                device=device,
-                source=source,
-            )
-        if opened is not None:
-            check_env(opened, cfg.env.id, evaluator.observation_space, evaluator.action_space, source)
-            obs_space, act_space = opened.observation_space, opened.action_space
-        elif envs is None:
-            obs_space, act_space = evaluator.observation_space, evaluator.action_space
-        else:
-            obs_space, act_space = envs.single_observation_space, envs.single_action_space
-        module = ALGORITHMS[cfg.algo.name]
-        check_spaces(
-            cfg.algo.name,
-            cfg.env.id,
-            obs_space,
-            act_space,
-            source,
-            encoder=cfg.network.encoder,
-            normalize=cfg.env.normalize_observation,
-            offline=cfg.offline,
-        )
-        dataset = _dataset(cfg, opened, obs_space, act_space)
+        evaluator = _evaluator(cfg, group, device, source)
+        obs_space, act_space = _spaces(cfg, opened, envs, evaluator, source)
+        dataset = load_for_run(cfg.data, opened, obs_space, act_space)
         ctx = BuildContext(
             obs_space,
             act_space,
@@ -296,40 +216,105 @@ def _build(
             optim=cfg.optim,
             device=device,
             seed=seed,
-            run_folder=rank_folder,
+            # Files of ranks other than 0 (their memmap replay) go to a folder of their own inside the run's.
+            run_folder=(lambda: folder.path) if group.is_main else (lambda: folder.path / f"rank-{group.rank}"),
             source=source,
             group=group,
             iterations=local.iterations,
             dataset=dataset,
-            dataset_device=None if dataset is None else _dataset_device(cfg, dataset, device, source),
+            dataset_device=None if dataset is None else dataset_placement(cfg.data, dataset, device, source),
         )
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(cfg.run.seed)
-            algo = module.build(local.algo, ctx)
-        # Every rank starts from rank 0's weights (the same seed gives the same ones; this makes sure).
-        group.broadcast(list(algo.agent.state_dict().values()))
-        if cfg.run.compile != "off":
-            compile_networks(algo.agent, cfg.run.compile)
+        algo = _algorithm(cfg, local, ctx, group)
         if evaluator is not None:
             evaluator.agent = algo.agent
-        data_source = (
-            DatasetSource(dataset, steps_per_iteration=cfg.data.steps_per_iteration, episodes=evaluator.record)
-            if dataset is not None
-            else Collector(
-                envs,
-                algo,
-                steps=local.collector.frames_per_batch // local.env.num_envs,
-                device=device,
-                seed=seed,
-                world_size=group.world_size,
+        if dataset is not None:
+            data_source = DatasetSource(
+                dataset, steps_per_iteration=cfg.data.steps_per_iteration, episode_stats=evaluator.record
             )
-        )
+        else:
+            steps = local.collector.frames_per_batch // local.env.num_envs
+            data_source = Collector(envs, algo, steps=steps, device=device, seed=seed, world_size=group.world_size)
     except BaseException:
         if envs is not None:
             envs.close()
         if evaluator is not None:
             evaluator.close()
         raise
+    module = ALGORITHMS[cfg.algo.name]
+    phases = _phases(module, group, evaluator)
+    return Run(
+        cfg,
+        device,
+        data_source,
+        algo,
+        local.iterations,
+        folder,
+        phases,
+        tuple(module.METRICS),
+        origin,
+        evaluator,
+        group,
+    )
+
+
+def _evaluator(cfg: RunConfig, group: Group, device: torch.device, source: str | None) -> Evaluator | None:
+    """Rank 0's in-training evaluation, when ``[eval]`` schedules one; an offline run always has one,
+    since its return column is the evaluation's."""
+    if not (cfg.eval.interval(offline=cfg.offline) or cfg.offline) or not group.is_main:
+        return None
+    # Seeded apart from the training envs, as rlcli eval is, so that it never replays their episodes.
+    return Evaluator(
+        None,
+        cfg.env,
+        episodes=cfg.eval.episodes,
+        deterministic=cfg.eval.deterministic,
+        seed=cfg.run.seed + SEED_OFFSET,
+        device=device,
+        source=source,
+    )
+
+
+def _spaces(
+    cfg: RunConfig, opened: DatasetFile | None, envs: Any, evaluator: Evaluator | None, source: str | None
+) -> tuple[spaces.Space, spaces.Space]:
+    """The observation and action spaces the networks are built for, checked to be ones the algorithm
+    takes: the dataset's offline (once its env is checked to be the config's), else the training envs'
+    (the evaluation's, for a stand-in)."""
+    if opened is not None:
+        check_env(opened, cfg.env.id, evaluator.observation_space, evaluator.action_space, source)
+        obs_space, act_space = opened.observation_space, opened.action_space
+    elif envs is None:
+        obs_space, act_space = evaluator.observation_space, evaluator.action_space
+    else:
+        obs_space, act_space = envs.single_observation_space, envs.single_action_space
+    check_spaces(
+        cfg.algo.name,
+        cfg.env.id,
+        obs_space,
+        act_space,
+        source,
+        encoder=cfg.network.encoder,
+        normalize=cfg.env.normalize_observation,
+        offline=cfg.offline,
+    )
+    return obs_space, act_space
+
+
+def _algorithm(cfg: RunConfig, local: RunConfig, ctx: BuildContext, group: Group) -> Algorithm:
+    """The rank's algorithm, its networks initialised from ``run.seed`` inside a forked RNG (torch's global
+    generator is neither used nor changed) and made rank 0's, then compiled when ``run.compile`` asks."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.run.seed)
+        algo = ALGORITHMS[cfg.algo.name].build(local.algo, ctx)
+    # Every rank starts from rank 0's weights (the same seed gives the same ones; this makes sure).
+    group.broadcast(list(algo.agent.state_dict().values()))
+    if cfg.run.compile != "off":
+        compile_networks(algo.agent, cfg.run.compile)
+    return algo
+
+
+def _phases(module: Any, group: Group, evaluator: Evaluator | None) -> tuple[str, ...]:
+    """Every timed phase in display order: the loop's, with the algorithm's sub-phases after ``update``."""
     evaluating = ("eval",) if evaluator is not None else ()
     # The gradient all-reduce of a data-parallel run is timed between backward and the optimizer step.
     algo_phases = [
@@ -338,54 +323,7 @@ def _build(
         for p in ((phase, "update.all_reduce") if phase == "update.backward" and group.world_size > 1 else (phase,))
     ]
     phases = ("collect", "collect.policy", "collect.env_step", "update", *algo_phases, *evaluating, "log", "iteration")
-    return Run(
-        cfg,
-        device,
-        data_source,
-        algo,
-        local.iterations,
-        folder,
-        tuple(dict.fromkeys(phases)),
-        tuple(module.METRICS),
-        origin,
-        evaluator,
-        group,
-    )
-
-
-def _dataset(cfg: RunConfig, opened: DatasetFile | None, obs_space: Any, act_space: Any) -> Dataset | None:
-    """The offline run's data in memory (a stand-in when its file is not here); None online."""
-    if not cfg.offline:
-        return None
-    return load_dataset(opened) if opened is not None else stand_in(cfg.data.dataset, obs_space, act_space)
-
-
-def _open_dataset(cfg: RunConfig, stand_in_data: bool) -> DatasetFile | None:
-    """The offline run's dataset, opened; None online, or when ``stand_in_data`` and it is not here."""
-    if not cfg.offline:
-        return None
-    try:
-        return open_dataset(cfg.data.dataset)
-    except DatasetNotFound:
-        if stand_in_data:
-            return None
-        raise
-
-
-def _dataset_device(cfg: RunConfig, dataset: Dataset, device: torch.device, source: str | None) -> torch.device:
-    """Where the dataset's tensors go (``[data] device``); a ConfigError when the training device has too
-    little free memory for them."""
-    if cfg.data.device == "cpu" or device.type == "cpu":
-        return torch.device("cpu")
-    free = free_memory(device)
-    if free is not None and dataset.nbytes > free:
-        raise single(
-            source,
-            f"dataset {dataset.name!r} needs {human_bytes(dataset.nbytes)} of {device} memory, but "
-            f'only {human_bytes(free)} is free; set data.device = "cpu"',
-            path="data.device",
-        )
-    return device
+    return tuple(dict.fromkeys(phases))
 
 
 def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
@@ -414,8 +352,8 @@ def _stand_in_note(run: Run) -> str:
     dataset = getattr(run.source, "dataset", None)
     if dataset is None or not dataset.stand_in:
         return ""
+    how = recipe(dataset.name) or "minari download <id>, or rlcli collect, puts one there"
     return (
         f"; dataset {dataset.name!r} is not on this machine (not a path, nor an id under {datasets_root()}): "
-        "built on a random stand-in with the env's spaces; training needs the dataset (minari download "
-        "<id>, rlcli collect, or for the shipped pendulum/* ids python benchmarks/make_datasets.py)"
+        f"built on a random stand-in with the env's spaces; training needs the dataset ({how})"
     )

@@ -31,7 +31,7 @@ def test_ddpg_moves_the_actor_and_both_targets_at_every_critic_step(pendulum_run
         actor = copy.deepcopy(agent.actor.state_dict())
         targets = [copy.deepcopy(agent.actor_target.state_dict()), copy.deepcopy(agent.critic_target.state_dict())]
         # 8 frames at 0.125: one critic step, and with it one actor step and both target updates.
-        stats = run.algo.learn(run.source.collect(timer), timer)
+        stats = run.algo.learn(run.source.next_batch(timer), timer)
     finally:
         run.close()
     assert stats["stats/gradient_steps"] == 1.0 and "loss/actor" in stats

@@ -88,7 +88,7 @@ def test_epsilon_is_one_in_warm_up_then_decays_linearly_to_its_end(cartpole_dqn)
         timer = Timer(run.device)
         seen = []
         for _ in range(14):
-            stats = run.algo.learn(run.source.collect(timer), timer)
+            stats = run.algo.learn(run.source.next_batch(timer), timer)
             seen.append(round(stats["stats/epsilon"], 6))
         final = run.algo.epsilon
     finally:
@@ -108,11 +108,11 @@ def test_target_network_is_copied_every_interval_gradient_steps(cartpole_dqn):
         timer = Timer(run.device)
         agent = run.algo.agent
         initial = copy.deepcopy(agent.target.state_dict())
-        run.algo.learn(run.source.collect(timer), timer)  # 8 steps: no copy yet
+        run.algo.learn(run.source.next_batch(timer), timer)  # 8 steps: no copy yet
         assert all(torch.equal(initial[k], v) for k, v in agent.target.state_dict().items())
-        run.algo.learn(run.source.collect(timer), timer)  # 16 steps: copied at the last one
+        run.algo.learn(run.source.next_batch(timer), timer)  # 16 steps: copied at the last one
         assert all(torch.equal(agent.q.state_dict()[k], v) for k, v in agent.target.state_dict().items())
-        run.algo.learn(run.source.collect(timer), timer)  # 24: online moved on, target stays
+        run.algo.learn(run.source.next_batch(timer), timer)  # 24: online moved on, target stays
         assert not all(torch.equal(agent.q.state_dict()[k], v) for k, v in agent.target.state_dict().items())
     finally:
         run.close()
@@ -123,7 +123,7 @@ def test_prioritized_replay_updates_priorities_from_td_errors(cartpole_dqn):
     try:
         timer = Timer(run.device)
         for _ in range(3):
-            terms = run.algo.learn(run.source.collect(timer), timer)
+            terms = run.algo.learn(run.source.next_batch(timer), timer)
         leaves = run.algo.replay.buffer.tree.leaves[: len(run.algo.replay.buffer)]
     finally:
         run.close()
@@ -139,7 +139,7 @@ def test_warm_up_acts_uniformly_and_learns_nothing(cartpole_dqn):
         before = [p.clone() for p in run.algo.agent.q.parameters()]
         actions = []
         for _ in range(4):
-            batch = run.source.collect(timer)
+            batch = run.source.next_batch(timer)
             actions.append(batch[keys.ACTION].clone())
             stats = run.algo.learn(batch, timer)
         assert stats["stats/gradient_steps"] == 0 and "loss/q" not in stats

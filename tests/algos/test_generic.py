@@ -62,7 +62,7 @@ UNSUPPORTED = [(name, env_id) for name in sorted(ALGORITHMS) for env_id in ENVS 
 def learn_until_loss(run, timer, limit: int = 5) -> dict[str, float]:
     """Collect and learn until ``learn`` reports a loss (off-policy methods warm up first)."""
     for _ in range(limit):
-        terms = run.algo.learn(run.source.collect(timer), timer)
+        terms = run.algo.learn(run.source.next_batch(timer), timer)
         if any(key.startswith("loss/") for key in terms):
             return terms
     pytest.fail(f"no loss term after {limit} iterations: {terms}")
@@ -128,7 +128,7 @@ def test_dqn_keeps_its_saved_epsilon_when_a_resume_raises_the_frame_budget(cartp
     try:
         timer = Timer(run.device)
         for _ in range(3):
-            run.algo.learn(run.source.collect(timer), timer)
+            run.algo.learn(run.source.next_batch(timer), timer)
         state, epsilon = run.algo.state_dict(), run.algo.epsilon
     finally:
         run.close()
@@ -251,7 +251,7 @@ def test_benchable_ingest_and_sample_then_loss_give_a_finite_total_with_gradient
         timer = Timer(run.device)
         # Past any warm-up, as the bench takes its minibatches.
         for _ in range(2):
-            batch = run.source.collect(timer)
+            batch = run.source.next_batch(timer)
         minibatch = run.algo.ingest_and_sample(batch.clone(), 16, torch.Generator().manual_seed(0))
         terms = run.algo.loss(minibatch)
     finally:

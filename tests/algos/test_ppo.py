@@ -67,7 +67,7 @@ def test_learn_runs_epochs_of_minibatches(cartpole_run):
     run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32, epochs=4)
     try:
         timer = Timer(run.device)
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         valid = int(batch[keys.VALID].sum())
         stats = run.algo.learn(batch, timer)
     finally:
@@ -83,7 +83,7 @@ def test_target_kl_stops_inside_the_first_epoch(cartpole_run):
     )
     try:
         timer = Timer(run.device)
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         valid = int(batch[keys.VALID].sum())
         stats = run.algo.learn(batch, timer)
     finally:
@@ -105,7 +105,7 @@ def test_clip_schedule_and_lr_schedule_decay_linearly(cartpole_run):
         timer = Timer(run.device)
         lrs, clips = [], []
         for _ in range(3):
-            stats = run.algo.learn(run.source.collect(timer), timer)
+            stats = run.algo.learn(run.source.next_batch(timer), timer)
             lrs.append(stats["optim/lr"])
             clips.append(stats["stats/clip_epsilon"])
     finally:
@@ -119,7 +119,7 @@ def test_constant_schedules_stay_constant(cartpole_run):
     run = cartpole_run("ppo", seed=2, frames_per_batch=128, total_frames=1280, minibatch_size=32)
     try:
         timer = Timer(run.device)
-        stats = [run.algo.learn(run.source.collect(timer), timer) for _ in range(3)]
+        stats = [run.algo.learn(run.source.next_batch(timer), timer) for _ in range(3)]
     finally:
         run.close()
     assert [s["optim/lr"] for s in stats] == [3e-4] * 3
@@ -140,11 +140,11 @@ def test_first_minibatch_ratio_is_one_with_observation_normalization():
     try:
         timer = Timer(run.device)
         for _ in range(2):
-            run.algo.learn(run.source.collect(timer), timer)
+            run.algo.learn(run.source.next_batch(timer), timer)
         agent = run.algo.agent
         # The statistics have moved away from their start, so stale inputs would show.
         assert agent.obs_norm.stats.count > 200
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         prepare_rollout(agent, run.algo.rollout.reward_scaler, batch, gamma=0.99, lam=0.95)
         with torch.no_grad():
             log_prob, _, value = agent.evaluate(batch[keys.INPUT].flatten(0, 1), batch[keys.ACTION].flatten(0, 1))

@@ -36,7 +36,7 @@ def reinforce_run(**algo):
 def collected_rows(run):
     """A batch collected by ``run``, a copy of its ``valid`` before ``learn``'s rows, and those rows."""
     timer = Timer(run.device)
-    batch = run.source.collect(timer)
+    batch = run.source.next_batch(timer)
     valid_before = batch[keys.VALID].clone()
     rows = run.algo.rollout.rows(batch, timer)
     return batch, valid_before, rows

@@ -95,7 +95,7 @@ def test_actor_and_temperature_step_every_policy_delay_critic_steps(pendulum_run
         log_alpha = float(run.algo.agent.log_alpha.detach())
         changed = []
         for _ in range(3):
-            stats = run.algo.learn(run.source.collect(timer), timer)  # 2 critic steps each
+            stats = run.algo.learn(run.source.next_batch(timer), timer)  # 2 critic steps each
             now = [p.clone() for p in run.algo.agent.actor.parameters()]
             changed.append(any(not torch.equal(a, b) for a, b in zip(actor, now)))
             actor = now
@@ -128,7 +128,7 @@ def test_warm_up_acts_uniformly_inside_the_bounds(pendulum_run):
     run = pendulum_run("sac", seed=6, learning_starts=800)
     try:
         timer = Timer(run.device)
-        actions = torch.cat([run.source.collect(timer)[keys.ACTION].clone() for _ in range(20)])
+        actions = torch.cat([run.source.next_batch(timer)[keys.ACTION].clone() for _ in range(20)])
     finally:
         run.close()
     assert actions.abs().max() <= 2.0

@@ -104,7 +104,7 @@ def test_actor_and_targets_update_exactly_every_policy_delay_critic_updates(pend
         for _ in range(4):
             actor = [p.clone() for p in agent.actor.parameters()]
             target = [p.clone() for p in agent.actor_target.parameters()]
-            stats = run.algo.learn(run.source.collect(timer), timer)  # one critic step each
+            stats = run.algo.learn(run.source.next_batch(timer), timer)  # one critic step each
             changed.append(
                 (
                     any(not torch.equal(a, b) for a, b in zip(actor, agent.actor.parameters())),
@@ -120,7 +120,7 @@ def test_actor_and_targets_update_exactly_every_policy_delay_critic_updates(pend
 def test_exploration_noise_is_scaled_to_the_half_range_and_clipped_actions_are_stored(pendulum_run):
     run = pendulum_run("td3", seed=8, learning_starts=0, noise_scale=5.0)
     try:
-        batch = run.source.collect(Timer(run.device))
+        batch = run.source.next_batch(Timer(run.device))
     finally:
         run.close()
     actions = batch[keys.ACTION]

@@ -13,7 +13,7 @@ def test_n_step_transitions_across_batches_match_the_whole_stream(cartpole_dqn):
     run = cartpole_dqn(n_step=3, gamma=0.9)
     try:
         timer = Timer(run.device)
-        batches = [run.source.collect(timer).clone() for _ in range(3)]
+        batches = [run.source.next_batch(timer).clone() for _ in range(3)]
         emitted = [run.algo.replay.transitions(b) for b in batches]
     finally:
         run.close()
@@ -41,7 +41,7 @@ def test_gradient_steps_follow_the_update_to_data_ratio(cartpole_dqn):
     run = cartpole_dqn(utd_ratio=0.3, learning_starts=0)
     try:
         timer = Timer(run.device)
-        steps = [run.algo.learn(run.source.collect(timer), timer)["stats/gradient_steps"] for _ in range(10)]
+        steps = [run.algo.learn(run.source.next_batch(timer), timer)["stats/gradient_steps"] for _ in range(10)]
     finally:
         run.close()
     # 32 frames * 0.3 = 9.6 steps per batch: the fractions carry, never lost.
@@ -55,7 +55,7 @@ def test_no_gradient_step_is_due_during_the_warm_up_and_none_is_owed_for_it(cart
         timer = Timer(run.device)
         replay = run.algo.replay
         for expected_learning in (False, True, True):
-            replay.observe(run.source.collect(timer))
+            replay.observe(run.source.next_batch(timer))
             assert replay.learning == expected_learning
         # 96 frames in, the last 32 after the warm-up: only those pay, 0.5 each.
         assert replay.due(32) == 16 and replay.owed == 0.0
@@ -69,7 +69,7 @@ def test_prioritize_sets_priorities_of_a_prioritized_buffer_only(prioritized, ca
     try:
         timer = Timer(run.device)
         replay = run.algo.replay
-        sample = replay.ingest_and_sample(run.source.collect(timer), 8, torch.Generator().manual_seed(0))
+        sample = replay.ingest_and_sample(run.source.next_batch(timer), 8, torch.Generator().manual_seed(0))
         replay.prioritize(sample, torch.full((8,), 3.0), timer)
         tree = replay.buffer.tree
     finally:
@@ -89,7 +89,7 @@ def test_a_sample_is_normalized_by_the_current_statistics_while_the_buffer_keeps
         timer = Timer(run.device)
         replay = run.algo.replay
         replay.obs_norm.enabled = True
-        sample = replay.ingest_and_sample(run.source.collect(timer), 16, torch.Generator().manual_seed(1))
+        sample = replay.ingest_and_sample(run.source.next_batch(timer), 16, torch.Generator().manual_seed(1))
         raw = replay.buffer.tensors[keys.OBSERVATION][sample[keys.INDEX]]
     finally:
         run.close()

@@ -331,7 +331,7 @@ def test_dqn_breakout_stores_frames_through_the_collector(tmp_path):
     try:
         timer, seen = Timer(run.device), []
         for _ in range(2):
-            batch = run.source.collect(timer).clone()
+            batch = run.source.next_batch(timer).clone()
             run.algo.replay.observe(batch)
             seen.append(batch)
     finally:

@@ -36,7 +36,7 @@ def test_learn_stores_the_batch_runs_the_steps_it_pays_for_and_moves_every_sched
             return {"loss/x": torch.tensor(float(len(samples)))}
 
         lrs = [step.lr for step in learner.steps.values()]
-        stats = learner.learn(run.source.collect(timer), timer, update)
+        stats = learner.learn(run.source.next_batch(timer), timer, update)
         after = [step.lr for step in learner.steps.values()]
     finally:
         run.close()
@@ -64,8 +64,8 @@ def test_warm_up_acts_uniformly_in_the_bounds_then_with_the_actor():
         warm = torch.cat(
             [learner.act(observation, torch.Generator().manual_seed(i), bounds, actor)[keys.ACTION] for i in range(200)]
         )
-        learner.replay.observe(run.source.collect(timer))
-        learner.replay.observe(run.source.collect(timer))
+        learner.replay.observe(run.source.next_batch(timer))
+        learner.replay.observe(run.source.next_batch(timer))
         after = learner.act(observation, torch.Generator().manual_seed(0), bounds, actor)[keys.ACTION]
     finally:
         run.close()
@@ -79,7 +79,7 @@ def test_state_round_trips_steps_generator_and_replay_by_name():
     try:
         timer = Timer(run.device)
         for _ in range(3):
-            run.algo.learn(run.source.collect(timer), timer)
+            run.algo.learn(run.source.next_batch(timer), timer)
         state = run.algo.learner.state_dict(replay=True)
         assert {"critic_step", "actor_step", "generator", "replay"} <= set(state)
         other.algo.learner.load_state_dict(state)

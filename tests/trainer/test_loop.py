@@ -75,9 +75,9 @@ def test_runs_draw_from_their_own_generators(tmp_path):
         timer = Timer(first.device)
         try:
             if other is not None:
-                other.source.collect(timer)
+                other.source.next_batch(timer)
                 torch.rand(100)
-            return first.source.collect(timer)[keys.ACTION].clone()
+            return first.source.next_batch(timer)[keys.ACTION].clone()
         finally:
             first.close()
             if other is not None:
@@ -96,7 +96,7 @@ def test_observation_statistics_take_in_valid_steps_when_learning(tmp_path, algo
     run = build_run(cfg)
     try:
         timer = Timer(run.device)
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         # Acting never moves the statistics: a rollout is normalized with one frozen set.
         assert float(run.algo.agent.obs_norm.stats.count) < 1e-3
         run.algo.learn(batch, timer)
@@ -118,7 +118,7 @@ def test_return_window_sets_the_stop_condition_and_the_rolling_return(tmp_path):
         algo={"minibatch_size": 8},
     )
     run = build_run(cfg)
-    assert run.source.episodes.return_queue.maxlen == 10
+    assert run.source.episode_stats.return_queue.maxlen == 10
     state = train(run)
     assert state.status == "solved"
     assert state.iteration == 2 and state.solved_at[0] == 16

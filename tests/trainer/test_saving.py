@@ -156,7 +156,7 @@ def test_final_pt_holds_the_weights_and_no_replay_buffer(tmp_path):
     run = build_run(small_config(tmp_path, algo={"name": "dqn", "learning_starts": 64, "batch_size": 16}))
     try:
         timer = Timer(run.device)
-        run.algo.learn(run.source.collect(timer), timer)
+        run.algo.learn(run.source.next_batch(timer), timer)
         state = new_state(run, tmp_path / "run")
         state.iteration, state.frames = 1, 64
         save_final(state)
@@ -177,7 +177,7 @@ def test_a_checkpoint_of_the_weights_after_learning_is_not_the_one_before(run, t
     state.iteration, state.frames = 1, 64
     save_checkpoint(state)
     timer = Timer(run.device)
-    batch = run.source.collect(timer)
+    batch = run.source.next_batch(timer)
     assert batch[keys.VALID].any()
     run.algo.learn(batch, timer)
     state.iteration, state.frames = 2, 128

@@ -128,7 +128,7 @@ def offline_iterations(opts: BenchOptions) -> list[Case]:
         run = build_run(cfg)
         run.close()
         algo, timer = run.algo, Timer(run.device)
-        batch = run.source.collect(timer)
+        batch = run.source.next_batch(timer)
         steps = cfg.data.steps_per_iteration
         cases.append(
             Case(

@@ -125,7 +125,7 @@ def collector_suite(opts: BenchOptions) -> SuiteOutput:
                 {"frames_per_batch": cfg.collector.frames_per_batch},
                 "frames/s",
                 cfg.collector.frames_per_batch,
-                lambda run=run, timer=timer: run.source.collect(timer),
+                lambda run=run, timer=timer: run.source.next_batch(timer),
                 run.close,
             )
         )
@@ -174,7 +174,7 @@ def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
     """The algorithm of ``cfg`` and a copy of one collected batch; the envs are closed."""
     run = build_run(cfg)
     try:
-        return run.algo, run.source.collect(Timer(run.device)).clone()
+        return run.algo, run.source.next_batch(Timer(run.device)).clone()
     finally:
         run.close()
 
@@ -349,7 +349,7 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     try:
         timer = Timer(run.device)
         for _ in range(40):
-            run.algo.replay.observe(run.source.collect(timer))
+            run.algo.replay.observe(run.source.next_batch(timer))
     finally:
         run.close()
     algo = run.algo

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 from typing import Annotated
 
 import typer
 
 from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
-from rlcli.config.dump import to_toml
+from rlcli.config.dump import to_toml, written
 from rlcli.config.load import load_config
 from rlcli.console import console
 from rlcli.envs import import_env_packages
@@ -31,5 +32,5 @@ def show_config(
     with user_errors():
         import_env_packages(env_package or [])
         cfg = load_config(preset, set_ or [])
-    text = to_toml(cfg) if fmt is Format.toml else cfg.model_dump_json(indent=2)
+    text = to_toml(cfg) if fmt is Format.toml else json.dumps(written(cfg, mode="json"), indent=2)
     console.print(text, markup=False, highlight=False, soft_wrap=True, end="" if text.endswith("\n") else "\n")

@@ -11,10 +11,18 @@ from rlcli.config.schema import RunConfig
 def to_toml(cfg: RunConfig) -> str:
     """The TOML text of ``cfg``: one table per section, every field, unset options omitted."""
     # Python mode keeps NaN and inf (JSON mode would turn them into null); TOML has both.
-    # An offline run's [collector] is an unused default, which its config may not set.
-    data = cfg.model_dump(exclude_none=True, exclude={"collector"} if cfg.offline else None)
-    blocks = [_table([name], value) for name, value in data.items()]
+    blocks = [_table([name], value) for name, value in written(cfg).items()]
     return "\n".join(block for block in blocks if block)
+
+
+def written(cfg: RunConfig, *, mode: str = "python") -> dict[str, Any]:
+    """``cfg`` as the data a config file holds (``model_dump`` in ``mode``), which loads back as ``cfg``:
+    every field but unset options (None) and what this kind of run may not set."""
+    # An offline run's [collector] is an unused default, which its config may not set; each kind of run
+    # schedules in its own unit, and may not set the other kind's key (every_frames online, every_steps offline).
+    other = {"every_frames"} if cfg.offline else {"every_steps"}
+    exclude: dict[str, Any] = {"checkpoint": other, "eval": other} | ({"collector": True} if cfg.offline else {})
+    return cfg.model_dump(mode=mode, exclude_none=True, exclude=exclude)
 
 
 def _table(path: list[str], table: dict[str, Any]) -> str:

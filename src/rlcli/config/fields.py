@@ -1,9 +1,11 @@
 """What the algorithms' config models share: the ``[algo.replay]`` table, fields defined once (each
-default stays at its use), and the cross-section checks and data-parallel split of the replay-based ones."""
+default stays at its use), the :class:`AlgoSection` protocol every model satisfies, and the one home of
+its cross-section checks and data-parallel splits that several models take as they are (a model names
+them, as in ``check = no_problems``, instead of writing a method that repeats them)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -59,6 +61,66 @@ Split = tuple[dict[str, Any], list[tuple[str, str]]]
 """What one rank of a data-parallel run changes in an algorithm section, and why it cannot split."""
 
 
+class AlgoSection(Protocol):
+    """What the rest of rlcli reads of an ``[algo]`` model besides its hyperparameters."""
+
+    SOURCES: ClassVar[tuple[str, ...]]
+    """Data sources it learns from: "collector" (envs, online) and/or "dataset" (offline)."""
+    name: str
+
+    def check(self, *, collector: Any, env: Any) -> list[tuple[str, str]]:
+        """Problems between this section and the ``[collector]`` (None offline) and ``[env]`` ones, as
+        (dotted field, message) pairs."""
+        ...
+
+    def per_rank(self, world_size: int) -> Split:
+        """One rank's share of this section in a data-parallel run of ``world_size`` ranks: the fields
+        that change, and the problems that keep it from splitting."""
+        ...
+
+    @property
+    def warm_up(self) -> int:
+        """Frames of uniformly random actions before the first gradient step (0: none)."""
+        ...
+
+    @property
+    def update_batch(self) -> int | None:
+        """Samples in one gradient step's batch; None where a step takes the whole rollout."""
+        ...
+
+
+def no_problems(cfg, *, collector, env) -> list[tuple[str, str]]:
+    """``check`` of a section that constrains no other (an offline one's dataset spaces are checked at
+    build)."""
+    return []
+
+
+def unsplit(cfg, world_size: int) -> Split:
+    """``per_rank`` of a section with nothing to split: each rank takes its step on its share of the
+    rollout, or on its own samples of the dataset."""
+    return {}, []
+
+
+def no_warm_up(cfg) -> int:
+    """``warm_up`` of an algorithm that learns from its first batch."""
+    return 0
+
+
+def replay_warm_up(cfg) -> int:
+    """``warm_up`` of a replay-based algorithm: its ``learning_starts``."""
+    return cfg.learning_starts
+
+
+def whole_rollout(cfg) -> None:
+    """``update_batch`` of an algorithm whose gradient step takes the whole rollout."""
+    return None
+
+
+def sampled_batch(cfg) -> int:
+    """``update_batch`` of an algorithm that samples ``batch_size`` transitions per gradient step."""
+    return cfg.batch_size
+
+
 def off_policy_per_rank(cfg, world_size: int) -> Split:
     """One rank's share of a replay-based algorithm: its part of each gradient step's batch, of the
     warm-up, of the buffer and of prioritized replay's annealing, with ``world_size`` times the
@@ -88,7 +150,7 @@ def off_policy_per_rank(cfg, world_size: int) -> Split:
     }, problems
 
 
-def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
+def off_policy_problems(cfg, *, collector, env) -> list[tuple[str, str]]:
     """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
     pairs: a warm-up inside the run and a batch that fits in the buffer (``collector`` None: an
     offline run, whose dataset is the buffer)."""
@@ -113,12 +175,22 @@ def off_policy_problems(cfg, collector) -> list[tuple[str, str]]:
     return problems
 
 
+ReturnLambda = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=1,
+        description="Lambda of the lambda-returns that value_target gae and td_lambda compute (GAE's and TD(lambda)'s): "
+        "1 gives Monte-Carlo returns (bootstrapped where the batch cuts an episode), 0 one-step TD.",
+    ),
+]
+
 # The estimators of rlcli.advantages.ESTIMATORS, whose keys a test holds to these names.
 ValueTarget = Annotated[
     Literal["gae", "td0", "td1", "td_lambda"],
     Field(
         description="Estimator of the value targets and advantages: gae, td0 (one-step), "
         "td1 (Monte Carlo, bootstrapped at truncation and at the batch end) or "
-        "td_lambda (lambda-returns); gae and td_lambda read gae_lambda."
+        "td_lambda (lambda-returns); gae and td_lambda read return_lambda."
     ),
 ]

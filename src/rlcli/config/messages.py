@@ -167,6 +167,9 @@ def unknown_key(loc: tuple[str, ...]) -> str:
     key = loc[-1]
     model = _model_at(loc[:-1])
     allowed = sorted(model.model_fields) if model is not None else []
+    if key in _RENAMED and _RENAMED[key][0] in allowed:
+        new, why = _RENAMED[key]
+        return f"{key!r} is now {new} ({why})"
     own = _SYNONYMS.get(key, key)
     close = [own] if own in allowed else difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
     if len(loc) == 1:
@@ -182,6 +185,11 @@ def unknown_key(loc: tuple[str, ...]) -> str:
             message += f"; {key!r} belongs to {', '.join(owners)}, not {loc[1]}"
     return f"{message} (allowed in [{where}]: {', '.join(allowed)})"
 
+
+# Keys rlcli itself once had, with their new name and why it changed.
+_RENAMED = {
+    "gae_lambda": ("return_lambda", "the lambda of value_target gae and td_lambda alike"),
+}
 
 # Names that Stable-Baselines3 and RL-Zoo users bring along, mapped to ours.
 _SYNONYMS = {

@@ -269,11 +269,20 @@ class TimingConfig(BaseModel):
 class CheckpointConfig(BaseModel):
     model_config = SECTION
 
+    def interval(self, *, offline: bool) -> int:
+        """Progress between checkpoints: ``every_steps`` gradient steps offline, ``every_frames`` frames online."""
+        return self.every_steps if offline else self.every_frames
+
     every_frames: int = Field(
         100_000,
         ge=0,
-        description="Save a checkpoint after the first iteration at or past each multiple of this many "
-        "frames; 0 saves only at the end and on SIGINT/SIGTERM (which save one in any case).",
+        description="Online runs: save a checkpoint after the first iteration at or past each multiple of this "
+        "many frames; 0 saves only at the end and on SIGINT/SIGTERM (which save one in any case).",
+    )
+    every_steps: int = Field(
+        100_000,
+        ge=0,
+        description="Offline runs: the same, in gradient steps.",
     )
     keep_last: int = Field(
         2,
@@ -291,11 +300,21 @@ class CheckpointConfig(BaseModel):
 class EvalConfig(BaseModel):
     model_config = SECTION
 
+    def interval(self, *, offline: bool) -> int:
+        """Progress between evaluations: ``every_steps`` gradient steps offline, ``every_frames`` frames online."""
+        return self.every_steps if offline else self.every_frames
+
     every_frames: int = Field(
         0,
         ge=0,
-        description="Evaluate the policy on an env of its own after the first iteration at or past each "
-        "multiple of this many frames (eval/* columns); 0 turns in-training evaluation off.",
+        description="Online runs: evaluate the policy on an env of its own after the first iteration at or past "
+        "each multiple of this many frames (eval/* columns); 0 turns in-training evaluation off.",
+    )
+    every_steps: int = Field(
+        0,
+        ge=0,
+        description="Offline runs: the same, in gradient steps (an offline run also evaluates after its last "
+        "iteration, since its return column is the evaluation's).",
     )
     episodes: int = Field(10, ge=1, le=10_000, description="Episodes per evaluation.")
     deterministic: bool = Field(
@@ -367,6 +386,9 @@ def cross_section_problems(
     problems = source_problems(algo, sections.get("data"), given)
     if problems:
         return problems
+    problems = schedule_problems(sections)
+    if problems:
+        return problems
     if sections.get("data") is not None:
         # An offline run has no rollouts: its algorithm checks itself against the env alone.
         return algo.check(collector=None, env=env) if algo is not None and env is not None else []
@@ -391,6 +413,21 @@ def cross_section_problems(
         # Each algorithm checks its own section against the others.
         problems += algo.check(collector=collector, env=env)
     return problems
+
+
+def schedule_problems(sections: dict[str, Any]) -> list[tuple[str, str]]:
+    """``every_frames`` written in an offline run, or ``every_steps`` in an online one: each counts
+    what only its kind of run has (env frames, gradient steps)."""
+    offline = sections.get("data") is not None
+    wrong, right, unit = (
+        ("every_frames", "every_steps", "gradient steps") if offline else ("every_steps", "every_frames", "env frames")
+    )
+    kind = "an offline run ([data])" if offline else "an online run ([collector])"
+    return [
+        (f"{name}.{wrong}", f"{kind} counts {unit}: set {name}.{right} instead of {name}.{wrong}")
+        for name in ("checkpoint", "eval")
+        if sections.get(name) is not None and wrong in sections[name].model_fields_set
+    ]
 
 
 SECTIONS = tuple(RunConfig.model_fields)

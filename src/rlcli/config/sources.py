@@ -47,8 +47,8 @@ class DataConfig(BaseModel):
         1_000_000,
         ge=1,
         description="Gradient steps of the whole offline run, rounded up to whole iterations. An offline run "
-        "counts its progress in gradient steps: the frames column, checkpoint.every_frames and "
-        "eval.every_frames count them.",
+        "counts its progress in gradient steps: checkpoint.every_steps and eval.every_steps schedule in "
+        "them, and the progress column of metrics.csv (frames, online) counts them.",
     )
     steps_per_iteration: int = Field(
         1000,

@@ -52,13 +52,24 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
         ConfigError: ``resume`` is not a run folder that can be resumed with ``run``
             (a CheckpointError or InputError, each naming what is wrong).
     """
-    hooks = hooks or Hooks()
+    state, loggers = _start(run, None if resume is None else Path(resume))
+    # The signal handlers stay until the folder is complete: a first SIGINT/SIGTERM during
+    # the final save only asks for a stop, which has already happened.
+    with _stop_on_ctrl_c(state):
+        _loop(run, state, loggers, hooks or Hooks())
+    return state
+
+
+def _start(run: Run, resume: Path | None) -> tuple[TrainState, MetricLoggers]:
+    """The run's folder made and locked (``resume``'s reopened, after every check of its checkpoint), its
+    config written, the state restored and the loggers open; on any failure the lock is released and
+    the run closed."""
     cfg = run.cfg
     main = run.group.is_main
     lock = None
     try:
         if resume is not None:
-            lock, restored = restore(run, Path(resume))
+            lock, restored = restore(run, resume)
         else:
             restored = None
             lock = checkpoint.lock_folder(run.folder.path) if main else None
@@ -74,7 +85,7 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
             provenance=provenance(cfg.run.seed, **run.origin) if main else {},
             lock=lock,
         )
-        window = run.source.episodes.return_queue.maxlen
+        window = run.source.episode_stats.return_queue.maxlen
         state.returns, state.lengths = deque(maxlen=window), deque(maxlen=window)
         if restored is not None:
             continue_from(state, restored)
@@ -99,11 +110,7 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
         release(lock)
         run.close(orderly=False)
         raise
-    # The signal handlers stay until the folder is complete: a first SIGINT/SIGTERM during
-    # the final save only asks for a stop, which has already happened.
-    with _stop_on_ctrl_c(state):
-        _loop(run, state, loggers, hooks)
-    return state
+    return state, loggers
 
 
 def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> None:
@@ -241,7 +248,8 @@ def _crossed(frames: int, last: int, every: int) -> bool:
 
 
 def _checkpoint_due(state: TrainState) -> bool:
-    every = state.run.cfg.checkpoint.every_frames
+    cfg = state.run.cfg
+    every = cfg.checkpoint.interval(offline=cfg.offline)
     return every > 0 and _crossed(state.frames, state.checkpoint_frames, every)
 
 
@@ -267,7 +275,7 @@ def _iteration(
     timer = state.timer
     with timer.phase("iteration"):
         with timer.phase("collect"):
-            batch = run.source.collect(timer)
+            batch = run.source.next_batch(timer)
         # Kept so that a failed run saves the last weights that gave finite losses.
         snapshot.take()
         with timer.phase("update"):
@@ -311,9 +319,10 @@ def _check_finite(
 
 
 def _evaluate_if_due(run: Run, state: TrainState) -> bool:
-    """Evaluate the policy when ``eval.every_frames`` has come round, and after the last iteration;
+    """Evaluate the policy when ``eval.every_frames`` (``every_steps`` offline) has come round, and after
+    the last iteration;
     returns whether it did."""
-    frames, every = run.source.frames, run.cfg.eval.every_frames
+    frames, every = run.source.progress, run.cfg.eval.interval(offline=run.cfg.offline)
     evaluated = run.evaluator is not None and (
         (every > 0 and _crossed(frames, state.eval_frames, every)) or state.iteration + 1 == run.iterations
     )
@@ -329,7 +338,7 @@ def _count_iteration(run: Run, state: TrainState) -> None:
     """Advance the counters after an iteration, and mark the run solved once the rolling return
     reaches ``run.stop_at_return``."""
     state.iteration += 1
-    state.frames = run.source.frames
+    state.frames = run.source.progress
     state.wall_time = time.perf_counter() - state.started
     returns = state.returns
     state.last_return = float(np.mean(returns)) if returns else math.nan
@@ -348,7 +357,7 @@ def _gather_across_ranks(state: TrainState, terms: dict[str, float]) -> dict[str
     every rank stops together), and adds the episodes every rank finished this iteration to the
     run's windows, in rank order.
     """
-    envs = state.run.source.episodes
+    envs = state.run.source.episode_stats
     finished = int(envs.episode_count) - state.seen_episodes
     state.seen_episodes = int(envs.episode_count)
     # The newest `finished` entries of this rank's own window (all of it when more finished).

@@ -118,7 +118,7 @@ def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
         raise InputError(
             what,
             f"its checkpoint is at {payload['frames']:,} {run.source.unit}, which reach "
-            f"{budget} ({run.planned_frames:,}); raise it to train on: --set {budget}=N",
+            f"{budget} ({run.planned_progress:,}); raise it to train on: --set {budget}=N",
         )
     run.folder.use(run_dir)
     mine = ranks[run.group.rank]

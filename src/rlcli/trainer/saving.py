@@ -107,7 +107,7 @@ def write_status(state: TrainState) -> None:
             "iterations": state.iteration,
             "frames": state.frames,
             "planned_iterations": state.run.iterations,
-            "planned_frames": state.run.planned_frames,
+            "planned_frames": state.run.planned_progress,
             "world_size": state.run.group.world_size,
             "wall_time_s": round(state.wall_time, 3),
             "fps": round(state.fps, 1),

@@ -1,0 +1,54 @@
+"""The algorithms' config models, one module per family, and the ``AlgoConfig`` union over them.
+
+They live apart from the algorithms so that reading and checking a config never imports torch. Each
+algorithm module names its model as ``CONFIG``; :data:`ALGO_CONFIGS` is the one list of algorithms,
+which the union, the error messages and ``rlcli.algos.ALGORITHMS`` read. What the models share (the
+``[algo.replay]`` table, fields defined once, the :class:`~rlcli.config.fields.AlgoSection` protocol
+and its shared checks) is in :mod:`rlcli.config.fields`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Union
+
+from pydantic import BaseModel, Field
+
+from rlcli.config.algos.actor_critic import DDPGConfig, SACConfig, TD3Config
+from rlcli.config.algos.offline import BCConfig, CQLConfig, IQLConfig
+from rlcli.config.algos.on_policy import A2CConfig, PPOConfig, REINFORCEConfig
+from rlcli.config.algos.value_based import DQNConfig
+
+ALGO_CONFIGS: dict[str, type[BaseModel]] = {
+    "ppo": PPOConfig,
+    "a2c": A2CConfig,
+    "dqn": DQNConfig,
+    "sac": SACConfig,
+    "td3": TD3Config,
+    "ddpg": DDPGConfig,
+    "reinforce": REINFORCEConfig,
+    "bc": BCConfig,
+    "iql": IQLConfig,
+    "cql": CQLConfig,
+}
+"""Config model of each algorithm, by its ``name``: the one list of algorithms. ``rlcli.algos.ALGORITHMS``
+takes its modules, ``rlcli.algos.<name>``, from it in this order."""
+
+AlgoConfig = Annotated[
+    Union[tuple(ALGO_CONFIGS.values())],  # noqa: UP007
+    Field(discriminator="name"),
+]
+
+__all__ = [
+    "ALGO_CONFIGS",
+    "A2CConfig",
+    "AlgoConfig",
+    "BCConfig",
+    "CQLConfig",
+    "DDPGConfig",
+    "DQNConfig",
+    "IQLConfig",
+    "PPOConfig",
+    "REINFORCEConfig",
+    "SACConfig",
+    "TD3Config",
+]

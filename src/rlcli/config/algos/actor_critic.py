@@ -1,0 +1,171 @@
+"""Config models of the off-policy actor-critics for Box actions, which learn from replay: SAC (REDQ a
+critic ensemble), TD3 (TD3+BC a weight, learning from a dataset too) and DDPG."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from rlcli.config.fields import (
+    BatchSize,
+    Discount,
+    ExplorationNoise,
+    LearningStarts,
+    NoiseScale,
+    NStep,
+    OUTheta,
+    Replay,
+    TargetWeight,
+    off_policy_per_rank,
+    off_policy_problems,
+    replay_warm_up,
+    sampled_batch,
+)
+from rlcli.config.model import SECTION
+
+
+class SACConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow Stable-Baselines3's SAC defaults (learning rates live in [optim]);
+    # presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["sac"] = Field(description="Soft Actor-Critic, for Box actions (REDQ with a critic ensemble).")
+    gamma: Discount = 0.99
+    tau: float = Field(0.005, gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
+    target_update_interval: int = Field(1, ge=1, description="Gradient steps between target-critic updates.")
+    n_step: NStep = 1
+    batch_size: BatchSize = 256
+    learning_starts: LearningStarts = 100
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    num_critics: int = Field(2, ge=1, le=64, description="Critics in the ensemble (2: SAC's twin critics).")
+    critic_subset: int = Field(
+        2, ge=1, le=64, description="Critics drawn at random for each target's minimum (REDQ's M)."
+    )
+    actor_q: Literal["min", "mean"] = Field(
+        "min", description='The actor maximises the "min" (SAC) or the "mean" (REDQ) over the critics.'
+    )
+    policy_delay: int = Field(1, ge=1, description="Critic updates per actor and temperature update.")
+    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
+    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
+    target_entropy: float | None = Field(
+        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
+    )
+    exploration_hold: int = Field(
+        1,
+        ge=1,
+        le=100_000,
+        description=(
+            "Collection steps for which each env keeps its standard-normal draw: 1 draws afresh every step (SAC); above "
+            "1 the noise is held, a temporally correlated exploration like gSDE's sde_sample_freq, for sparse rewards."
+        ),
+    )
+    replay: Replay
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        problems = []
+        if self.critic_subset > self.num_critics:
+            problems.append(
+                (
+                    "algo.critic_subset",
+                    f"critic_subset ({self.critic_subset}) must not exceed num_critics ({self.num_critics})",
+                )
+            )
+        problems += off_policy_problems(self, collector=collector, env=env)
+        return problems
+
+    per_rank = off_policy_per_rank
+    warm_up = property(replay_warm_up)
+    update_batch = property(sampled_batch)
+
+
+class TD3Config(BaseModel):
+    # A dataset too: TD3+BC (bc_alpha) is TD3 learning from one.
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector", "dataset")
+
+    # Defaults follow Stable-Baselines3's TD3 defaults (learning rates live in [optim]),
+    # which are the paper's; presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["td3"] = Field(
+        description="Twin Delayed DDPG, for Box actions. Its critic loss is 0.5 * sum over critics of the mean squared TD error, as Stable-Baselines3's SAC; the paper's and SB3's TD3 have no 0.5: the same Adam steps, but half the gradient norm that optim.max_grad_norm clips."
+    )
+    gamma: Discount = 0.99
+    tau: TargetWeight = 0.005
+    n_step: NStep = 1
+    batch_size: BatchSize = 256
+    learning_starts: LearningStarts = 100
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    num_critics: int = Field(2, ge=1, le=64, description="Critics whose minimum is the target (2: clipped double Q).")
+    policy_delay: int = Field(2, ge=1, description="Critic updates per actor and target update.")
+    target_noise: float = Field(
+        0.2, ge=0, le=10, description="Std of the target-policy smoothing noise (fraction of the action half-range)."
+    )
+    target_noise_clip: float = Field(0.5, ge=0, le=10, description="Clip of the smoothing noise (same units).")
+    noise: ExplorationNoise = "gaussian"
+    noise_scale: NoiseScale = 0.1
+    ou_theta: OUTheta = 0.15
+    bc_alpha: float | None = Field(
+        None,
+        gt=0,
+        le=1000,
+        description="TD3+BC (Fujimoto & Gu, 2021; 2.5 there): the actor minimises "
+        "-bc_alpha * Q / mean|Q| plus the squared distance to the batch's actions; unset: plain TD3.",
+    )
+    replay: Replay
+
+    check = off_policy_problems
+    per_rank = off_policy_per_rank
+    warm_up = property(replay_warm_up)
+    update_batch = property(sampled_batch)
+
+
+class DDPGConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow Stable-Baselines3's DDPG defaults (learning rates live in [optim]);
+    # presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["ddpg"] = Field(
+        description="Deep Deterministic Policy Gradient, for Box actions. Its critic loss is 0.5 * sum over critics of the mean squared TD error, as Stable-Baselines3's SAC; the paper's and SB3's DDPG have no 0.5: the same Adam steps, but half the gradient norm that optim.max_grad_norm clips."
+    )
+    gamma: Discount = 0.99
+    tau: TargetWeight = 0.005
+    n_step: NStep = 1
+    batch_size: BatchSize = 256
+    learning_starts: LearningStarts = 100
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Gradient steps per collected frame.")
+    noise: ExplorationNoise = "gaussian"
+    noise_scale: NoiseScale = 0.1
+    ou_theta: OUTheta = 0.15
+    replay: Replay
+
+    # What makes TD3's machinery DDPG; not fields, so a config cannot set them.
+    @property
+    def num_critics(self) -> int:
+        return 1
+
+    @property
+    def policy_delay(self) -> int:
+        return 1
+
+    @property
+    def target_noise(self) -> float:
+        return 0.0
+
+    @property
+    def target_noise_clip(self) -> float:
+        return 0.0
+
+    @property
+    def bc_alpha(self) -> None:
+        return None
+
+    check = off_policy_problems
+    per_rank = off_policy_per_rank
+    warm_up = property(replay_warm_up)
+    update_batch = property(sampled_batch)

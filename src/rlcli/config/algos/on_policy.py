@@ -1,0 +1,133 @@
+"""Config models of the on-policy algorithms, which learn from the rollout just collected: PPO, A2C
+and REINFORCE."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from rlcli.config.fields import (
+    Discount,
+    ReturnLambda,
+    Split,
+    ValueTarget,
+    no_problems,
+    no_warm_up,
+    unsplit,
+    whole_rollout,
+)
+from rlcli.config.model import SECTION
+
+
+class PPOConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
+    # MuJoCo runs); presets override them with RL-Zoo's tuned values.
+    model_config = SECTION
+
+    name: Literal["ppo"] = Field(description="Proximal Policy Optimization.")
+    gamma: Discount = 0.99
+    return_lambda: ReturnLambda = 0.95
+    clip_epsilon: float = Field(0.2, gt=0, le=1, description="Clip range of the probability ratio.")
+    clip_schedule: Literal["constant", "linear"] = Field("constant", description="Decay of clip_epsilon over the run.")
+    clip_value: float | None = Field(
+        None, gt=0, description="Clip the value update to this distance from the old value (off when unset)."
+    )
+    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
+    epochs: int = Field(10, ge=1, le=1000, description="Passes over each batch.")
+    minibatch_size: int = Field(64, ge=2, description="Samples per gradient step.")
+    normalize_advantage: bool = Field(True, description="Normalize advantages per minibatch.")
+    target_kl: float | None = Field(
+        None, gt=0, description="Stop the epochs of an update once the approximate KL exceeds this."
+    )
+    value_target: ValueTarget = "gae"
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        fpb = collector.frames_per_batch
+        if self.minibatch_size > fpb:
+            return [
+                (
+                    "algo.minibatch_size",
+                    f"minibatch_size ({self.minibatch_size}) must not exceed collector.frames_per_batch ({fpb})",
+                )
+            ]
+        return []
+
+    def per_rank(self, world_size: int) -> Split:
+        """Each rank takes its share of every minibatch; the averaged gradient is the whole one's."""
+        problems = []
+        if self.minibatch_size % world_size:
+            problems.append(
+                (
+                    "algo.minibatch_size",
+                    f"minibatch_size ({self.minibatch_size}) must be a multiple "
+                    f"of the world size ({world_size}): each rank takes its share",
+                )
+            )
+        return {"minibatch_size": self.minibatch_size // world_size}, problems
+
+
+class A2CConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
+    model_config = SECTION
+
+    name: Literal["a2c"] = Field(description="Advantage Actor-Critic.")
+    gamma: Discount = 0.99
+    return_lambda: ReturnLambda = 1.0
+    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
+    normalize_advantage: bool = Field(False, description="Normalize advantages over the batch.")
+    value_target: ValueTarget = "gae"
+
+    check = no_problems
+    per_rank = unsplit
+    warm_up = property(no_warm_up)
+    update_batch = property(whole_rollout)
+
+
+class REINFORCEConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow the PyTorch examples' REINFORCE (examples/reinforcement_learning/reinforce.py:
+    # gamma 0.99, standardized returns) and Spinning Up's VPG (a learned value baseline), with
+    # Monte-Carlo returns (td1) where VPG uses GAE(0.97).
+    model_config = SECTION
+
+    name: Literal["reinforce"] = Field(
+        description="REINFORCE (Williams, 1992): the Monte-Carlo policy gradient, with or without a learned baseline."
+    )
+    gamma: Discount = 0.99
+    baseline: bool = Field(
+        True,
+        description="Subtract a learned value baseline (the critic, trained on the value targets); "
+        "without it the steps of episodes the batch cuts are left out of the loss.",
+    )
+    value_target: ValueTarget = "td1"
+    return_lambda: ReturnLambda = 1.0
+    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss (with a baseline).")
+    normalize_advantage: bool = Field(
+        True, description="Normalize advantages (returns, without a baseline) over the batch."
+    )
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        if not self.baseline and self.value_target != "td1":
+            return [
+                (
+                    "algo.value_target",
+                    f'value_target "{self.value_target}" needs a critic; without a baseline '
+                    'the returns are Monte Carlo: set value_target = "td1" or baseline = true',
+                )
+            ]
+        return []
+
+    per_rank = unsplit
+    warm_up = property(no_warm_up)
+    update_batch = property(whole_rollout)

@@ -1,0 +1,27 @@
+"""Offline data: Minari datasets found by id or path (:mod:`~rlcli.datasets.find`), read into
+preallocated tensors (:mod:`~rlcli.datasets.load`, in the layout of :mod:`~rlcli.datasets.dataset`),
+and the :class:`~rlcli.datasets.source.DatasetSource` that feeds an offline run's loop in place of
+the collector."""
+
+from rlcli.datasets.dataset import Dataset, dataset_bytes
+from rlcli.datasets.find import EXTRA, DatasetNotFound, datasets_root, import_minari, local_ids, resolve
+from rlcli.datasets.load import DatasetFile, check_env, check_memory, load_dataset, open_dataset, stand_in
+from rlcli.datasets.source import DatasetSource
+
+__all__ = [
+    "EXTRA",
+    "Dataset",
+    "DatasetFile",
+    "DatasetNotFound",
+    "DatasetSource",
+    "check_env",
+    "check_memory",
+    "dataset_bytes",
+    "datasets_root",
+    "import_minari",
+    "load_dataset",
+    "local_ids",
+    "open_dataset",
+    "resolve",
+    "stand_in",
+]
