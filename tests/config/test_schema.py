@@ -10,6 +10,7 @@ import pytest
 
 from conftest import MINIMAL_TOML
 from rlcli.algos import ALGORITHMS
+from rlcli.config.algos import ALGO_CONFIGS
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import load_config, validate_data
 from rlcli.config.schema import SECTIONS, RunConfig, json_schema
@@ -162,3 +163,41 @@ def test_dates_in_env_kwargs_are_rejected():
     with pytest.raises(ConfigError) as info:
         load_config("ppo_cartpole", ["env.kwargs={start = 1979-05-27}"])
     assert "env.kwargs" in info.value.render() and "dates" in info.value.render()
+
+
+@pytest.mark.parametrize("section", ["checkpoint", "eval"])
+def test_each_kind_of_run_schedules_in_its_own_unit_and_refuses_the_other(section):
+    online = with_changes(**{section: {"every_steps": 100}})
+    assert issues_of(online) == {
+        f"{section}.every_steps": f"an online run ([collector]) counts env frames: set {section}.every_frames "
+        f"instead of {section}.every_steps"
+    }
+    offline = with_changes(**{section: {"every_frames": 100}})
+    del offline["collector"]
+    offline["algo"] = {"name": "iql"}
+    offline["data"] = {"dataset": "somewhere", "total_steps": 1000, "steps_per_iteration": 100}
+    assert issues_of(offline) == {
+        f"{section}.every_frames": f"an offline run ([data]) counts gradient steps: set {section}.every_steps "
+        f"instead of {section}.every_frames"
+    }
+    offline[section] = {"every_steps": 300}
+    cfg = validate_data(offline, "x.toml")
+    assert getattr(cfg, section).interval(offline=True) == 300
+    assert getattr(cfg, section).interval(offline=False) == getattr(cfg, section).every_frames
+
+
+def test_a_renamed_key_names_its_new_name():
+    issues = issues_of(with_changes(algo={"gae_lambda": 0.9}))
+    assert issues == {
+        "algo.gae_lambda": "'gae_lambda' is now return_lambda (the lambda of value_target gae and td_lambda alike)"
+    }
+    assert load_config("ppo_cartpole", ["algo.return_lambda=0.9"]).algo.return_lambda == 0.9
+
+
+@pytest.mark.parametrize("name", sorted(ALGO_CONFIGS))
+def test_every_algorithm_section_says_its_warm_up_and_update_batch(name):
+    algo = ALGO_CONFIGS[name](name=name)
+    fields = type(algo).model_fields
+    assert algo.warm_up == (algo.learning_starts if "learning_starts" in fields else 0)
+    expected = next((getattr(algo, f) for f in ("minibatch_size", "batch_size") if f in fields), None)
+    assert algo.update_batch == expected

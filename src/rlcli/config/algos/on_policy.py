@@ -70,6 +70,13 @@ class PPOConfig(BaseModel):
             )
         return {"minibatch_size": self.minibatch_size // world_size}, problems
 
+    warm_up = property(no_warm_up)
+
+    @property
+    def update_batch(self) -> int:
+        """PPO's gradient step takes one minibatch."""
+        return self.minibatch_size
+
 
 class A2CConfig(BaseModel):
     SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
