@@ -60,11 +60,11 @@ def pendulum_config(tmp_path):
 
 
 def test_a_stop_signal_during_the_final_evaluation_ends_it_at_once_and_keeps_the_run(cli, tmp_path, monkeypatch):
-    from rlcli.trainer import loop
+    from rlcli.trainer import schedule
 
     asked = []
 
-    class SignalledEvaluator(loop.Evaluator):
+    class SignalledEvaluator(schedule.Evaluator):
         """The final evaluation, with SIGTERM arriving after its 50th step."""
 
         def __call__(self, *args, stop=None, **kwargs):
@@ -76,7 +76,7 @@ def test_a_stop_signal_during_the_final_evaluation_ends_it_at_once_and_keeps_the
 
             return super().__call__(*args, stop=stop_after_signal, **kwargs)
 
-    monkeypatch.setattr(loop, "Evaluator", SignalledEvaluator)
+    monkeypatch.setattr(schedule, "Evaluator", SignalledEvaluator)
     out = tmp_path / "out"
     done = cli("train", pendulum_config(tmp_path), "--set", f"run.output_dir={json.dumps(str(out))}")
     assert done.returncode == 143, done.stdout + done.stderr

@@ -9,20 +9,18 @@ from collections import deque
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from rlcli import checkpoint
 from rlcli.config.dump import to_toml
 from rlcli.config.errors import folder_error
-from rlcli.evaluation import SEED_OFFSET, Evaluator, Stopped
 from rlcli.interrupts import on_stop_signals
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.provenance import provenance
 from rlcli.run import Run
 from rlcli.timing import Timer, since_process_start
 from rlcli.trainer import saving
+from rlcli.trainer.progress import count_iteration, gather_across_ranks, metrics_row
 from rlcli.trainer.resume import continue_from, kept_rows, release, restore
+from rlcli.trainer.schedule import checkpoint_due, evaluate_if_due, final_evaluation
 from rlcli.trainer.state import (
     Hooks,
     TrainingError,
@@ -135,7 +133,7 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
             # A signal reaches the ranks at different moments, even while rank 0 saves below: the
             # loop follows only the joint answer, so that every rank stops after the same iteration.
             stop = run.group.any(state.stop_requested)
-            if state.status == "running" and not stop and _checkpoint_due(state):
+            if state.status == "running" and not stop and checkpoint_due(state):
                 # The rows up to the checkpoint are on disk before it: a resumed run appends after them.
                 if pending is not None:
                     loggers.write(pending)
@@ -191,7 +189,7 @@ def _finish(
                 state.error = "a further signal cut a final save short; the file before it is kept"
         # After the weights are safe: the final evaluation is the one step that may take long.
         if run.group.is_main and state.status in ("completed", "solved") and run.cfg.eval.final_episodes:
-            _final_evaluation(run, state)
+            final_evaluation(run, state)
     finally:
         if run.group.is_main:
             saving.write_status(state)
@@ -199,58 +197,6 @@ def _finish(
         loggers.close()
         release(state.lock)
         run.close(orderly=together)
-
-
-def _final_evaluation(run: Run, state: TrainState) -> None:
-    """Play ``eval.final_episodes`` episodes with the final weights (``state.final_eval``): the episodes
-    ``rlcli eval RUN --episodes N`` plays (its default seed, one env per training env at most). A stop
-    signal ends it without a result; an env that fails is reported in ``error``."""
-    cfg = run.cfg
-    started = time.perf_counter()
-    try:
-        evaluator = Evaluator(
-            run.algo.agent,
-            cfg.env,
-            episodes=cfg.eval.final_episodes,
-            deterministic=cfg.eval.deterministic,
-            seed=cfg.run.seed + SEED_OFFSET,
-            device=run.device,
-        )
-    except Exception as exc:  # noqa: BLE001 - the run is complete; its evaluation is reported, not raised
-        state.final_eval = {"error": f"{type(exc).__name__}: {exc}"}
-        return
-    training = run.algo.agent.training
-    run.algo.agent.eval()
-    try:
-        result = evaluator(stop=lambda: state.stop_requested)
-        state.final_eval = {
-            "episodes": result.episodes,
-            "mean": result.mean,
-            "std": result.std,
-            "min": result.min,
-            "max": result.max,
-            "length_mean": result.length_mean,
-            "deterministic": cfg.eval.deterministic,
-            "seconds": round(time.perf_counter() - started, 3),
-        }
-    except Stopped:
-        state.final_eval = {"error": f"stopped by {state.stop_signal}"}
-    except Exception as exc:  # noqa: BLE001
-        state.final_eval = {"error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        run.algo.agent.train(training)
-        evaluator.close()
-
-
-def _crossed(frames: int, last: int, every: int) -> bool:
-    """Whether a multiple of ``every`` (> 0) lies in (``last``, ``frames``]: a periodic action is due."""
-    return frames // every > last // every
-
-
-def _checkpoint_due(state: TrainState) -> bool:
-    cfg = state.run.cfg
-    every = cfg.checkpoint.interval(offline=cfg.offline)
-    return every > 0 and _crossed(state.frames, state.checkpoint_frames, every)
 
 
 def _stop_on_ctrl_c(state: TrainState) -> AbstractContextManager[None]:
@@ -282,17 +228,17 @@ def _iteration(
             terms = run.algo.learn(batch, timer)
         finite = _finite(run, terms)
         # Before the ranks gather: an offline run's episodes are its evaluation's, counted this iteration.
-        evaluated = finite and _evaluate_if_due(run, state)
+        evaluated = finite and evaluate_if_due(run, state)
         with timer.phase("update"):
-            terms = _gather_across_ranks(state, terms)
+            terms = gather_across_ranks(state, terms)
         _check_finite(run, state, terms, snapshot, weights=finite)
         with timer.phase("log"):
             # Rows are written one iteration late, so each holds its own log time.
             if pending is not None:
                 loggers.write(pending)
     state.phases = timer.end_iteration()
-    _count_iteration(run, state)
-    state.row = _row(state, {**(state.last_eval if evaluated else {}), **terms})
+    count_iteration(run, state)
+    state.row = metrics_row(state, {**(state.last_eval if evaluated else {}), **terms})
     if state.iteration % run.cfg.logger.interval == 0 or state.status != "running":
         return state.row
     return None
@@ -316,82 +262,3 @@ def _check_finite(
     if not weights:
         snapshot.restore()
         raise TrainingError(state.iteration + 1, "a network weight", math.nan)
-
-
-def _evaluate_if_due(run: Run, state: TrainState) -> bool:
-    """Evaluate the policy when ``eval.every_frames`` (``every_steps`` offline) has come round, and after
-    the last iteration;
-    returns whether it did."""
-    frames, every = run.source.progress, run.cfg.eval.interval(offline=run.cfg.offline)
-    evaluated = run.evaluator is not None and (
-        (every > 0 and _crossed(frames, state.eval_frames, every)) or state.iteration + 1 == run.iterations
-    )
-    if evaluated:
-        with state.timer.phase("eval"):
-            # Seeded by the frame count: the same evaluation after a resume as without one.
-            state.last_eval = run.evaluator(seed_offset=frames).row()
-        state.eval_frames = frames
-    return evaluated
-
-
-def _count_iteration(run: Run, state: TrainState) -> None:
-    """Advance the counters after an iteration, and mark the run solved once the rolling return
-    reaches ``run.stop_at_return``."""
-    state.iteration += 1
-    state.frames = run.source.progress
-    state.wall_time = time.perf_counter() - state.started
-    returns = state.returns
-    state.last_return = float(np.mean(returns)) if returns else math.nan
-    if math.isfinite(state.last_return) and not state.best_return >= state.last_return:
-        state.best_return = state.last_return
-    target = run.cfg.run.stop_at_return
-    # "Solved" means the mean of a full window of run.return_window episodes, never of the first few.
-    if target is not None and len(returns) == returns.maxlen and state.last_return >= target:
-        state.solved_at = (state.frames, state.wall_time)
-        state.status = "solved"
-
-
-def _gather_across_ranks(state: TrainState, terms: dict[str, float]) -> dict[str, float]:
-    """What the ranks tell each other after every update, in one collective: returns each loss
-    term's mean over the ranks (so that a non-finite term on any rank is non-finite on all and
-    every rank stops together), and adds the episodes every rank finished this iteration to the
-    run's windows, in rank order.
-    """
-    envs = state.run.source.episode_stats
-    finished = int(envs.episode_count) - state.seen_episodes
-    state.seen_episodes = int(envs.episode_count)
-    # The newest `finished` entries of this rank's own window (all of it when more finished).
-    window = envs.return_queue.maxlen
-    kept = min(finished, len(envs.return_queue))
-    # One row per rank: [finished, kept, terms..., returns (window), lengths (window)], zero-padded.
-    row = torch.zeros(2 + len(terms) + 2 * window, dtype=torch.float64)
-    row[0], row[1] = finished, kept
-    row[2 : 2 + len(terms)] = torch.tensor(list(terms.values()), dtype=torch.float64)
-    start = 2 + len(terms)
-    if kept:
-        row[start : start + kept] = torch.tensor(list(envs.return_queue)[-kept:], dtype=torch.float64)
-        row[start + window : start + window + kept] = torch.tensor(list(envs.length_queue)[-kept:], dtype=torch.float64)
-    rows = state.run.group.gather_rows(row)
-    for rank_row in rows.tolist():
-        rank_kept = int(rank_row[1])
-        state.returns.extend(rank_row[start : start + rank_kept])
-        state.lengths.extend(rank_row[start + window : start + window + rank_kept])
-        state.episodes += int(rank_row[0])
-    return dict(zip(terms, rows[:, 2:start].mean(0).tolist()))
-
-
-def _row(state: TrainState, terms: dict[str, float]) -> Row:
-    lengths = state.lengths
-    row: Row = {
-        "iteration": state.iteration,
-        "frames": state.frames,
-        "wall_time_s": round(state.wall_time, 4),
-        "fps": round(state.fps, 1),
-        "rollout/episode_return_mean": state.last_return,
-        "rollout/episode_length_mean": float(np.mean(lengths)) if lengths else math.nan,
-        "rollout/episodes": state.episodes,
-        **terms,
-    }
-    for phase in state.run.phases:
-        row[f"time/{phase}_ms"] = round(state.phases.get(phase, 0.0) * 1000, 3)
-    return row
