@@ -5,8 +5,9 @@ import tracemalloc
 
 import pytest
 
+from rlcli.child_runs import _killed_by
 from rlcli.config.errors import InputError
-from rlcli.seed_runs import _killed_by, parse_seeds
+from rlcli.seed_runs import parse_seeds
 
 
 @pytest.mark.parametrize(

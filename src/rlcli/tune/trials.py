@@ -29,7 +29,7 @@ from rlcli.config.presets import find_preset
 from rlcli.envs import import_env_packages
 from rlcli.interrupts import on_stop_signals
 from rlcli.loggers import check_backends
-from rlcli.seed_runs import SeedRun, read_outcome, train_command
+from rlcli.child_runs import SeedRun, read_outcome, train_command
 from rlcli.tune import study as studies
 from rlcli.tune.reporter import TrialSpec
 from rlcli.tune.space import Space, overrides, read_space
