@@ -19,6 +19,7 @@ import pytest
 
 # The guard (autouse) and the hook it reads: the default layer starts no process.
 from layers import layer_guard, pytest_runtest_makereport  # noqa: F401
+from rlcli.config.load import preset_extras
 
 # Runs trained once per session, one per family (tests/runs.py), and copies of them for a test to change.
 from runs import copy_run, env_packages, off_policy_run, offline_run, on_policy_run, pixel_run  # noqa: F401
@@ -35,37 +36,17 @@ PRESETS = ROOT / "presets"
 PRESET_FILES = sorted(PRESETS.glob("*.toml"))
 BROKEN_CONFIGS = ROOT / "tests" / "broken_configs"
 
-# Presets whose env needs an optional extra, by the module the extra installs. `.ci/run`
-# installs every extra; without one, the tests that build such a preset are skipped.
-EXTRA_MODULES = {
-    "sac_halfcheetah": "mujoco",
-    "ppo_breakout": "ale_py",
-    "ppo_pong": "ale_py",
-    "dqn_breakout": "ale_py",
-    **{
-        f"{algo}_{task}": "Box2D"
-        for algo, task in (
-            ("ppo", "lunarlander"),
-            ("a2c", "lunarlander"),
-            ("dqn", "lunarlander"),
-            ("ppo", "lunarlandercontinuous"),
-            ("sac", "lunarlandercontinuous"),
-            ("td3", "lunarlandercontinuous"),
-            ("ddpg", "lunarlandercontinuous"),
-        )
-    },
-}
 
-
-def has_extra(preset: Path) -> bool:
-    module = EXTRA_MODULES.get(preset.stem)
-    if module is None:
-        return True
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
+def missing_extras(preset: Path) -> list[str]:
+    """The optional extras ``preset`` needs (``rlcli.config.load.preset_extras``) that are not installed
+    here. `.ci/run` installs every extra; without one, the tests that build such a preset are skipped."""
+    missing = []
+    for extra in preset_extras(preset):
+        try:
+            importlib.import_module(extra.module)
+        except ImportError:
+            missing.append(extra.name)
+    return missing
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -77,10 +58,13 @@ def offline_root(tmp_path_factory):
     return offline.ROOT
 
 
-BUILDABLE_PRESETS = [p for p in PRESET_FILES if has_extra(p)]
+MISSING_EXTRAS = {p: missing_extras(p) for p in PRESET_FILES}
+BUILDABLE_PRESETS = [p for p in PRESET_FILES if not MISSING_EXTRAS[p]]
 PRESETS_TO_BUILD = [
     pytest.param(
-        p, id=p.stem, marks=pytest.mark.skipif(not has_extra(p), reason=f"needs the {EXTRA_MODULES.get(p.stem)} extra")
+        p,
+        id=p.stem,
+        marks=pytest.mark.skipif(bool(MISSING_EXTRAS[p]), reason=f"needs the {', '.join(MISSING_EXTRAS[p])} extra"),
     )
     for p in PRESET_FILES
 ]

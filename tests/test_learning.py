@@ -1,7 +1,7 @@
 """Learning thresholds of the shipped presets (slow: run with ``python -m pytest -m slow``): one bar per
 algorithm on its cheapest task, the rolling training return. The variants and the other tasks
 (redq_pendulum, ppo_pendulum, ppo_frozenlake, the Zoo-table presets) are measured by
-``benchmarks/time_to_solve.py`` and ``benchmarks/zoo_table.py``, whose figures the README shows."""
+``benchmarks/time_to_solve.py`` and ``benchmarks/zoo_table.py``, whose figures docs/results.md shows."""
 
 import pytest
 

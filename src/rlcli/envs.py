@@ -81,6 +81,9 @@ LIFE_LOST = "life_lost"
 ENV_FAMILIES: dict[str, EnvFamily] = {"ALE/": ATARI}
 """Env id prefix -> the family whose package registers it (imported when a config names such an id)."""
 
+GYMNASIUM_EXTRAS = {"gymnasium.envs.box2d": ("box2d", "Box2D"), "gymnasium.envs.mujoco": ("mujoco", "mujoco")}
+"""Package of a gymnasium env's entry point -> (rlcli's extra, the module it installs) the env needs."""
+
 
 def env_family(env_id: str) -> EnvFamily | None:
     """The family of ``env_id`` by its namespace; None for ids of no listed family."""

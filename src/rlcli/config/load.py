@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 from rlcli.config.errors import ConfigError, single
 from rlcli.config.messages import issue_at, issues_of, key_lines
 from rlcli.config.presets import display_path, find_preset
+from rlcli.envs import GYMNASIUM_EXTRAS, env_family
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -173,6 +175,47 @@ def load_config(preset: str | Path, overrides: Sequence[str | Override] = ()) ->
         apply_override(data, keys, value, where)
         override_paths[".".join(keys)] = where
     return validate_data(data, display_path(path), chain=chain, overrides=override_paths)
+
+
+@dataclass(frozen=True)
+class Extra:
+    """One of rlcli's optional extras (``pip install 'rlcli[NAME]'``) and the module it installs,
+    whose import tells whether it is there."""
+
+    name: str
+    module: str
+
+
+DATASETS = Extra("minari", "minari")
+"""What a ``[data]`` section needs: its dataset is read with minari (``rlcli.datasets`` names the same
+extra in its messages)."""
+
+
+def preset_extras(preset: str | Path) -> tuple[Extra, ...]:
+    """The optional extras that a preset (a path or a shipped preset's name) needs before it can be
+    built: the extra of its env's namespace (``ALE/``: atari) or of the gymnasium package its env comes
+    from (Box2D, MuJoCo), then minari when it has a ``[data]`` section.
+
+    The file is read, ``extends`` merged, but not validated: the answer does not depend on the extras
+    being installed (an ``ALE/`` id is unknown until ale-py registers it).
+
+    Raises:
+        ConfigError: the file cannot be read (TOML syntax, a broken ``extends``).
+    """
+    data, _ = load_layers(find_preset(preset))
+    env = data.get("env")
+    env_id = env.get("id") if isinstance(env, dict) else None
+    extras: list[Extra] = []
+    if isinstance(env_id, str):
+        family = env_family(env_id)
+        spec = gym.registry.get(env_id)
+        entry = spec.entry_point if spec is not None and isinstance(spec.entry_point, str) else ""
+        if family is not None:
+            extras.append(Extra(family.extra, family.module))
+        extras += [Extra(*extra) for package, extra in GYMNASIUM_EXTRAS.items() if entry.startswith(f"{package}.")]
+    if "data" in data:
+        extras.append(DATASETS)
+    return tuple(extras)
 
 
 def validate_data(
