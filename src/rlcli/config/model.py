@@ -1,5 +1,5 @@
 """What every config section shares: strict validation, the cross-section error, and the
-words for values and bounds that show-config, error messages and the README reference use."""
+words for values and bounds that show-config, error messages and the generated reference (docs/reference.md) use."""
 
 from __future__ import annotations
 
