@@ -5,9 +5,9 @@ and minibatches are ``[B]``.
 """
 
 OBSERVATION = "observation"
-"""[T, N, *obs_shape] float32, the raw observation the policy acted on."""
+"""[T, N, *obs_shape] in the space's own dtype (a TensorDict for a Dict space), the raw observation acted on."""
 NEXT_OBSERVATION = "next_observation"
-"""[T, N, *obs_shape] float32, the raw observation after the step: the true final
+"""[T, N, *obs_shape] as ``observation``, the raw observation after the step: the true final
 observation when the episode ended there, in both gymnasium autoreset modes."""
 ACTION = "action"
 """[T, N, *act_shape], int64 for Discrete, float32 (unclipped sample) for Box."""
