@@ -1,10 +1,8 @@
 """The tracking backends: a real ``mlflow server`` on 127.0.0.1 read back with MlflowClient, and W&B in
 offline mode (whose service is a process of its own) read back from its run files; each through a real
-``rlcli train`` (and ``rlcli tune``), in the integration layer. A backend whose package is missing is
-refused in this process, before training.
-
-Each real command runs in the test's tmp_path: MLflow writes its default local store (``mlflow.db``)
-in the working folder when rlcli flushes its background logging, whatever the run's tracking URI."""
+``rlcli train`` (and ``rlcli tune``, and ``--resume``), in the integration layer. In this process: a
+backend whose package is missing is refused before training, and the loggers over stand-in clients
+(which run each server keeps, what waits for the rows, the environment left as it was)."""
 
 from __future__ import annotations
 
@@ -18,10 +16,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import assert_bad_input
+from rlcli.config.logger import LoggerConfig
 
 TRAIN = ("ppo_cartpole", "--set", "collector.total_frames=2048", "-q")
 
@@ -34,8 +34,11 @@ def free_port() -> int:
 
 @pytest.fixture
 def mlflow_server(tmp_path):
-    """A real tracking server with its own SQLite store and artifact folder; yields its URI and process."""
+    """A real tracking server with its own SQLite store and artifact folder (in ``tmp_path/server``, so that
+    a run's working folder holds only what the run writes there); yields its URI and process."""
     pytest.importorskip("mlflow")
+    server = tmp_path / "server"
+    server.mkdir()
     port = free_port()
     exe = shutil.which("mlflow") or str(Path(sys.executable).parent / "mlflow")
     proc = subprocess.Popen(
@@ -49,11 +52,11 @@ def mlflow_server(tmp_path):
             "--workers",
             "1",
             "--backend-store-uri",
-            f"sqlite:///{tmp_path / 'mlflow.db'}",
+            f"sqlite:///{server / 'mlflow.db'}",
             "--default-artifact-root",
-            (tmp_path / "artifacts").as_uri(),
+            (server / "artifacts").as_uri(),
         ],
-        cwd=tmp_path,
+        cwd=server,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -119,6 +122,19 @@ def test_mlflow_receives_params_rows_and_files_and_a_lost_server_loses_nothing(r
 
 
 @pytest.mark.integration
+def test_an_mlflow_run_writes_nothing_in_its_working_folder(rlcli, tmp_path, mlflow_server):
+    # The run's rows are waited for on its own client: MLflow's module-level flush would open its default
+    # store (./mlflow.db) in the working folder, whatever the run's tracking URI.
+    uri, _ = mlflow_server
+    work = tmp_path / "work"
+    work.mkdir()
+    backends = ("--set", 'logger.backends=["csv", "mlflow"]', "--set", f"logger.mlflow_uri={json.dumps(uri)}")
+    result = rlcli("train", *TRAIN, *backends, "--out", tmp_path / "runs", cwd=work)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not (work / "mlflow.db").exists() and list(work.iterdir()) == []
+
+
+@pytest.mark.integration
 def test_tune_nests_each_trial_under_its_study_run(rlcli, tmp_path, mlflow_server):
     pytest.importorskip("optuna")
     from mlflow import MlflowClient
@@ -177,7 +193,8 @@ def test_wandb_offline_keeps_config_rows_and_summary_in_the_run_folder(rlcli, tm
     )
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = run_folder(tmp_path / "runs")
-    records = read_wandb(run_dir)
+    (path,) = wandb_files(run_dir)
+    records = read_wandb(path)
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
     history = [r for r in records if r["kind"] == "history"]
     assert [h["_step"] for h in history] == [int(r["frames"]) for r in rows]
@@ -188,6 +205,28 @@ def test_wandb_offline_keeps_config_rows_and_summary_in_the_run_folder(rlcli, tm
     summary = {k: v for r in records if r["kind"] == "summary" for k, v in r.items()}
     assert summary["status"] == "completed" and summary["frames"] == 2048
     assert any(r["kind"] == "artifact" for r in records)
+
+
+@pytest.mark.integration
+def test_wandb_resume_continues_the_run_its_folder_started(rlcli, tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    backends = ("--set", 'logger.backends=["csv", "wandb"]')
+    first = rlcli("train", *TRAIN, *backends, "--out", tmp_path / "runs", cwd=tmp_path, timeout=180)
+    assert first.returncode == 0, first.stdout + first.stderr
+    run_dir = run_folder(tmp_path / "runs")
+    resumed = rlcli(
+        "train", "--resume", run_dir, "--set", "collector.total_frames=4096", "-q", cwd=tmp_path, timeout=180
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    run_id = (run_dir / "wandb-run-id").read_text(encoding="utf-8").strip()
+    parts = [read_wandb(path) for path in wandb_files(run_dir)]
+    # Two parts of one W&B run (offline, each part is a file of its own), the second's rows after the first's.
+    assert len(parts) == 2
+    assert [next(r["run_id"] for r in part if r["kind"] == "run") for part in parts] == [run_id, run_id]
+    steps = [[r["_step"] for r in part if r["kind"] == "history"] for part in parts]
+    assert steps[0][-1] == 2048 and steps[1][0] > 2048 and steps[1][-1] == 4096
 
 
 def wandb_records(path: Path) -> list[bytes]:
@@ -216,11 +255,15 @@ def wandb_records(path: Path) -> list[bytes]:
     return records
 
 
-def read_wandb(run_dir: Path) -> list[dict]:
-    """The offline run under ``run_dir/wandb``, decoded with wandb's own protobuf messages."""
+def wandb_files(run_dir: Path) -> list[Path]:
+    """The ``.wandb`` files of the offline runs under ``run_dir/wandb``, oldest first."""
+    return sorted(run_dir.glob("wandb/offline-run-*/run-*.wandb"))
+
+
+def read_wandb(path: Path) -> list[dict]:
+    """The records of the offline run file ``path``, decoded with wandb's own protobuf messages."""
     from wandb.proto import wandb_internal_pb2
 
-    (path,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
     out = []
     for data in wandb_records(path):
         record = wandb_internal_pb2.Record()
@@ -243,7 +286,8 @@ def read_wandb(run_dir: Path) -> list[dict]:
         elif kind == "artifact":
             out.append({"kind": "artifact", "name": record.artifact.name})
         elif kind == "run":
-            out.append({"kind": "run", **{i.key: json.loads(i.value_json) for i in record.run.config.update}})
+            config = {i.key: json.loads(i.value_json) for i in record.run.config.update}
+            out.append({"kind": "run", "run_id": record.run.run_id, **config})
     return out
 
 
@@ -257,3 +301,93 @@ def test_a_backend_whose_package_is_missing_is_refused_before_training(cli, tmp_
     )
     assert_bad_input(result, "logger.backends", f"pip install 'rlcli[{backend}]'")
     assert not (tmp_path / "runs").exists()
+
+
+class StandInWandb:
+    """The ``wandb`` module as the W&B logger uses it: records the keywords of each ``init``."""
+
+    def __init__(self) -> None:
+        self.inits: list[dict] = []
+
+    def init(self, **settings) -> SimpleNamespace:
+        self.inits.append(settings)
+        run_id = settings["id"] or f"new-{len(self.inits)}"
+        return SimpleNamespace(id=run_id, log=lambda row, step: None, summary={}, finish=lambda exit_code: None)
+
+
+def test_wandb_continues_its_run_only_when_the_run_resumes(tmp_path, monkeypatch):
+    from rlcli.loggers.tracking import WandbLogger
+
+    wandb = StandInWandb()
+    monkeypatch.setitem(sys.modules, "wandb", wandb)
+    settings = LoggerConfig(backends=["csv", "wandb"])
+    WandbLogger(tmp_path, settings, {}, None).close()
+    WandbLogger(tmp_path, settings, {}, 2048).close()
+    # A new run in a folder that held one (and a resumed run of a folder that never had W&B) starts its own.
+    WandbLogger(tmp_path, settings, {}, None).close()
+    (tmp_path / "wandb-run-id").unlink()
+    WandbLogger(tmp_path, settings, {}, 4096).close()
+    assert [(i["id"], i["resume"]) for i in wandb.inits] == [
+        (None, None),
+        ("new-1", "must"),
+        (None, None),
+        (None, None),
+    ]
+    assert (tmp_path / "wandb-run-id").read_text(encoding="utf-8") == "new-4\n"
+
+
+class StandInMlflowClient:
+    """An MlflowClient as the MLflow logger uses it: records the runs started, reopened and ended, and
+    counts the waits on the rows sent in the background."""
+
+    def __init__(self) -> None:
+        self.created, self.reopened, self.ended, self.waits = 0, [], [], 0
+
+    def get_experiment_by_name(self, name: str) -> SimpleNamespace:
+        return SimpleNamespace(experiment_id="1")
+
+    def create_run(self, experiment: str, *, run_name: str, tags: dict) -> SimpleNamespace:
+        self.created += 1
+        return SimpleNamespace(info=SimpleNamespace(run_id=f"run-{self.created}"))
+
+    def update_run(self, run_id: str, *, status: str) -> None:
+        self.reopened.append(run_id)
+
+    def log_batch(self, run_id: str, *, metrics=(), params=(), synchronous: bool | None = None):
+        return SimpleNamespace(wait=self.waited) if synchronous is False else None
+
+    def waited(self) -> None:
+        self.waits += 1
+
+    def log_artifact(self, run_id: str, path: str) -> None:
+        pass
+
+    def set_terminated(self, run_id: str, status: str) -> None:
+        self.ended.append((run_id, status))
+
+
+def test_mlflow_waits_for_its_own_rows_and_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
+    mlflow = pytest.importorskip("mlflow")
+    from rlcli.loggers.tracking import MLflowLogger
+
+    client = StandInMlflowClient()
+    monkeypatch.setattr(mlflow, "MlflowClient", lambda tracking_uri: client)
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    # The user's own setting is kept.
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+    before = dict(os.environ)
+    settings = LoggerConfig(backends=["csv", "mlflow"])
+    logger = MLflowLogger(tmp_path, settings, {"algo": {"gamma": 0.98}}, None)
+    # While the run is open, a server that goes away fails a call in seconds.
+    assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "1" and os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "30"
+    for frames in (512, 1024):
+        logger.write({"iteration": frames // 512, "frames": frames, "loss/policy": 0.5})
+    logger.flush()
+    assert client.waits == 2
+    logger.write({"iteration": 3, "frames": 1536, "loss/policy": 0.5})
+    logger.close()
+    assert client.waits == 3 and client.ended == [("run-1", "FAILED")]
+    assert dict(os.environ) == before
+    # A resumed run reopens the run its folder started.
+    MLflowLogger(tmp_path, settings, {}, 1536).close()
+    assert client.created == 1 and client.reopened == ["run-1"]

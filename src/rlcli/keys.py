@@ -5,9 +5,9 @@ and minibatches are ``[B]``.
 """
 
 OBSERVATION = "observation"
-"""[T, N, *obs_shape] float32, the raw observation the policy acted on."""
+"""[T, N, *obs_shape] in the space's own dtype (a TensorDict for a Dict space), the raw observation acted on."""
 NEXT_OBSERVATION = "next_observation"
-"""[T, N, *obs_shape] float32, the raw observation after the step: the true final
+"""[T, N, *obs_shape] as ``observation``, the raw observation after the step: the true final
 observation when the episode ended there, in both gymnasium autoreset modes."""
 ACTION = "action"
 """[T, N, *act_shape], int64 for Discrete, float32 (unclipped sample) for Box."""
@@ -25,9 +25,9 @@ LOG_PROB = "log_prob"
 VALUE = "value"
 """[T, N] float32, critic estimate of the observation."""
 INPUT = "input"
-"""[T, N, *obs_shape] float32, the observation as the networks saw it when acting
-(normalized with the statistics frozen for the rollout; ``observation`` itself when
-normalization is off)."""
+"""[T, N, *obs_shape], the observation as the networks saw it when acting: normalized (float32) with
+the statistics frozen for the rollout, or ``observation`` itself (its space's dtype; a TensorDict for a
+Dict space) when normalization is off."""
 NEXT_INPUT = "next_input"
 """[B, *obs_shape] float32, ``next_observation`` normalized with the current statistics."""
 NEXT_VALUE = "next_value"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    # For the annotations only: schema.py re-exports these functions, so a runtime import of
-    # it from here would be a cycle.
+    # For the annotations only: these functions read the config they are given and need nothing of
+    # schema.py (every section's model) at run time.
     from rlcli.config.schema import RunConfig
 
 

@@ -1,10 +1,13 @@
-"""Tracking servers as metric backends: Weights & Biases (``wandb``) and MLflow (``mlflow``), each an
-extra that only this module imports, and only when a run names it in ``logger.backends``.
+"""Tracking servers as metric backends: Weights & Biases (``wandb``) and MLflow (``mlflow``), each
+installed by the extra of its name and imported only for a run that names it in ``logger.backends``
+(:func:`rlcli.loggers.check_backends` finds a missing one before training); and the MLflow run that
+groups the trials of an ``rlcli tune`` study.
 
 Each receives the run's resolved config, every metric row (stepped by frames) and, once the run folder
 is complete, ``run.json`` (W&B: the run summary; MLflow: an artifact, with ``config.toml`` and
-``final.pt``). The local files are the record: a server that fails or goes away costs a warning and the
-rest of what would have gone to it, never the run.
+``final.pt``). Each keeps its run's id in the run folder, so that a resumed run continues the server's
+run and a new one never does. The local files are the record: a server that fails or goes away costs a
+warning and the rest of what would have gone to it, never the run.
 """
 
 from __future__ import annotations
@@ -13,15 +16,15 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rlcli.console import err_console
 
 Row = dict[str, float]
-
-EXTRAS = {"wandb": "wandb", "mlflow": "mlflow"}
-"""backend -> the extra (and package) that installs it."""
+T = TypeVar("T")
 
 
 def flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -46,19 +49,28 @@ def _run_info(run_dir: Path) -> dict[str, Any]:
         return {}
 
 
-class _Guarded:
-    """Calls to a tracking server: the first failure is a warning, and nothing more is sent."""
+def _saved_id(run_dir: Path, name: str, resume_after: int | None) -> str | None:
+    """The server's run id kept in ``run_dir/name`` when the run resumes (``resume_after`` is then the
+    frames of its checkpoint); None for a new run, or a resumed one that never had this server."""
+    saved = run_dir / name
+    if resume_after is None or not saved.is_file():
+        return None
+    return saved.read_text(encoding="utf-8").strip() or None
 
-    name = "tracking"
 
-    def __init__(self) -> None:
+class _Guard:
+    """Calls to one tracking server: the first failure is a warning, and nothing more is sent."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.broken = False
 
-    def guard(self, what: str, call, *args, **kwargs) -> Any:
+    def __call__(self, what: str, call: Callable[[], T]) -> T | None:
+        """``call()``, or None once the server has failed (``what`` names the call in the warning)."""
         if self.broken:
             return None
         try:
-            return call(*args, **kwargs)
+            return call()
         except Exception as exc:  # noqa: BLE001 - whatever a client raises when its server is gone
             self.broken = True
             first = (str(exc).splitlines() or [""])[0][:200]
@@ -69,35 +81,41 @@ class _Guarded:
             return None
 
 
-class WandbLogger(_Guarded):
-    """A W&B run named after the run folder (resumed with it), in ``logger.wandb_project``, grouped by
-    ``logger.group``; ``WANDB_MODE=offline`` keeps it in ``RUN_DIR/wandb`` with no account."""
+class WandbLogger:
+    """A W&B run named after the run folder, in ``logger.wandb_project``, grouped by ``logger.group``;
+    ``WANDB_MODE=offline`` keeps it in ``RUN_DIR/wandb`` with no account. Its id is kept in
+    ``RUN_DIR/wandb-run-id``: a resumed run continues that W&B run, any other run starts its own."""
 
-    name = "wandb"
+    ID_FILE = "wandb-run-id"
 
     def __init__(self, run_dir: Path, settings, config: dict[str, Any], resume_after: int | None):
-        super().__init__()
         import wandb
 
-        self.run_dir, self.settings = run_dir, settings
-        self.run = self.guard(
-            "init",
-            wandb.init,
-            project=settings.wandb_project,
-            entity=settings.wandb_entity,
-            group=settings.group,
-            name=run_dir.name,
-            id=_run_id(run_dir),
-            resume="allow",
-            dir=str(run_dir),
+        self.run_dir, self.settings, self.wandb = run_dir, settings, wandb
+        self.guard = _Guard("wandb")
+        self.run = self.guard("init", partial(self._start, config, _saved_id(run_dir, self.ID_FILE, resume_after)))
+
+    def _start(self, config: dict[str, Any], resumed: str | None) -> Any:
+        # "must": a resumed run continues its own W&B run (W&B drops the rows it already has, those a
+        # killed run sent after its checkpoint) or says why it cannot; never a new run under that id.
+        run = self.wandb.init(
+            project=self.settings.wandb_project,
+            entity=self.settings.wandb_entity,
+            group=self.settings.group,
+            name=self.run_dir.name,
+            id=resumed,
+            resume="must" if resumed is not None else None,
+            dir=str(self.run_dir),
             config=config,
             reinit="create_new",
         )
-        self.wandb = wandb
+        if resumed is None:
+            (self.run_dir / self.ID_FILE).write_text(run.id + "\n", encoding="utf-8")
+        return run
 
     def write(self, row: Row) -> None:
         if self.run is not None:
-            self.guard("a row", self.run.log, _finite(row), step=int(row["frames"]))
+            self.guard("a row", partial(self.run.log, _finite(row), step=int(row["frames"])))
 
     def flush(self) -> None:
         """W&B sends in the background."""
@@ -106,7 +124,8 @@ class WandbLogger(_Guarded):
         if self.run is None:
             return
         info = _run_info(self.run_dir)
-        self.guard("run.json", self.run.summary.update, {k: v for k, v in info.items() if not isinstance(v, dict)})
+        summary = {k: v for k, v in info.items() if not isinstance(v, dict)}
+        self.guard("run.json", partial(self.run.summary.update, summary))
         final = self.run_dir / "final.pt"
         if self.settings.log_model and final.is_file():
 
@@ -117,49 +136,66 @@ class WandbLogger(_Guarded):
 
             self.guard("final.pt", upload)
         code = 0 if info.get("status") in ("completed", "solved", "pruned") else 1
-        self.guard("finish", self.run.finish, exit_code=code)
+        self.guard("finish", partial(self.run.finish, exit_code=code))
 
 
-def _run_id(run_dir: Path) -> str:
-    """A W&B run id that a resume of the same folder finds again."""
-    import hashlib
+# A server that is gone fails a call in seconds instead of minutes (MLflow's own defaults: 7 retries with
+# backoff, a 120 s timeout). MLflow reads them from the environment at each request, its background
+# sender's included: no client takes them as arguments.
+QUICK_FAILURE = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 
-    return hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:16]
+
+def _set_missing(values: dict[str, str]) -> dict[str, str]:
+    """Set each variable of ``values`` that the environment lacks (one the user set is kept); returns
+    those it set, for :func:`_unset`."""
+    added = {name: value for name, value in values.items() if name not in os.environ}
+    os.environ.update(added)
+    return added
 
 
-class MLflowLogger(_Guarded):
+def _unset(added: dict[str, str]) -> None:
+    """Remove the variables :func:`_set_missing` set, where they still hold its values."""
+    for name, value in added.items():
+        if os.environ.get(name) == value:
+            del os.environ[name]
+
+
+class MLflowLogger:
     """An MLflow run in ``logger.mlflow_experiment`` at ``logger.mlflow_uri`` (else ``MLFLOW_TRACKING_URI``,
     else MLflow's local default), nested under ``logger.mlflow_parent`` (``rlcli tune``'s study run).
-    Params are the resolved config's dotted keys; metrics go in the background, ``step`` = frames."""
+    Params are the resolved config's dotted keys; metrics go in the background, ``step`` = frames. Its id
+    is kept in ``RUN_DIR/mlflow-run-id``: a resumed run reopens that MLflow run.
 
-    name = "mlflow"
+    :data:`QUICK_FAILURE` holds from the run's start to :meth:`close` only, and only where the user has
+    not set those variables: afterwards the process environment is as it was.
+    """
+
     ID_FILE = "mlflow-run-id"
 
     def __init__(self, run_dir: Path, settings, config: dict[str, Any], resume_after: int | None):
-        super().__init__()
-        # A server that is gone fails a call in seconds instead of retrying for minutes.
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
         from mlflow import MlflowClient
 
         self.run_dir = run_dir
+        self.guard = _Guard("mlflow")
+        # The rows sent in the background and not yet known to have arrived (RunOperations).
+        self.pending: list[Any] = []
         self.client = MlflowClient(tracking_uri=settings.mlflow_uri)
-        self.run_id = self.guard("start", self._start, settings, config, resume_after)
+        self.quick_failure = _set_missing(QUICK_FAILURE)
+        resumed = _saved_id(run_dir, self.ID_FILE, resume_after)
+        self.run_id = self.guard("start", partial(self._start, settings, config, resumed))
 
-    def _start(self, settings, config: dict[str, Any], resume_after: int | None) -> str:
+    def _start(self, settings, config: dict[str, Any], resumed: str | None) -> str:
         from mlflow.entities import Param
 
-        saved = self.run_dir / self.ID_FILE
-        if resume_after is not None and saved.is_file():
-            run_id = saved.read_text(encoding="utf-8").strip()
-            self.client.update_run(run_id, status="RUNNING")
-            return run_id
+        if resumed is not None:
+            self.client.update_run(resumed, status="RUNNING")
+            return resumed
         experiment = experiment_id(self.client, settings.mlflow_experiment)
         tags = {"rlcli.run_dir": str(self.run_dir)}
         if settings.mlflow_parent:
             tags["mlflow.parentRunId"] = settings.mlflow_parent
         run_id = self.client.create_run(experiment, run_name=self.run_dir.name, tags=tags).info.run_id
-        saved.write_text(run_id + "\n", encoding="utf-8")
+        (self.run_dir / self.ID_FILE).write_text(run_id + "\n", encoding="utf-8")
         params = [
             Param(key, json.dumps(value) if not isinstance(value, str) else value)
             for key, value in flat(config).items()
@@ -175,31 +211,41 @@ class MLflowLogger(_Guarded):
 
         now, step = int(time.time() * 1000), int(row["frames"])
         metrics = [Metric(key, value, now, step) for key, value in _finite(row).items()]
-        self.guard("a row", self.client.log_batch, self.run_id, metrics=metrics, synchronous=False)
+        sent = self.guard("a row", partial(self.client.log_batch, self.run_id, metrics=metrics, synchronous=False))
+        if sent is not None:
+            self.pending.append(sent)
 
     def flush(self) -> None:
-        """MLflow sends rows in the background; :meth:`close` waits for them."""
+        """Wait until the rows sent so far have reached the server (before a checkpoint: a resumed run's
+        rows follow them)."""
+        pending, self.pending = self.pending, []
+        for sent in pending:
+            # The client's own operations: mlflow.flush_async_logging() would flush MLflow's default
+            # store instead (creating ./mlflow.db), not this client's queue.
+            self.guard("a row", sent.wait)
 
     def close(self) -> None:
-        if self.run_id is None:
-            return
-        import mlflow
+        try:
+            if self.run_id is not None:
+                self._finish()
+        finally:
+            _unset(self.quick_failure)
 
-        self.guard("the last rows", mlflow.flush_async_logging)
+    def _finish(self) -> None:
+        """The last rows, the run folder's files as artifacts, and the run's end status."""
+        self.flush()
         for name in ("run.json", "config.toml", "final.pt"):
             if (self.run_dir / name).is_file():
-                self.guard(name, self.client.log_artifact, self.run_id, str(self.run_dir / name))
+                self.guard(name, partial(self.client.log_artifact, self.run_id, str(self.run_dir / name)))
         status = _run_info(self.run_dir).get("status")
-        self.guard(
-            "the end",
-            self.client.set_terminated,
-            self.run_id,
+        end = (
             "FINISHED"
             if status in ("completed", "solved", "pruned")
             else "KILLED"
             if status == "interrupted"
-            else "FAILED",
+            else "FAILED"
         )
+        self.guard("the end", partial(self.client.set_terminated, self.run_id, end))
 
 
 def experiment_id(client, name: str) -> str:
