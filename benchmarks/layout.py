@@ -30,7 +30,6 @@ EXCEPTIONS: dict[str, str] = {
     "recording.py": _FORMAT,
     "datasets.py": _FORMAT,
     "config/algos.py": _FORMAT,
-    "config/schema.py": _FORMAT,
     "run.py": _FORMAT,
     "replay/frames.py": _FORMAT,
     "run.py:_build": _FORMAT,

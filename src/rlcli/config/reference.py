@@ -1,4 +1,5 @@
-"""The README's config reference, generated from the pydantic models.
+"""The references generated from the pydantic models: the README's config reference (Markdown
+tables) and the JSON Schema of a preset file (``rlcli schema``, for editors and CI).
 
 ``python -m rlcli.config.reference --write README.md`` rewrites the block between the
 ``BEGIN``/``END`` markers; ``--check`` exits 1 when the README and the models disagree
@@ -134,6 +135,39 @@ def _literals(annotation: Any) -> tuple[Any, ...]:
     if origin in (Union, types.UnionType, list):
         return tuple(c for a in args for c in _literals(a))
     return ()
+
+
+def json_schema(*, partial: bool = False) -> dict[str, Any]:
+    """JSON Schema of a preset file, including the loader's ``extends`` key.
+
+    With ``partial``, nothing is required anywhere: the schema of a ``_base.toml`` meant
+    for ``extends``, which may leave out ``[env]``, ``[algo]`` or any key.
+    """
+    from rlcli.config.schema import RunConfig
+
+    schema = RunConfig.model_json_schema()
+    if partial:
+        _drop_required(schema)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "rlcli run config"
+    if partial:
+        schema["title"] = "rlcli partial run config (a base for extends)"
+    schema["properties"]["extends"] = {
+        "type": "string",
+        "description": "Path of a parent preset, relative to this file; this file is merged over it.",
+    }
+    return schema
+
+
+def _drop_required(node: Any) -> None:
+    """Remove every ``required`` list from a JSON Schema, in place."""
+    if isinstance(node, dict):
+        node.pop("required", None)
+        for value in node.values():
+            _drop_required(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_required(value)
 
 
 def current(readme: str) -> str | None:
