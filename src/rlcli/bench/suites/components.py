@@ -50,8 +50,8 @@ def env_suite(opts: BenchOptions) -> SuiteOutput:
 
 class _EnvSteps:
     """The work of an env case: steps of sampled actions on vector envs made when the case is opened,
-    just before it is timed, and closed when it is done. Made up front, every case's envs (async
-    workers included) were alive at once, and a stop signal had to close them all."""
+    just before it is timed, and closed when it is done. Not made with the case: every case's envs
+    (async workers included) would be alive at once, and a stop signal would have to close them all."""
 
     def __init__(self, env_cfg: EnvConfig):
         self.env_cfg = env_cfg
