@@ -13,7 +13,7 @@ import resource
 
 import torch
 
-from rlcli.bench.suites import BUFFER_SPEC, random_transitions
+from rlcli.bench.transitions import BUFFER_SPEC, random_transitions
 from rlcli.config.fields import ReplayConfig
 from rlcli.replay.storage import ReplayBuffer, storage_bytes
 

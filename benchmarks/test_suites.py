@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlcli.bench.suites import SUITES, BenchOptions
+from rlcli.bench.suites import SUITES
+from rlcli.bench.suites.options import BenchOptions
 
 torch.set_num_threads(1)
 SCRATCH = tempfile.TemporaryDirectory(prefix="rlcli-bench-")
@@ -21,15 +22,26 @@ OPTIONS = BenchOptions(device=torch.device("cpu"), quick=True, compile=False, sc
 CASES = [case for suite in SUITES.values() for case in suite(OPTIONS)[0] if case.run is not None]
 
 
+CLOSED: set[str] = set()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def close_cases():
     yield
+    # The cases left out of this session (-k) still hold what their suite made up front.
     for case in CASES:
-        case.close()
+        if case.key not in CLOSED:
+            case.close()
     SCRATCH.cleanup()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.key for case in CASES])
 def test_throughput(benchmark, case):
     benchmark.extra_info.update(unit=case.unit, work_per_call=case.work)
-    benchmark(case.run)
+    # As rlcli bench does: opened just before its timing, closed right after.
+    try:
+        case.open()
+        benchmark(case.run)
+    finally:
+        CLOSED.add(case.key)
+        case.close()

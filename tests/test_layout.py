@@ -47,7 +47,7 @@ def test_no_modules_import_each_other_even_from_inside_a_function():
     assert load_layout().import_cycles() == []
 
 
-def test_the_cycle_check_sees_function_local_imports_and_skips_type_checking_ones(tmp_path):
+def test_the_cycle_check_sees_function_local_and_type_checking_imports(tmp_path):
     layout = load_layout()
     package = tmp_path / "pkg"
     package.mkdir()
@@ -55,7 +55,8 @@ def test_the_cycle_check_sees_function_local_imports_and_skips_type_checking_one
     (package / "a.py").write_text("from rlcli import b\n", encoding="utf-8")
     (package / "b.py").write_text("def f():\n    from rlcli.a import x\n", encoding="utf-8")
     (package / "c.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rlcli import a\n", encoding="utf-8"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rlcli import d\n", encoding="utf-8"
     )
     (package / "d.py").write_text("from rlcli import c\n", encoding="utf-8")
-    assert layout.import_cycles(package) == [["rlcli.a", "rlcli.b"]]
+    (package / "e.py").write_text("from rlcli import a\n", encoding="utf-8")
+    assert layout.import_cycles(package) == [["rlcli.a", "rlcli.b"], ["rlcli.c", "rlcli.d"]]

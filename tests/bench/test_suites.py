@@ -3,11 +3,12 @@ import torch
 
 from rlcli.advantages import gae
 from rlcli.algos import ALGORITHMS
-from rlcli.bench import UNITS, suites
+from rlcli.bench import UNITS
 from rlcli.bench.floors import gae_loop
 from rlcli.bench.measure import Case, measure
-from rlcli.bench.offline import offline_configs
-from rlcli.bench.suites import SUITES, BenchOptions
+from rlcli.bench.suites import SUITES, learning, options
+from rlcli.bench.suites.offline import offline_configs
+from rlcli.bench.suites.options import BenchOptions
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
 from rlcli.envs import env_family
@@ -42,7 +43,7 @@ def check_loss_cases(cases, ratios) -> set[str]:
 def algorithm_presets(tmp_path_factory) -> dict:
     """The preset the loss suite takes for each algorithm (offline ones on stand-in datasets), chosen once."""
     opts = BenchOptions(device=torch.device("cpu"), quick=True, compile=False, scratch=tmp_path_factory.mktemp("bench"))
-    return suites._algorithm_presets(opts, "collector.frames_per_batch=4096")
+    return learning.algorithm_presets(opts, "collector.frames_per_batch=4096")
 
 
 def test_the_loss_suite_takes_a_preset_for_every_algorithm(algorithm_presets):
@@ -52,17 +53,17 @@ def test_the_loss_suite_takes_a_preset_for_every_algorithm(algorithm_presets):
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_the_loss_cases_call_their_own_algorithm(quick, monkeypatch, algorithm_presets, algorithm):
     chosen = algorithm_presets
-    monkeypatch.setattr(suites, "_algorithm_presets", lambda opts, *extra: {algorithm: chosen[algorithm]})
-    monkeypatch.setattr(suites, "preset_configs", lambda opts, *extra: {})
+    monkeypatch.setattr(learning, "algorithm_presets", lambda opts, *extra: {algorithm: chosen[algorithm]})
+    monkeypatch.setattr(learning, "preset_configs", lambda opts, *extra: {})
     cases, ratios = SUITES["loss"](quick)
     assert check_loss_cases(cases, ratios) == {algorithm}
     assert {r.name for r in ratios} == ({"ppo.slowdown_vs_bare_torch"} if algorithm == "ppo" else set())
 
 
 def test_the_loss_cases_of_the_pixel_presets_time_their_cnn(quick, monkeypatch):
-    monkeypatch.setattr(suites, "_algorithm_presets", lambda opts, *extra: {})
+    monkeypatch.setattr(learning, "algorithm_presets", lambda opts, *extra: {})
     cases, ratios = SUITES["loss"](quick)
-    pixel = {cfg.algo.name for cfg in suites.preset_configs(quick).values() if env_family(cfg.env.id) is not None}
+    pixel = {cfg.algo.name for cfg in options.preset_configs(quick).values() if env_family(cfg.env.id) is not None}
     if not pixel:
         pytest.skip("no pixel preset's env is installed (the atari extra)")
     assert check_loss_cases(cases, ratios) == pixel
@@ -99,7 +100,7 @@ def test_cli_help_names_every_suite():
 # The online presets the update suite times (one pixel preset per algorithm), named at collection from
 # their configs alone, so that each is a test of its own.
 UPDATE_PRESETS = sorted(
-    suites._one_pixel_preset_per_algorithm(
+    learning.one_pixel_preset_per_algorithm(
         {name: load_config(name) for name in available_presets() if not load_config(name).offline}
     )
 )
@@ -111,8 +112,8 @@ def test_the_update_suite_times_the_cartpole_presets():
 
 @pytest.mark.parametrize("preset", UPDATE_PRESETS)
 def test_the_update_case_runs_learn_past_the_warm_up(quick, monkeypatch, preset):
-    monkeypatch.setattr(suites, "available_presets", lambda: [preset])
-    monkeypatch.setattr(suites, "offline_iterations", lambda opts: [])
+    monkeypatch.setattr(options, "available_presets", lambda: [preset])
+    monkeypatch.setattr(learning, "offline_iterations", lambda opts: [])
     cases, _ = SUITES["update"](quick)
     if not cases:
         pytest.skip(f"the env of {preset} needs an extra that is not installed")
@@ -132,7 +133,7 @@ def test_the_update_case_runs_learn_past_the_warm_up(quick, monkeypatch, preset)
 
 
 def test_the_update_cases_of_the_offline_presets_run_a_whole_iteration(quick, monkeypatch):
-    monkeypatch.setattr(suites, "available_presets", lambda: [])
+    monkeypatch.setattr(options, "available_presets", lambda: [])
     cases, _ = SUITES["update"](quick)
     try:
         assert {case.name for case in cases} == set(offline_configs(quick)) != set()
@@ -183,7 +184,7 @@ def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_s
 
 
 def test_offline_update_cases_run_their_own_algorithm_beside_its_floor(quick):
-    from rlcli.bench.offline import offline_updates
+    from rlcli.bench.suites.offline import offline_updates
 
     cases, ratios = offline_updates(quick)
     try:

@@ -21,9 +21,11 @@ MIN_REPEATS = 3
 class Case:
     """Something to time: ``run()`` does ``work`` units of work (frames, elements, calls).
 
-    A case that times itself (a whole training run, timed past its warm-up) gives ``timed``
-    instead: ``timed(repeat, min_seconds)`` returns up to ``repeat`` rates, each over at least
-    ``min_seconds``.
+    The bench calls ``open()`` just before it times the case and ``close()`` once it is done (or
+    stopped): a case that holds envs or processes makes them in ``open``, so that only the case
+    being timed holds any. A case that times itself (a whole training run, timed past its warm-up)
+    gives ``timed`` instead of ``run``: ``timed(repeat, min_seconds)`` returns up to ``repeat``
+    rates, each over at least ``min_seconds``.
     """
 
     suite: str
@@ -34,6 +36,7 @@ class Case:
     run: Callable[[], Any] | None
     close: Callable[[], None] = lambda: None
     timed: Callable[[int, float], list[float]] | None = None
+    open: Callable[[], None] = lambda: None
 
     @property
     def key(self) -> str:

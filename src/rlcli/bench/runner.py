@@ -15,7 +15,8 @@ import torch
 from rlcli.bench import BenchStopped, check_suites
 from rlcli.bench.compare import FORMAT
 from rlcli.bench.measure import Result, measure
-from rlcli.bench.suites import SUITES, BenchOptions
+from rlcli.bench.suites import SUITES
+from rlcli.bench.suites.options import BenchOptions
 from rlcli.devices import resolve_device
 from rlcli.interrupts import on_stop_signals
 
@@ -76,14 +77,22 @@ def _run_suites(
     for name in names:
         cases, ratios = SUITES[name](opts)
         measured: dict[str, Result] = {}
+        reached = 0
         try:
             for case in cases:
-                result = measure(case, repeat=repeat, min_seconds=min_seconds, device=opts.device)
+                reached += 1
+                # Opened just before its timing and closed right after: a stop finds at most this
+                # case's envs or processes open (and those a suite made up front, closed below).
+                try:
+                    case.open()
+                    result = measure(case, repeat=repeat, min_seconds=min_seconds, device=opts.device)
+                finally:
+                    case.close()
                 measured[case.key] = result
                 results.append(result)
                 on_result(result)
         finally:
-            for case in cases:
+            for case in cases[reached:]:
                 case.close()
         for ratio in ratios:
             derived = ratio.compute(measured)

@@ -10,7 +10,7 @@ import typer
 
 from rlcli.cli.render import user_errors
 from rlcli.config.errors import InputError
-from rlcli.config.schema import json_schema
+from rlcli.config.jsonschema import json_schema
 from rlcli.console import console
 
 

@@ -78,7 +78,7 @@ def tune(
     ] = False,
 ) -> None:
     """Search hyperparameters with Optuna; each trial is a real rlcli train run."""
-    from rlcli.tune import trials as search
+    from rlcli.tune import search
 
     if show:
         with user_errors():

@@ -20,8 +20,6 @@ from rlcli.config.model import SECTION, cross_field_error
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
 from rlcli.envs import register_family, vector_kwargs_problems
 
-# Re-exported: cli/train.py and tests/test_distributed.py import them from here.
-
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:[0-9]+)?)$")
 
@@ -431,34 +429,3 @@ def schedule_problems(sections: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 SECTIONS = tuple(RunConfig.model_fields)
-
-
-def json_schema(*, partial: bool = False) -> dict[str, Any]:
-    """JSON Schema of a preset file, including the loader's ``extends`` key.
-
-    With ``partial``, nothing is required anywhere: the schema of a ``_base.toml`` meant
-    for ``extends``, which may leave out ``[env]``, ``[algo]`` or any key.
-    """
-    schema = RunConfig.model_json_schema()
-    if partial:
-        _drop_required(schema)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "rlcli run config"
-    if partial:
-        schema["title"] = "rlcli partial run config (a base for extends)"
-    schema["properties"]["extends"] = {
-        "type": "string",
-        "description": "Path of a parent preset, relative to this file; this file is merged over it.",
-    }
-    return schema
-
-
-def _drop_required(node: Any) -> None:
-    """Remove every ``required`` list from a JSON Schema, in place."""
-    if isinstance(node, dict):
-        node.pop("required", None)
-        for value in node.values():
-            _drop_required(value)
-    elif isinstance(node, list):
-        for value in node:
-            _drop_required(value)

@@ -1,5 +1,6 @@
-"""The bench's offline cases: the shipped offline presets on their datasets (or a stand-in of random
-actions where a dataset is not here), and IQL's and CQL's gradient steps beside their bare-torch floors."""
+"""The offline presets' cases, which the ``update`` and ``offpolicy`` suites time beside the online
+ones: the shipped offline presets on their datasets (or a stand-in of random actions where a dataset
+is not here), and IQL's and CQL's gradient steps beside their bare-torch floors."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import torch
 
 from rlcli.bench.floors import BareCQL, BareIQL
 from rlcli.bench.measure import Case, Ratio
+from rlcli.bench.suites.options import BenchOptions
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    from rlcli.bench.suites import BenchOptions
     from rlcli.config.schema import RunConfig
 
 

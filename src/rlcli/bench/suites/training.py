@@ -1,5 +1,5 @@
-"""The bench's train cases: a short run of each shipped preset through the real trainer, bounded by
-time rather than frames, and stopped at once by a stop signal."""
+"""The suite of whole training runs (``train``): a short run of each shipped preset through the real
+trainer, bounded by time rather than frames, and stopped at once by a stop signal."""
 
 from __future__ import annotations
 
@@ -10,18 +10,24 @@ from typing import TYPE_CHECKING
 
 from rlcli.bench import BenchStopped
 from rlcli.bench.measure import Case
+from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs, short_warm_up
 from rlcli.interrupts import STOP_SIGNALS
 from rlcli.run import build_run
 from rlcli.trainer import Hooks, train
 
 if TYPE_CHECKING:
-    from rlcli.bench.suites import BenchOptions
     from rlcli.config.schema import RunConfig
 
 TRAIN_WINDOW_S = 0.25
 """Seconds (at least; whole iterations) of each timed window of a train case."""
 TRAIN_BUDGET_S = 4.0
 """Seconds a train case trains past its warm-up at most, however few windows that gives."""
+
+
+def train_suite(opts: BenchOptions) -> SuiteOutput:
+    """End-to-end frames/s of each preset through the real trainer, timed past its warm-up."""
+    configs = preset_configs(opts, *overrides(opts))
+    return train_cases(opts, {name: short_warm_up(cfg) for name, cfg in configs.items()}), []
 
 
 def overrides(opts: BenchOptions) -> list[str]:

@@ -1,0 +1,121 @@
+"""The suites of the pieces a rollout goes through, each timed alone: the vector envs (``env``), the
+collector with each preset's policy (``collector``) and the advantage estimate (``advantage``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from rlcli.advantages import gae
+from rlcli.bench.floors import gae_loop
+from rlcli.bench.measure import Case, Ratio
+from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs
+from rlcli.envs import env_family, make_envs
+from rlcli.run import build_run
+from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    from gymnasium.vector import VectorEnv
+
+    from rlcli.config.schema import EnvConfig
+
+ENV_STEPS = 64
+"""Steps of sampled actions in one call of an env case."""
+
+
+def env_suite(opts: BenchOptions) -> SuiteOutput:
+    """Vector-env frames/s for each preset's env, by num_envs and vectorization mode."""
+    import gymnasium as gym
+
+    cases = []
+    envs_seen = {cfg.env.id: cfg.env for cfg in preset_configs(opts).values()}
+    for env_id, env_cfg in envs_seen.items():
+        # An ALE/ preset's kwargs are its vector env's, which sync or async envs of the raw game do not take.
+        family = env_family(env_id) is not None
+        modes = [] if family else ["sync"]
+        if gym.spec(env_id).vector_entry_point is not None:
+            modes.append("vector_entry_point")
+        for num_envs in [8] if opts.quick else [1, 8, 32]:
+            for mode in modes + ([] if opts.quick or family or num_envs != 8 else ["async"]):
+                steps = _EnvSteps(env_cfg.model_copy(update={"num_envs": num_envs, "vectorization": mode}))
+                params = {"num_envs": num_envs, "mode": mode}
+                cases.append(
+                    Case(
+                        "env", env_id, params, "frames/s", ENV_STEPS * num_envs, steps.run, steps.close, open=steps.open
+                    )
+                )
+    return cases, []
+
+
+class _EnvSteps:
+    """The work of an env case: steps of sampled actions on vector envs made when the case is opened,
+    just before it is timed, and closed when it is done. Not made with the case: every case's envs
+    (async workers included) would be alive at once, and a stop signal would have to close them all."""
+
+    def __init__(self, env_cfg: EnvConfig):
+        self.env_cfg = env_cfg
+        self.envs: VectorEnv | None = None
+        self.actions: list = []
+
+    def open(self) -> None:
+        self.envs = make_envs(self.env_cfg)
+        self.envs.reset(seed=0)
+        self.envs.action_space.seed(0)
+        self.actions = [self.envs.action_space.sample() for _ in range(ENV_STEPS)]
+
+    def run(self) -> None:
+        for action in self.actions:
+            self.envs.step(action)
+
+    def close(self) -> None:
+        if self.envs is not None:
+            self.envs.close()
+            self.envs = None
+
+
+def collector_suite(opts: BenchOptions) -> SuiteOutput:
+    """Frames/s of the real collector with each preset's policy (policy on the device, envs on CPU)."""
+    cases = []
+    for name, cfg in preset_configs(opts).items():
+        run = build_run(cfg)
+        timer = Timer(run.device)
+        cases.append(
+            Case(
+                "collector",
+                name,
+                {"frames_per_batch": cfg.collector.frames_per_batch},
+                "frames/s",
+                cfg.collector.frames_per_batch,
+                lambda run=run, timer=timer: run.source.next_batch(timer),
+                run.close,
+            )
+        )
+    return cases, []
+
+
+def advantage_suite(opts: BenchOptions) -> SuiteOutput:
+    """GAE elements/s on [T, N] rollouts, and its speedup over the reversed loop."""
+    cases, ratios = [], []
+    generator = torch.Generator().manual_seed(0)
+    for steps, envs in [(512, 1), (512, 32), (2048, 16), (128, 256)]:
+        shape = (steps, envs)
+        data = [torch.randn(shape, generator=generator).to(opts.device) for _ in range(3)]
+        done = [(torch.rand(shape, generator=generator) < p).to(opts.device) for p in (0.01, 0.005)]
+        params = {"T": steps, "N": envs}
+        for name, function in (("gae", gae), ("gae_loop", gae_loop)):
+            if name == "gae_loop" and shape not in ((512, 32), (2048, 16)):
+                continue
+            cases.append(
+                Case(
+                    "advantage",
+                    name,
+                    params,
+                    "elements/s",
+                    steps * envs,
+                    lambda f=function, d=data, e=done: f(*d, *e, gamma=0.99, lam=0.95),
+                )
+            )
+        if shape in ((512, 32), (2048, 16)):
+            ratios.append(Ratio("advantage", "gae_speedup", params, "speedup", cases[-2].key, cases[-1].key))
+    return cases, ratios

@@ -1,0 +1,131 @@
+"""The suites of what an algorithm does with a batch: each algorithm's loss, forward and backward
+(``loss``), and everything ``learn`` does with one batch (``update``). Both read the algorithm table
+and the shipped presets, so a new algorithm or preset is benched without new code here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDict
+
+from rlcli import keys
+from rlcli.algos import ALGORITHMS
+from rlcli.bench.floors import bare_ppo_loss
+from rlcli.bench.measure import Case, Ratio
+from rlcli.bench.suites.offline import offline_configs, offline_iterations
+from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs, short_warm_up
+from rlcli.config.schema import RunConfig
+from rlcli.envs import env_family
+from rlcli.run import build_run
+from rlcli.timing import Timer
+
+
+def loss_suite(opts: BenchOptions) -> SuiteOutput:
+    """Forward and forward+backward calls/s of each algorithm's loss, batches 256 and 4096."""
+    cases: list[Case] = []
+    ratios: list[Ratio] = []
+    for algo_name, cfg in algorithm_presets(opts, "collector.frames_per_batch=4096").items():
+        algo, batch = _first_batch(cfg)
+        generator = torch.Generator(device=batch.device).manual_seed(0)
+        for size in (256, 4096):
+            minibatch = algo.ingest_and_sample(batch.clone(), size, generator)
+            _loss_cases(cases, ratios, opts, algo_name, cfg, algo, minibatch)
+    # One pixel preset per algorithm at the minibatch its update takes: the CNN's forward and backward.
+    for cfg in one_pixel_preset_per_algorithm(preset_configs(opts)).values():
+        if env_family(cfg.env.id) is None:
+            continue
+        algo, batch = _first_batch(short_warm_up(cfg))
+        size = cfg.algo.update_batch
+        minibatch = algo.ingest_and_sample(batch.clone(), size, torch.Generator(device=batch.device).manual_seed(0))
+        _loss_cases(cases, ratios, opts, cfg.algo.name, cfg, algo, minibatch)
+    return cases, ratios
+
+
+def update_suite(opts: BenchOptions) -> SuiteOutput:
+    """Everything ``learn`` does with one batch, per preset, as frames of batch consumed per second
+    (off-policy presets are timed past their warm-up, with their gradient steps)."""
+    cases = []
+    for name, cfg in one_pixel_preset_per_algorithm(preset_configs(opts)).items():
+        algo, batch = _first_batch(short_warm_up(cfg))
+        timer = Timer(batch.device)
+        _learning(algo, batch, timer)
+        cases.append(
+            Case(
+                "update",
+                name,
+                {"frames_per_batch": cfg.collector.frames_per_batch},
+                "frames/s",
+                cfg.collector.frames_per_batch,
+                lambda algo=algo, batch=batch, timer=timer: algo.learn(batch.clone(), timer),
+            )
+        )
+    return cases + offline_iterations(opts), []
+
+
+def algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
+    """One preset per algorithm of the table: the first shipped one that uses it on vector observations
+    (the loss suite times the pixel presets' at their own batch sizes)."""
+    chosen: dict[str, RunConfig] = {}
+    for cfg in [*preset_configs(opts, *extra).values(), *offline_configs(opts).values()]:
+        if cfg.algo.name in ALGORITHMS and env_family(cfg.env.id) is None:
+            chosen.setdefault(cfg.algo.name, cfg)
+    return chosen
+
+
+def one_pixel_preset_per_algorithm(configs: dict[str, RunConfig]) -> dict[str, RunConfig]:
+    """``configs`` with, of the pixel presets (ALE/ envs), only the first of each algorithm: the others
+    (ppo_pong beside ppo_breakout) run the same networks on another game."""
+    first = {}
+    for name, cfg in configs.items():
+        first.setdefault((cfg.algo.name, env_family(cfg.env.id) is not None or name), name)
+    return {name: configs[name] for name in first.values()}
+
+
+def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
+    """The algorithm of ``cfg`` and a copy of one collected batch; the envs are closed."""
+    run = build_run(cfg)
+    try:
+        return run.algo, run.source.next_batch(Timer(run.device)).clone()
+    finally:
+        run.close()
+
+
+def _learning(algo, batch: TensorDict, timer: Timer, limit: int = 100_000) -> None:
+    """Feed ``batch`` to ``learn`` until it reports a loss: off-policy methods warm up first."""
+    for _ in range(limit):
+        if any(key.startswith("loss/") for key in algo.learn(batch.clone(), timer)):
+            return
+    raise RuntimeError(f"no loss after {limit} calls of learn")
+
+
+def _loss_cases(
+    cases: list[Case],
+    ratios: list[Ratio],
+    opts: BenchOptions,
+    algo_name: str,
+    cfg: RunConfig,
+    algo,
+    minibatch: TensorDict,
+) -> None:
+    """Append the loss cases of one algorithm at one batch size."""
+    loss = torch.compile(algo.loss) if opts.compile else algo.loss
+    params = {"preset": cfg.run.name, "batch": minibatch.batch_size[0]} | ({"compile": True} if opts.compile else {})
+
+    def backward():
+        algo.agent.zero_grad(set_to_none=True)
+        loss(minibatch)["loss/total"].backward()
+
+    cases.append(Case("loss", f"{algo_name}.forward", params, "calls/s", 1, lambda: loss(minibatch)))
+    cases.append(Case("loss", f"{algo_name}.forward_backward", params, "calls/s", 1, backward))
+    # The floor covers the preset's PPO: categorical policy, no value clipping.
+    if algo_name == "ppo" and minibatch[keys.ACTION].dtype == torch.int64 and cfg.algo.clip_value is None:
+
+        def floor():
+            algo.agent.zero_grad(set_to_none=True)
+            bare_ppo_loss(algo.agent, minibatch, algo.clip_epsilon, cfg.algo.value_coef, cfg.algo.entropy_coef)[
+                0
+            ].backward()
+
+        cases.append(Case("loss", "ppo.bare_torch_forward_backward", params, "calls/s", 1, floor))
+        ratios.append(Ratio("loss", "ppo.slowdown_vs_bare_torch", params, "slowdown", cases[-1].key, cases[-2].key))
