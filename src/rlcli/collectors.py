@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 class Collector:
     """Steps ``envs`` with ``algo.act`` for ``steps`` steps per call and returns one raw batch: the
-    data source of an online run (:class:`rlcli.run.Source`).
+    data source of an online run (:class:`rlcli.sources.Source`).
 
     The batch (``[steps, num_envs]``, on ``device``) holds ``observation``,
     ``next_observation``, ``action``, ``reward``, ``terminated``, ``truncated``,

@@ -85,7 +85,7 @@ class EvalResult:
 
 
 class EpisodeRecord:
-    """Finished episodes as gymnasium's ``RecordEpisodeStatistics`` counts them (:class:`rlcli.run.Episodes`):
+    """Finished episodes as gymnasium's ``RecordEpisodeStatistics`` counts them (:class:`rlcli.sources.Episodes`):
     an evaluator's, which an offline run's return column reads."""
 
     def __init__(self, window: int):

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.datasets.dataset import Dataset
-    from rlcli.run import Episodes
+    from rlcli.sources import Episodes
     from rlcli.timing import Timer
 
 
