@@ -3,183 +3,16 @@ gymnasium, and single envs as evaluation plays them."""
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlcli.config.errors import InputError, single
-
-
-@dataclass(frozen=True)
-class EnvFamily:
-    """Envs whose ids share a namespace and come from one package, which rlcli imports itself: a
-    fixed table of this module, never a name read from a config file."""
-
-    module: str
-    """The package whose import registers the ids."""
-    extra: str
-    """rlcli's optional extra that installs it."""
-    vector_kwargs: dict[str, tuple[type, ...]]
-    """The keyword arguments its vector entry point takes, with their allowed types."""
-    vector_defaults: dict[str, Any]
-    """Keyword arguments rlcli passes to the vector entry point unless ``[env] kwargs`` sets them."""
-    refused: dict[str, tuple[Any, str]]
-    """Keyword arguments refused at one value, with the reason and what to use instead."""
-
-
-# ale-py's AtariVectorEnv (ale_py/vector_env.py, 0.12): the preprocessing runs in C++ threads.
-ATARI = EnvFamily(
-    module="ale_py",
-    extra="atari",
-    vector_kwargs={
-        "frameskip": (int,),
-        "stack_num": (int,),
-        "img_height": (int,),
-        "img_width": (int,),
-        "grayscale": (bool,),
-        "maxpool": (bool,),
-        "noop_max": (int,),
-        "episodic_life": (bool,),
-        "life_loss_info": (bool,),
-        "reward_clipping": (bool,),
-        "repeat_action_probability": (float, int),
-        "num_threads": (int,),
-        "thread_affinity_offset": (int,),
-        "max_num_frames_per_episode": (int,),
-        "full_action_space": (bool,),
-        "use_fire_reset": (bool,),
-    },
-    # The return column must be the game score: rewards are clipped by [env] clip_reward instead,
-    # for learning only.
-    vector_defaults={"reward_clipping": False},
-    refused={
-        "reward_clipping": (
-            True,
-            "the return column would be the clipped score, not the game's; set "
-            "[env] clip_reward = 1.0 to clip what the algorithm learns from",
-        ),
-        "episodic_life": (
-            True,
-            "ale-py 0.12's vector env restarts the whole game at each lost life, so "
-            "every return would be one life's score",
-        ),
-    },
-)
+from rlcli.envs.families import ATARI, GYMNASIUM_EXTRAS, env_family
 
 LIFE_LOST = "life_lost"
 """The info key of :class:`LifeLoss`: [N] bool, a life was lost in this step and the game goes on."""
-
-ENV_FAMILIES: dict[str, EnvFamily] = {"ALE/": ATARI}
-"""Env id prefix -> the family whose package registers it (imported when a config names such an id)."""
-
-GYMNASIUM_EXTRAS = {"gymnasium.envs.box2d": ("box2d", "Box2D"), "gymnasium.envs.mujoco": ("mujoco", "mujoco")}
-"""Package of a gymnasium env's entry point -> (rlcli's extra, the module it installs) the env needs."""
-
-
-def env_family(env_id: str) -> EnvFamily | None:
-    """The family of ``env_id`` by its namespace; None for ids of no listed family."""
-    return next((family for prefix, family in ENV_FAMILIES.items() if env_id.startswith(prefix)), None)
-
-
-def register_family(env_id: str) -> str | None:
-    """Import the package of ``env_id``'s family, if any, so that its ids are registered; returns why
-    it cannot be (the package is missing: install the extra), or None."""
-    family = env_family(env_id)
-    if family is None:
-        return None
-    try:
-        importlib.import_module(family.module)
-    except ImportError as exc:
-        return (
-            f"{env_id} needs the {family.module} package ({type(exc).__name__}: {exc}); install the "
-            f"{family.extra} extra: pip install 'rlcli[{family.extra}]' (pip install -e '.[{family.extra}]' "
-            "in a clone)"
-        )
-    return None
-
-
-def vector_kwargs_problems(env_id: str, kwargs: dict[str, Any]) -> list[tuple[str, str]]:
-    """(path, message) for each of ``kwargs`` that the vector entry point of ``env_id``'s family
-    would refuse or that rlcli refuses; none for ids of no listed family."""
-    family = env_family(env_id)
-    if family is None:
-        return []
-    problems = []
-    for key, value in kwargs.items():
-        path = f"env.kwargs.{key}"
-        allowed = family.vector_kwargs.get(key)
-        if allowed is None:
-            close = difflib.get_close_matches(key, list(family.vector_kwargs), n=3)
-            hint = f"did you mean {', '.join(close)}? " if close else ""
-            problems.append(
-                (
-                    path,
-                    f"{env_id}'s vector env takes no argument {key!r}; {hint}allowed: "
-                    + ", ".join(sorted(family.vector_kwargs)),
-                )
-            )
-        elif not isinstance(value, allowed) or (bool not in allowed and isinstance(value, bool)):
-            names = " or ".join(kind.__name__ for kind in allowed)
-            problems.append((path, f"must be {names}, got {value!r}"))
-        elif key in family.refused and value == family.refused[key][0]:
-            problems.append((path, f"{key} = {str(value).lower()} is not supported: {family.refused[key][1]}"))
-        elif bool not in allowed and isinstance(value, (int, float)) and value < 0:
-            problems.append((path, f"must be at least 0, got {value!r}"))
-    return problems
-
-
-def import_env_packages(names: Sequence[str]) -> None:
-    """Import each named, installed module so that its gymnasium registrations take effect.
-
-    This is the command line's ``--env-package``: a choice of the person running the
-    command, never of a config file, which cannot name code. From Python, import the
-    package (or call ``gym.register_envs(module)``) before :func:`rlcli.build_run`.
-
-    Raises:
-        InputError: a module that cannot be imported, with the first line of its error.
-    """
-    for name in names:
-        if not name or not all(part.isidentifier() for part in name.split(".")):
-            raise InputError(
-                f"--env-package {name}",
-                "not a module name; give an importable module such as ale_py or my_envs.register",
-            )
-        try:
-            importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - any failure of a user's module is bad input
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise InputError(f"--env-package {name}", f"cannot import it: {type(exc).__name__}: {first}") from None
-
-
-def check_run_packages(run_dir: Path, given: Sequence[str]) -> None:
-    """Raise an InputError unless ``given`` (the ``--env-package`` flags) holds every module that the
-    run in ``run_dir`` was trained with (``run.json``'s ``env_packages``).
-
-    ``run.json`` only names them: importing code stays the choice of whoever runs the command,
-    never of a file.
-    """
-    try:
-        recorded = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("env_packages") or []
-    except (OSError, ValueError, AttributeError):
-        # Written when training starts; without it there is nothing to check.
-        return
-    missing = [name for name in recorded if name not in given]
-    if missing:
-        raise InputError(
-            f"run folder {run_dir}",
-            "its env was registered by "
-            + " ".join(f"--env-package {name}" for name in missing)
-            + "; give the same flags again",
-        )
 
 
 def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> VectorEnv:
@@ -297,7 +130,7 @@ def _cannot_make(cfg, exc: Exception, source: str | None) -> Exception:
     """The ConfigError of an env that gymnasium cannot make, with the extra to install when known."""
     hint = ""
     if isinstance(exc, gym.error.DependencyNotInstalled):
-        for extra in ("mujoco", "box2d"):
+        for extra, _module in GYMNASIUM_EXTRAS.values():
             if extra in str(exc).lower():
                 hint = (
                     f"; install the {extra} extra: pip install 'rlcli[{extra}]' "

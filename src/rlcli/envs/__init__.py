@@ -1,0 +1,46 @@
+"""Environments: the tables of env families and extras (:mod:`~rlcli.envs.families`), the
+``--env-package`` modules (:mod:`~rlcli.envs.packages`), and the envs made from ``[env]``
+(:mod:`~rlcli.envs.make`)."""
+
+from rlcli.envs.families import (
+    ATARI,
+    ENV_FAMILIES,
+    GYMNASIUM_EXTRAS,
+    EnvFamily,
+    env_family,
+    register_family,
+    vector_kwargs_problems,
+)
+from rlcli.envs.make import (
+    LIFE_LOST,
+    LifeLoss,
+    OneOfVector,
+    autoreset_mode,
+    describe_space,
+    env_kwargs,
+    make_env,
+    make_envs,
+    mujoco_warnings_once,
+)
+from rlcli.envs.packages import check_run_packages, import_env_packages
+
+__all__ = [
+    "ATARI",
+    "ENV_FAMILIES",
+    "GYMNASIUM_EXTRAS",
+    "LIFE_LOST",
+    "EnvFamily",
+    "LifeLoss",
+    "OneOfVector",
+    "autoreset_mode",
+    "check_run_packages",
+    "describe_space",
+    "env_family",
+    "env_kwargs",
+    "import_env_packages",
+    "make_env",
+    "make_envs",
+    "mujoco_warnings_once",
+    "register_family",
+    "vector_kwargs_problems",
+]
