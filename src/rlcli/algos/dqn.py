@@ -15,6 +15,7 @@ from rlcli import keys
 from rlcli.advantages import bootstrapped_target
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import DQNConfig
+from rlcli.exploration import EpsilonGreedy, epsilon_greedy
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, transition_spec
@@ -44,17 +45,6 @@ class QAgent(nn.Module):
         if deterministic:
             return greedy
         return epsilon_greedy(greedy, self.epsilon_end, self.num_actions, generator)
-
-
-def epsilon_greedy(greedy: torch.Tensor, epsilon: float, num_actions: int, generator: torch.Generator) -> torch.Tensor:
-    """``greedy`` ([N] int64) with each action replaced, with probability ``epsilon``, by a uniform one.
-
-    Draws the uniform actions first, then the coin flips, from ``generator``.
-    """
-    n = greedy.shape[0]
-    uniform = torch.randint(num_actions, (n,), generator=generator, device=greedy.device)
-    explore = torch.rand(n, generator=generator, device=greedy.device) < epsilon
-    return torch.where(explore, uniform, greedy)
 
 
 def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, huber: bool) -> dict[str, torch.Tensor]:
@@ -104,28 +94,23 @@ class DQN:
         self.replay = replay
         self.ingest_and_sample = replay.ingest_and_sample
         self.target = TargetSchedule(agent.target, agent.q, tau=cfg.tau, interval=cfg.target_update_interval)
-        self.decay_frames = cfg.exploration_fraction * ctx.collector.frames
-        self.updates = 0
-        self.epsilon = self._epsilon()
-
-    def _epsilon(self) -> float:
-        """Uniform actions during warm-up, then a linear decay over the first ``exploration_fraction``."""
-        cfg = self.cfg
-        if not self.replay.learning:
-            return 1.0
-        done = min(self.replay.frames / self.decay_frames, 1.0) if self.decay_frames > 0 else 1.0
-        return cfg.epsilon_start + done * (cfg.epsilon_end - cfg.epsilon_start)
+        # Uniform actions during warm-up, then a linear decay over the first exploration_fraction.
+        self.exploration = EpsilonGreedy(
+            agent.num_actions,
+            start=cfg.epsilon_start,
+            end=cfg.epsilon_end,
+            decay_frames=cfg.exploration_fraction * ctx.collector.frames,
+        )
+        self.exploration.advance(replay.frames, learning=replay.learning)
 
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs])."""
-        n = observation.shape[0]
-        if self.epsilon >= 1.0:
-            action = torch.randint(self.agent.num_actions, (n,), generator=generator, device=observation.device)
-        else:
-            greedy = self.agent.q(self.agent.obs_norm(observation)).argmax(1)
-            action = epsilon_greedy(greedy, self.epsilon, self.agent.num_actions, generator)
-        return TensorDict({keys.ACTION: action}, batch_size=[n])
+        action = self.exploration(observation, self._greedy, generator)
+        return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
+
+    def _greedy(self, observation: torch.Tensor) -> torch.Tensor:
+        return self.agent.q(self.agent.obs_norm(observation)).argmax(1)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
@@ -136,8 +121,8 @@ class DQN:
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
-        stats = {"stats/epsilon": self.epsilon} | self.learner.learn(batch, timer, self.update)
-        self.epsilon = self._epsilon()
+        stats = {"stats/epsilon": self.exploration.epsilon} | self.learner.learn(batch, timer, self.update)
+        self.exploration.advance(self.replay.frames, learning=self.replay.learning)
         return stats
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
@@ -150,22 +135,19 @@ class DQN:
         self.replay.prioritize(sample, td_error, timer)
         with timer.phase("update.target"):
             self.target.step()
-        self.updates += 1
         return {name: value.detach() for name, value in terms.items()}
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
             "target": self.target.state_dict(),
-            "updates": self.updates,
-            "epsilon": self.epsilon,
+            "epsilon": self.exploration.epsilon,
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
         self.target.load_state_dict(state["target"])
-        self.updates = state["updates"]
         # Saved, not recomputed: a resume may raise total_frames, and with it the decay's horizon.
-        self.epsilon = state["epsilon"]
+        self.exploration.epsilon = state["epsilon"]
 
 
 CONFIG = DQNConfig
