@@ -18,7 +18,7 @@ from rlcli.config.algos import DQNConfig
 from rlcli.exploration import EpsilonGreedy, epsilon_greedy
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, transition_spec
+from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -90,9 +90,9 @@ class DQN:
         self.cfg = cfg
         self.agent = agent
         self.step = ctx.gradient_step(agent.q.parameters())
-        self.learner = ReplayLearner(replay, {"step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed)
+        self.learner = ReplayLearner(replay, {"step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed, total=TOTAL)
         self.replay = replay
-        self.ingest_and_sample = replay.ingest_and_sample
+        self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(agent.target, agent.q, tau=cfg.tau, interval=cfg.target_update_interval)
         # Uniform actions during warm-up, then a linear decay over the first exploration_fraction.
         self.exploration = EpsilonGreedy(
@@ -101,6 +101,7 @@ class DQN:
             end=cfg.epsilon_end,
             decay_frames=cfg.exploration_fraction * ctx.collector.frames,
         )
+        self.updates = 0
         self.exploration.advance(replay.frames, learning=replay.learning)
 
     @torch.no_grad()
@@ -116,7 +117,7 @@ class DQN:
         """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
         cfg = self.cfg
         terms = dqn_loss(self.agent, batch, gamma=cfg.gamma, double=cfg.double, huber=cfg.loss == "huber")
-        terms["loss/total"] = terms["loss/q"]
+        terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
@@ -127,25 +128,28 @@ class DQN:
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         """One gradient step on a normalized replay ``sample``, the priority update and the target
-        update when due; returns the detached loss terms."""
+        update when due; returns the loss terms (the learner reports ``loss/total`` of their means)."""
         with timer.phase("update.forward"):
             terms = self.loss(sample)
         td_error = terms.pop("td_error")
-        self.step(terms["loss/total"], timer)
+        self.step(terms.pop("loss/total"), timer)
         self.replay.prioritize(sample, td_error, timer)
         with timer.phase("update.target"):
             self.target.step()
-        return {name: value.detach() for name, value in terms.items()}
+        self.updates += 1
+        return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
             "target": self.target.state_dict(),
+            "updates": self.updates,
             "epsilon": self.exploration.epsilon,
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
         self.target.load_state_dict(state["target"])
+        self.updates = state["updates"]
         # Saved, not recomputed: a resume may raise total_frames, and with it the decay's horizon.
         self.exploration.epsilon = state["epsilon"]
 
@@ -163,6 +167,8 @@ METRICS = (
     "stats/buffer_size",
     "optim/lr",
 )
+TOTAL = ("loss/q",)
+"""What ``loss/total`` sums, in this order (:func:`rlcli.replay.total_loss`)."""
 
 
 def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:

@@ -3,7 +3,7 @@
 algorithm runs its gradient steps through."""
 
 from rlcli.replay.feed import Replay, build_replay, offline_replay, transition_spec
-from rlcli.replay.learner import REPLAY_PHASES, ReplayLearner
+from rlcli.replay.learner import REPLAY_PHASES, ReplayLearner, total_loss
 from rlcli.replay.storage import ReplayBuffer, Spec, check_storage, storage_bytes
 from rlcli.replay.sumtree import SumTree
 
@@ -18,5 +18,6 @@ __all__ = [
     "check_storage",
     "offline_replay",
     "storage_bytes",
+    "total_loss",
     "transition_spec",
 ]

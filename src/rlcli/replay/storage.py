@@ -327,13 +327,24 @@ def sample_batch(out: dict, index: torch.Tensor, weight: torch.Tensor | None, de
     return TensorDict(out, batch_size=[index.numel()], device=device)
 
 
-def normalized(sample: TensorDict, obs_norm, reward_scaler) -> TensorDict:
-    """``sample`` with ``input`` and ``next_input`` (its observations normalized by ``obs_norm``) and its
-    ``reward`` scaled by ``reward_scaler``: a raw sample as the algorithms read it."""
-    sample[keys.INPUT] = obs_norm(sample[keys.OBSERVATION])
-    sample[keys.NEXT_INPUT] = obs_norm(sample[keys.NEXT_OBSERVATION])
-    sample[keys.REWARD] = reward_scaler(sample[keys.REWARD])
-    return sample
+class NormalizedSampler:
+    """Minibatches of a buffer as the algorithms read them, for the online and the offline replay alike.
+
+    The buffer keeps raw data: each sample gets ``input`` and ``next_input`` (its observations
+    normalized by ``obs_norm``) and its ``reward`` scaled by ``reward_scaler``, with the
+    statistics as they are when it is drawn.
+    """
+
+    def __init__(self, buffer, obs_norm, reward_scaler):
+        self.buffer, self.obs_norm, self.reward_scaler = buffer, obs_norm, reward_scaler
+
+    def __call__(self, size: int, generator: torch.Generator) -> TensorDict:
+        """``size`` transitions of the buffer drawn with ``generator`` (on its storage device), normalized."""
+        sample = self.buffer.sample(size, generator)
+        sample[keys.INPUT] = self.obs_norm(sample[keys.OBSERVATION])
+        sample[keys.NEXT_INPUT] = self.obs_norm(sample[keys.NEXT_OBSERVATION])
+        sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
+        return sample
 
 
 def _file_name(key) -> str:
