@@ -33,7 +33,6 @@ EXCEPTIONS: dict[str, str] = {
     "config/algos.py": _FORMAT,
     "config/schema.py": _FORMAT,
     "run.py": _FORMAT,
-    "replay/frames.py": _FORMAT,
     "run.py:_build": _FORMAT,
     "bench/suites.py:offpolicy_suite": _FORMAT,
     "trainer/loop.py:train": _FORMAT,
