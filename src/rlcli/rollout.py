@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from rlcli.timing import Timer
 
 
+ROLLOUT_PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+"""The timed sub-phases of an on-policy ``learn``: the rollout's advantages, then the loss's forward
+and the gradient step."""
+
+
 def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
     """The actor-critic alone, sized from ``ctx``'s spaces, on the device: what evaluation plays."""
     return build_actor_critic(ctx).to(ctx.device)

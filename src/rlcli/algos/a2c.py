@@ -11,7 +11,7 @@ from gymnasium import spaces as gspaces
 from rlcli import keys
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import A2CConfig
-from rlcli.rollout import SingleStepLearner, evaluate_minibatch
+from rlcli.rollout import ROLLOUT_PHASES, SingleStepLearner, evaluate_minibatch
 
 # The actor-critic alone, for evaluation: this module's build_agent.
 from rlcli.rollout import build_agent as build_agent
@@ -54,7 +54,7 @@ def a2c_objective(agent: ActorCritic, batch: TensorDict, *, cfg: A2CConfig) -> d
 
 CONFIG = A2CConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
-PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+PHASES = ROLLOUT_PHASES
 METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
 
 

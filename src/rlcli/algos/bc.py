@@ -19,7 +19,7 @@ from rlcli.models.actors import BoundedGaussianActor, DeterministicActor
 from rlcli.models.heads import CategoricalHead
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import ReplayLearner, offline_replay, total_loss
+from rlcli.replay import REPLAY_METRICS, ReplayLearner, offline_replay, total_loss
 from rlcli.timing import Timer
 
 
@@ -131,9 +131,9 @@ class BC:
 CONFIG = BCConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box, gspaces.Discrete)}
 PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer")
-METRICS = ("loss/actor", "loss/total", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+METRICS = ("loss/actor", "loss/total", *REPLAY_METRICS)
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
 TOTAL = ("loss/actor",)
-"""What ``loss/total`` sums, in this order (:func:`rlcli.replay.total_loss`)."""
 
 
 def build_agent(cfg: BCConfig, ctx: BuildContext) -> BCAgent:

@@ -23,7 +23,7 @@ from rlcli.algos.sac import build_agent as sac_agent
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import CQLConfig
 from rlcli.models.critics import critic_regression
-from rlcli.replay import REPLAY_PHASES, ReplayLearner, offline_replay, total_loss
+from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, offline_replay, total_loss
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -207,7 +207,7 @@ class CQL:
 
 CONFIG = CQLConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
-PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
+PHASES = UNPRIORITIZED_PHASES
 METRICS = (
     "loss/critic",
     "loss/conservative",
@@ -221,12 +221,10 @@ METRICS = (
     "stats/alpha",
     "stats/conservative_weight",
     "stats/td_abs",
-    "stats/gradient_steps",
-    "stats/buffer_size",
-    "optim/lr",
+    *REPLAY_METRICS,
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
 TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
-"""What ``loss/total`` sums, in this order (:func:`rlcli.replay.total_loss`)."""
 
 
 def build_agent(cfg: CQLConfig, ctx: BuildContext) -> CQLAgent:

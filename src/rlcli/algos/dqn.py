@@ -167,8 +167,8 @@ METRICS = (
     "stats/buffer_size",
     "optim/lr",
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
 TOTAL = ("loss/q",)
-"""What ``loss/total`` sums, in this order (:func:`rlcli.replay.total_loss`)."""
 
 
 def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:

@@ -22,7 +22,7 @@ from rlcli.models.actors import BoundedGaussianActor
 from rlcli.models.critics import QEnsemble, ValueCritic, critic_regression
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_PHASES, ReplayLearner, offline_replay, total_loss
+from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, offline_replay, total_loss
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -160,7 +160,7 @@ class IQL:
 
 CONFIG = IQLConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
-PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
+PHASES = UNPRIORITIZED_PHASES
 METRICS = (
     "loss/value",
     "loss/critic",
@@ -170,12 +170,10 @@ METRICS = (
     "stats/v_mean",
     "stats/weight_mean",
     "stats/td_abs",
-    "stats/gradient_steps",
-    "stats/buffer_size",
-    "optim/lr",
+    *REPLAY_METRICS,
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
 TOTAL = ("loss/value", "loss/critic", "loss/actor")
-"""What ``loss/total`` sums, in this order (:func:`rlcli.replay.total_loss`)."""
 
 
 def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:

@@ -20,7 +20,7 @@ from gymnasium import spaces as gspaces
 from rlcli import keys
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import REINFORCEConfig
-from rlcli.rollout import SingleStepLearner, evaluate_minibatch
+from rlcli.rollout import ROLLOUT_PHASES, SingleStepLearner, evaluate_minibatch
 
 # The actor-critic alone, for evaluation: this module's build_agent.
 from rlcli.rollout import build_agent as build_agent
@@ -64,7 +64,7 @@ def reinforce_objective(agent: ActorCritic, batch: TensorDict, *, cfg: REINFORCE
 
 CONFIG = REINFORCEConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
-PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+PHASES = ROLLOUT_PHASES
 METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
 
 

@@ -19,7 +19,7 @@ from rlcli.models.actors import DeterministicActor
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
+from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -217,12 +217,10 @@ METRICS = (
     "loss/total",
     "stats/q_mean",
     "stats/td_abs",
-    "stats/gradient_steps",
-    "stats/buffer_size",
-    "optim/lr",
+    *REPLAY_METRICS,
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
 TOTAL = ("loss/critic", "loss/actor")
-"""What ``loss/total`` sums, in this order (:func:`rlcli.replay.total_loss`)."""
 
 
 def build_agent(cfg, ctx: BuildContext) -> DeterministicAgent:

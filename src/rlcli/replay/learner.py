@@ -31,6 +31,13 @@ REPLAY_PHASES = (
 """The timed sub-phases of a replay-based ``learn``: storing the batch, sampling, and the steps of
 the algorithm's ``update`` (its forward, the gradient step, priorities and targets)."""
 
+UNPRIORITIZED_PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
+""":data:`REPLAY_PHASES` of an algorithm that never updates priorities (one that samples a dataset)."""
+
+REPLAY_METRICS = ("stats/gradient_steps", "stats/buffer_size", "optim/lr")
+"""The row keys :meth:`ReplayLearner.learn` reports besides the terms and ``loss/total``: the last
+columns of an algorithm's ``METRICS``."""
+
 Update = Callable[["TensorDict", "Timer"], dict[str, torch.Tensor]]
 """An algorithm's gradient step on one normalized replay sample; returns its loss terms (the learner
 detaches them)."""
