@@ -25,8 +25,6 @@ class DatasetBuffer:
     observation from its rows: no observation is stored twice.
     """
 
-    prioritized = False
-
     def __init__(self, dataset: Dataset, *, device: torch.device, storage_device: torch.device):
         self.device, self.storage_device = device, storage_device
         self.observations = dataset.observations.to(storage_device)
@@ -88,8 +86,6 @@ class OfflineReplay:
         storage_device: torch.device,
         clip_reward: float | None = None,
     ):
-        self.obs_norm, self.reward_scaler = obs_norm, reward_scaler
-        self.clip_reward = clip_reward
         rewards = clip_rewards(dataset.rewards, clip_reward)
         obs_norm.observe(dataset.observations)
         if reward_scaler.enabled:
