@@ -94,6 +94,7 @@ class DQN:
         self.replay = replay
         self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(agent.target, agent.q, tau=cfg.tau, interval=cfg.target_update_interval)
+        self.updates = 0
         # Uniform actions during warm-up, then a linear decay over the first exploration_fraction.
         self.exploration = EpsilonGreedy(
             agent.num_actions,
@@ -101,7 +102,6 @@ class DQN:
             end=cfg.epsilon_end,
             decay_frames=cfg.exploration_fraction * ctx.collector.frames,
         )
-        self.updates = 0
         self.exploration.advance(replay.frames, learning=replay.learning)
 
     @torch.no_grad()
@@ -111,6 +111,7 @@ class DQN:
         return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
 
     def _greedy(self, observation: torch.Tensor) -> torch.Tensor:
+        """The online network's argmax ([N] int64) for raw ``observation``."""
         return self.agent.q(self.agent.obs_norm(observation)).argmax(1)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
