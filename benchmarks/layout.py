@@ -25,10 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent / "src" / "rlcli"
 MODULE_LINES = 400
 FUNCTION_LINES = 60
 # "path/relative/to/src/rlcli.py" or "path.py:qualified.name" -> why it may stay over its limit.
-_FORMAT = "grew past the limit under ruff format (issue 32); its split is under way"
-EXCEPTIONS: dict[str, str] = {
-    "replay/frames.py": _FORMAT,
-}
+EXCEPTIONS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

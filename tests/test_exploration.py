@@ -1,11 +1,11 @@
-"""Exploration: action bounds (uniform warm-up draws, clipping) and Gaussian and OU action noise."""
+"""Exploration: epsilon-greedy acting, action bounds (uniform warm-up draws, clipping) and Gaussian and OU action noise."""
 
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
 
-from rlcli.exploration import ActionBounds, ActionNoise, uniform_actions
+from rlcli.exploration import ActionBounds, ActionNoise, EpsilonGreedy, uniform_actions
 
 BOX = spaces.Box(low=np.array([-2.0, 0.0], dtype=np.float32), high=np.array([2.0, 1.0], dtype=np.float32))
 
@@ -76,3 +76,26 @@ def test_ornstein_uhlenbeck_noise_is_correlated_in_time_and_gaussian_is_not():
 
     assert lag_one(ou_path) > 0.9 and abs(lag_one(gauss_path)) < 0.1
     assert torch.equal(ou.state_dict()["state"], ou.state)
+
+
+def test_epsilon_greedy_is_uniform_in_warm_up_then_decays_linearly_and_holds_at_its_end():
+    exploration = EpsilonGreedy(3, start=1.0, end=0.1, decay_frames=100)
+    rates = []
+    for frames, learning in ((50, False), (0, True), (50, True), (100, True), (400, True)):
+        exploration.advance(frames, learning=learning)
+        rates.append(exploration.epsilon)
+    assert rates == pytest.approx([1.0, 1.0, 0.55, 0.1, 0.1])
+
+
+def test_epsilon_greedy_asks_for_no_greedy_action_at_a_rate_of_one_and_keeps_it_at_zero():
+    exploration = EpsilonGreedy(4, start=1.0, end=0.0, decay_frames=0)
+    observation = torch.zeros(500, 2)
+
+    def refuse(observation):
+        raise AssertionError("no greedy action at epsilon 1")
+
+    uniform = exploration(observation, refuse, torch.Generator().manual_seed(0))
+    assert set(uniform.tolist()) == {0, 1, 2, 3}
+    exploration.advance(10, learning=True)
+    greedy = exploration(observation, lambda obs: torch.full((obs.shape[0],), 2), torch.Generator().manual_seed(0))
+    assert exploration.epsilon == 0.0 and bool((greedy == 2).all())

@@ -1,4 +1,5 @@
-"""Exploration noise for deterministic continuous-control actors (TD3, DDPG).
+"""Exploration for collection: epsilon-greedy acting over Discrete actions (any value-based
+algorithm), and action noise and bounds for deterministic continuous-control actors (TD3, DDPG).
 
 Noise scales are fractions of each action dimension's half-range, so 0.1 means the
 same on Pendulum's [-2, 2] as on MuJoCo's [-1, 1]; noisy actions are clipped
@@ -7,12 +8,60 @@ back into the bounds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import torch
 from torch import nn
 
 NoiseType = Literal["gaussian", "ou"]
+
+
+def epsilon_greedy(greedy: torch.Tensor, epsilon: float, num_actions: int, generator: torch.Generator) -> torch.Tensor:
+    """``greedy`` ([N] int64) with each action replaced, with probability ``epsilon``, by a uniform one.
+
+    Draws the uniform actions first, then the coin flips, from ``generator``.
+    """
+    n = greedy.shape[0]
+    uniform = torch.randint(num_actions, (n,), generator=generator, device=greedy.device)
+    explore = torch.rand(n, generator=generator, device=greedy.device) < epsilon
+    return torch.where(explore, uniform, greedy)
+
+
+class EpsilonGreedy:
+    """Epsilon-greedy collection over ``num_actions`` Discrete actions, on a schedule: uniform actions
+    during the warm-up, then an exploration rate decaying linearly from ``start`` to ``end`` over
+    ``decay_frames`` frames, and held at ``end`` after them.
+
+    ``epsilon`` is the rate the next collection uses; :meth:`advance` moves it after each batch.
+    The algorithm saves it with its state, rather than recomputing it: a resume may raise
+    ``total_frames``, and with it ``decay_frames``.
+    """
+
+    def __init__(self, num_actions: int, *, start: float, end: float, decay_frames: float):
+        self.num_actions = num_actions
+        self.start, self.end, self.decay_frames = start, end, decay_frames
+        self.epsilon = 1.0
+
+    def advance(self, frames: int, *, learning: bool) -> None:
+        """Set ``epsilon`` for ``frames`` collected so far: 1 until ``learning`` (the warm-up is over),
+        then the linear decay."""
+        if not learning:
+            self.epsilon = 1.0
+            return
+        done = min(frames / self.decay_frames, 1.0) if self.decay_frames > 0 else 1.0
+        self.epsilon = self.start + done * (self.end - self.start)
+
+    def __call__(
+        self, observation: torch.Tensor, greedy: Callable[[torch.Tensor], torch.Tensor], generator: torch.Generator
+    ) -> torch.Tensor:
+        """Actions ([N] int64) for ``observation`` ([N, ...]): ``greedy(observation)`` ([N] int64, the argmax
+        of the algorithm's values) at rate ``epsilon``, else uniform ones; at an ``epsilon`` of 1 uniform
+        actions alone, without calling ``greedy``."""
+        if self.epsilon >= 1.0:
+            n = observation.shape[0]
+            return torch.randint(self.num_actions, (n,), generator=generator, device=observation.device)
+        return epsilon_greedy(greedy(observation), self.epsilon, self.num_actions, generator)
 
 
 class ActionNoise(nn.Module):

@@ -1,7 +1,8 @@
 """What the on-policy algorithms (PPO, A2C, REINFORCE) share around their losses: the actor-critic
 and reward scaler built for a run, a collected rollout made ready for the update (normalized inputs,
-bootstrap values, scaled rewards, advantages), its rows for the loss, and the
-:class:`RolloutLearner` that holds them with the gradient step."""
+bootstrap values, scaled rewards, advantages), its rows for the loss, the :class:`RolloutLearner`
+that holds them with the gradient step, and the :class:`SingleStepLearner` of the algorithms that
+take one gradient step per rollout (A2C, REINFORCE)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ if TYPE_CHECKING:
 
     from rlcli.build_context import BuildContext
     from rlcli.timing import Timer
+
+
+ROLLOUT_PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+"""The timed sub-phases of an on-policy ``learn``: the rollout's advantages, then the loss's forward
+and the gradient step."""
 
 
 def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
@@ -199,3 +205,45 @@ class RolloutLearner:
     def load_state_dict(self, state: dict) -> None:
         self.step.load_state_dict(state["step"])
         self.reward_scaler.load_state_dict(state["reward_scaler"])
+
+
+Objective = Callable[[ActorCritic, "TensorDict"], dict[str, torch.Tensor]]
+"""An algorithm's named loss terms of a batch of rows under an actor-critic, ``loss/total`` among them."""
+
+
+class SingleStepLearner:
+    """The algorithm object of an on-policy method that takes one gradient step per rollout, on every
+    row the loss counts (A2C, REINFORCE): the method is its ``objective`` and its config.
+
+    Builds the :class:`RolloutLearner` of ``cfg`` for ``ctx`` (``names`` and ``baseline`` as there);
+    ``objective`` maps the actor-critic and a batch of rows to named terms, ``loss/total`` the
+    scalar to minimise. Its state is the rollout learner's: the gradient step and the reward scaler.
+    """
+
+    def __init__(self, cfg, ctx: BuildContext, *, objective: Objective, names: tuple[str, ...], baseline: bool = True):
+        self.objective = objective
+        self.rollout = RolloutLearner(cfg, ctx, names=names, baseline=baseline)
+        self.agent, self.step = self.rollout.agent, self.rollout.step
+        self.act, self.ingest_and_sample = self.agent.act, self.rollout.ingest_and_sample
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """The objective's terms of a batch of rows, ``loss/total`` the scalar to minimise."""
+        return self.objective(self.agent, batch)
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Advantages, one gradient step on the rows of ``batch`` the loss counts, then the statistics
+        update; returns the terms and the learning rate used."""
+        lr = self.step.lr
+        flat = self.rollout.rows(batch, timer)
+        with timer.phase("update.forward"):
+            terms = self.loss(flat)
+        # Across ranks each counted row weighs the same, whatever each rank's count of them.
+        self.step(terms["loss/total"], timer, rows=flat[keys.VALID].sum())
+        self.rollout.finish(batch)
+        return {name: float(value.detach()) for name, value in terms.items()} | {"optim/lr": lr}
+
+    def state_dict(self, *, replay: bool = True) -> dict:
+        return self.rollout.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rollout.load_state_dict(state)

@@ -90,7 +90,7 @@ def test_epsilon_is_one_in_warm_up_then_decays_linearly_to_its_end(cartpole_dqn)
         for _ in range(14):
             stats = run.algo.learn(run.source.next_batch(timer), timer)
             seen.append(round(stats["stats/epsilon"], 6))
-        final = run.algo.epsilon
+        final = run.algo.exploration.epsilon
     finally:
         run.close()
     # Each row reports the epsilon its batch was collected with: 32 frames per batch,

@@ -119,8 +119,15 @@ def test_state_dict_round_trips_into_a_fresh_build(name, env_id):
     for key, value in agent_state.items():
         assert torch.equal(fresh.algo.agent.state_dict()[key], value), key
     # What the next collect and row read, beside the state: DQN's epsilon, PPO's clip.
-    for attribute in ("epsilon", "clip_epsilon"):
-        assert getattr(fresh.algo, attribute, None) == getattr(run.algo, attribute, None), attribute
+    for path in ("exploration.epsilon", "clip_epsilon"):
+        assert attribute(fresh.algo, path) == attribute(run.algo, path), path
+
+
+def attribute(owner, path: str):
+    """The attribute at dotted ``path`` of ``owner``; None where a part is missing."""
+    for name in path.split("."):
+        owner = getattr(owner, name, None)
+    return owner
 
 
 def test_dqn_keeps_its_saved_epsilon_when_a_resume_raises_the_frame_budget(cartpole_dqn):
@@ -129,15 +136,15 @@ def test_dqn_keeps_its_saved_epsilon_when_a_resume_raises_the_frame_budget(cartp
         timer = Timer(run.device)
         for _ in range(3):
             run.algo.learn(run.source.next_batch(timer), timer)
-        state, epsilon = run.algo.state_dict(), run.algo.epsilon
+        state, epsilon = run.algo.state_dict(), run.algo.exploration.epsilon
     finally:
         run.close()
     longer = cartpole_dqn(learning_starts=32, exploration_fraction=0.5)
     longer.close()
     # A resume may raise total_frames: the decay's horizon moves, the epsilon in use does not.
-    longer.algo.decay_frames *= 10
+    longer.algo.exploration.decay_frames *= 10
     longer.algo.load_state_dict(state)
-    assert 0.0 < epsilon < 1.0 and longer.algo.epsilon == epsilon
+    assert 0.0 < epsilon < 1.0 and longer.algo.exploration.epsilon == epsilon
 
 
 def assert_same(a, b, where: str = "state") -> None:

@@ -69,7 +69,7 @@ def test_prioritize_sets_priorities_of_a_prioritized_buffer_only(prioritized, ca
     try:
         timer = Timer(run.device)
         replay = run.algo.replay
-        sample = replay.ingest_and_sample(run.source.next_batch(timer), 8, torch.Generator().manual_seed(0))
+        sample = run.algo.learner.ingest_and_sample(run.source.next_batch(timer), 8, torch.Generator().manual_seed(0))
         replay.prioritize(sample, torch.full((8,), 3.0), timer)
         tree = replay.buffer.tree
     finally:
@@ -89,7 +89,7 @@ def test_a_sample_is_normalized_by_the_current_statistics_while_the_buffer_keeps
         timer = Timer(run.device)
         replay = run.algo.replay
         replay.obs_norm.enabled = True
-        sample = replay.ingest_and_sample(run.source.next_batch(timer), 16, torch.Generator().manual_seed(1))
+        sample = run.algo.learner.ingest_and_sample(run.source.next_batch(timer), 16, torch.Generator().manual_seed(1))
         raw = replay.buffer.tensors[keys.OBSERVATION][sample[keys.INDEX]]
     finally:
         run.close()

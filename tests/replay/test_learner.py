@@ -5,6 +5,7 @@ import torch
 
 from rlcli import keys
 from rlcli.config.load import validate_data
+from rlcli.replay import total_loss
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
@@ -91,3 +92,12 @@ def test_state_round_trips_steps_generator_and_replay_by_name():
     finally:
         run.close()
         other.close()
+
+
+def test_total_loss_sums_the_named_terms_in_order_and_leaves_out_absent_ones():
+    names = ("loss/critic", "loss/actor", "loss/alpha")
+    terms = {"loss/critic": torch.tensor(0.5), "loss/actor": torch.tensor(-2.0), "loss/alpha": torch.tensor(0.25)}
+    assert float(total_loss(terms, names)) == (0.5 + -2.0) + 0.25
+    # An iteration of critic steps only: the actor's means are absent, not zeros to add.
+    assert total_loss({"loss/critic": 0.5, "stats/q_mean": 3.0}, names) == 0.5
+    assert total_loss({"stats/q_mean": 3.0}, names) is None

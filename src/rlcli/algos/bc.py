@@ -19,7 +19,7 @@ from rlcli.models.actors import BoundedGaussianActor, DeterministicActor
 from rlcli.models.heads import CategoricalHead
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import ReplayLearner, offline_replay
+from rlcli.replay import REPLAY_METRICS, ReplayLearner, offline_replay, total_loss
 from rlcli.timing import Timer
 
 
@@ -94,9 +94,11 @@ class BC:
         self.cfg = cfg
         self.agent = agent
         self.replay = offline_replay(ctx, agent.obs_norm, gamma=None)
-        self.ingest_and_sample = self.replay.ingest_and_sample
         self.step = ctx.gradient_step(agent.policy.parameters())
-        self.learner = ReplayLearner(self.replay, {"actor_step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed)
+        self.learner = ReplayLearner(
+            self.replay, {"actor_step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed, total=TOTAL
+        )
+        self.ingest_and_sample = self.learner.ingest_and_sample
 
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """``action`` for raw ``observation`` [N, ...]: a sample of the policy."""
@@ -104,21 +106,20 @@ class BC:
         return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """:func:`bc_loss` of a minibatch plus ``loss/total``, the scalar to minimise."""
         terms = bc_loss(self.agent, batch)
-        terms["loss/total"] = terms["loss/actor"]
+        terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """The iteration's gradient steps; returns their mean loss."""
-        stats = self.learner.learn(batch, timer, self.update)
-        stats["loss/total"] = stats["loss/actor"]
-        return stats
+        return self.learner.learn(batch, timer, self.update)
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         with timer.phase("update.forward"):
             terms = bc_loss(self.agent, sample)
         self.step(terms["loss/actor"], timer)
-        return {name: value.detach() for name, value in terms.items()}
+        return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay)
@@ -130,7 +131,9 @@ class BC:
 CONFIG = BCConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box, gspaces.Discrete)}
 PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer")
-METRICS = ("loss/actor", "loss/total", "stats/gradient_steps", "stats/buffer_size", "optim/lr")
+METRICS = ("loss/actor", "loss/total", *REPLAY_METRICS)
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
+TOTAL = ("loss/actor",)
 
 
 def build_agent(cfg: BCConfig, ctx: BuildContext) -> BCAgent:

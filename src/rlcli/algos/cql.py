@@ -23,7 +23,7 @@ from rlcli.algos.sac import build_agent as sac_agent
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import CQLConfig
 from rlcli.models.critics import critic_regression
-from rlcli.replay import REPLAY_PHASES, ReplayLearner, build_replay, transition_spec
+from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, offline_replay, total_loss
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -128,9 +128,7 @@ class CQL:
     def __init__(self, cfg: CQLConfig, ctx: BuildContext, *, agent: CQLAgent):
         self.cfg = cfg
         self.agent = agent
-        spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=1)
-        self.replay = build_replay(cfg, ctx, spec, agent.obs_norm)
-        self.ingest_and_sample = self.replay.ingest_and_sample
+        self.replay = offline_replay(ctx, agent.obs_norm, gamma=cfg.gamma)
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
         tuned = [agent.log_alpha] if cfg.autotune_alpha else []
         self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned], lr=cfg.actor_lr)
@@ -138,7 +136,8 @@ class CQL:
         if cfg.lagrange:
             self.weight_step = ctx.gradient_step([agent.log_weight])
             steps["weight_step"] = self.weight_step
-        self.learner = ReplayLearner(self.replay, steps, batch_size=cfg.batch_size, seed=ctx.seed)
+        self.learner = ReplayLearner(self.replay, steps, batch_size=cfg.batch_size, seed=ctx.seed, total=TOTAL)
+        self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
         self.target_entropy = -float(ctx.act_dim)
         self.noise_generator = torch.Generator(device=ctx.device)
@@ -164,13 +163,12 @@ class CQL:
         terms = cql_critic_loss(
             self.agent, batch, gamma=self.cfg.gamma, alpha=self.alpha, cfg=self.cfg, generator=self.noise_generator
         ) | self._actor_terms(batch)
-        terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"] + terms["loss/alpha"]
+        terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """The iteration's gradient steps; returns each term's mean over them."""
         stats = self.learner.learn(batch, timer, self.update)
-        stats["loss/total"] = stats["loss/critic"] + stats["loss/actor"] + stats["loss/alpha"]
         stats["stats/alpha"] = float(self.alpha)
         stats["stats/conservative_weight"] = (
             float(self.agent.log_weight.exp()) * self.cfg.conservative_weight
@@ -193,7 +191,7 @@ class CQL:
         self.actor_step(terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"], timer)
         with timer.phase("update.target"):
             self.target.step()
-        return {name: value.detach() for name, value in terms.items()}
+        return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
@@ -209,7 +207,7 @@ class CQL:
 
 CONFIG = CQLConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
-PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
+PHASES = UNPRIORITIZED_PHASES
 METRICS = (
     "loss/critic",
     "loss/conservative",
@@ -223,10 +221,10 @@ METRICS = (
     "stats/alpha",
     "stats/conservative_weight",
     "stats/td_abs",
-    "stats/gradient_steps",
-    "stats/buffer_size",
-    "optim/lr",
+    *REPLAY_METRICS,
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
+TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
 
 
 def build_agent(cfg: CQLConfig, ctx: BuildContext) -> CQLAgent:

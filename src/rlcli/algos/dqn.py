@@ -15,9 +15,10 @@ from rlcli import keys
 from rlcli.advantages import bootstrapped_target
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import DQNConfig
+from rlcli.exploration import EpsilonGreedy, epsilon_greedy
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, transition_spec
+from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -44,17 +45,6 @@ class QAgent(nn.Module):
         if deterministic:
             return greedy
         return epsilon_greedy(greedy, self.epsilon_end, self.num_actions, generator)
-
-
-def epsilon_greedy(greedy: torch.Tensor, epsilon: float, num_actions: int, generator: torch.Generator) -> torch.Tensor:
-    """``greedy`` ([N] int64) with each action replaced, with probability ``epsilon``, by a uniform one.
-
-    Draws the uniform actions first, then the coin flips, from ``generator``.
-    """
-    n = greedy.shape[0]
-    uniform = torch.randint(num_actions, (n,), generator=generator, device=greedy.device)
-    explore = torch.rand(n, generator=generator, device=greedy.device) < epsilon
-    return torch.where(explore, uniform, greedy)
 
 
 def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, huber: bool) -> dict[str, torch.Tensor]:
@@ -100,64 +90,61 @@ class DQN:
         self.cfg = cfg
         self.agent = agent
         self.step = ctx.gradient_step(agent.q.parameters())
-        self.learner = ReplayLearner(replay, {"step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed)
+        self.learner = ReplayLearner(replay, {"step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed, total=TOTAL)
         self.replay = replay
-        self.ingest_and_sample = replay.ingest_and_sample
+        self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(agent.target, agent.q, tau=cfg.tau, interval=cfg.target_update_interval)
-        self.decay_frames = cfg.exploration_fraction * ctx.collector.frames
         self.updates = 0
-        self.epsilon = self._epsilon()
-
-    def _epsilon(self) -> float:
-        """Uniform actions during warm-up, then a linear decay over the first ``exploration_fraction``."""
-        cfg = self.cfg
-        if not self.replay.learning:
-            return 1.0
-        done = min(self.replay.frames / self.decay_frames, 1.0) if self.decay_frames > 0 else 1.0
-        return cfg.epsilon_start + done * (cfg.epsilon_end - cfg.epsilon_start)
+        # Uniform actions during warm-up, then a linear decay over the first exploration_fraction.
+        self.exploration = EpsilonGreedy(
+            agent.num_actions,
+            start=cfg.epsilon_start,
+            end=cfg.epsilon_end,
+            decay_frames=cfg.exploration_fraction * ctx.collector.frames,
+        )
+        self.exploration.advance(replay.frames, learning=replay.learning)
 
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
         """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs])."""
-        n = observation.shape[0]
-        if self.epsilon >= 1.0:
-            action = torch.randint(self.agent.num_actions, (n,), generator=generator, device=observation.device)
-        else:
-            greedy = self.agent.q(self.agent.obs_norm(observation)).argmax(1)
-            action = epsilon_greedy(greedy, self.epsilon, self.agent.num_actions, generator)
-        return TensorDict({keys.ACTION: action}, batch_size=[n])
+        action = self.exploration(observation, self._greedy, generator)
+        return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
+
+    def _greedy(self, observation: torch.Tensor) -> torch.Tensor:
+        """The online network's argmax ([N] int64) for raw ``observation``."""
+        return self.agent.q(self.agent.obs_norm(observation)).argmax(1)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
         cfg = self.cfg
         terms = dqn_loss(self.agent, batch, gamma=cfg.gamma, double=cfg.double, huber=cfg.loss == "huber")
-        terms["loss/total"] = terms["loss/q"]
+        terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
-        stats = {"stats/epsilon": self.epsilon} | self.learner.learn(batch, timer, self.update)
-        self.epsilon = self._epsilon()
+        stats = {"stats/epsilon": self.exploration.epsilon} | self.learner.learn(batch, timer, self.update)
+        self.exploration.advance(self.replay.frames, learning=self.replay.learning)
         return stats
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         """One gradient step on a normalized replay ``sample``, the priority update and the target
-        update when due; returns the detached loss terms."""
+        update when due; returns the loss terms (the learner reports ``loss/total`` of their means)."""
         with timer.phase("update.forward"):
             terms = self.loss(sample)
         td_error = terms.pop("td_error")
-        self.step(terms["loss/total"], timer)
+        self.step(terms.pop("loss/total"), timer)
         self.replay.prioritize(sample, td_error, timer)
         with timer.phase("update.target"):
             self.target.step()
         self.updates += 1
-        return {name: value.detach() for name, value in terms.items()}
+        return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
             "target": self.target.state_dict(),
             "updates": self.updates,
-            "epsilon": self.epsilon,
+            "epsilon": self.exploration.epsilon,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -165,7 +152,7 @@ class DQN:
         self.target.load_state_dict(state["target"])
         self.updates = state["updates"]
         # Saved, not recomputed: a resume may raise total_frames, and with it the decay's horizon.
-        self.epsilon = state["epsilon"]
+        self.exploration.epsilon = state["epsilon"]
 
 
 CONFIG = DQNConfig
@@ -181,6 +168,8 @@ METRICS = (
     "stats/buffer_size",
     "optim/lr",
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
+TOTAL = ("loss/q",)
 
 
 def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:

@@ -22,7 +22,7 @@ from rlcli.models.actors import BoundedGaussianActor
 from rlcli.models.critics import QEnsemble, ValueCritic, critic_regression
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_PHASES, ReplayLearner, build_replay, transition_spec
+from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, offline_replay, total_loss
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -101,9 +101,7 @@ class IQL:
     def __init__(self, cfg: IQLConfig, ctx: BuildContext, *, agent: IQLAgent):
         self.cfg = cfg
         self.agent = agent
-        spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=1)
-        self.replay = build_replay(cfg, ctx, spec, agent.obs_norm)
-        self.ingest_and_sample = self.replay.ingest_and_sample
+        self.replay = offline_replay(ctx, agent.obs_norm, gamma=cfg.gamma)
         self.value_step = ctx.gradient_step(agent.value.parameters())
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
         self.actor_step = ctx.gradient_step(agent.actor.parameters())
@@ -112,7 +110,9 @@ class IQL:
             {"value_step": self.value_step, "critic_step": self.critic_step, "actor_step": self.actor_step},
             batch_size=cfg.batch_size,
             seed=ctx.seed,
+            total=TOTAL,
         )
+        self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
 
     def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
@@ -127,14 +127,12 @@ class IQL:
         advantage = terms.pop("advantage")
         terms |= iql_critic_loss(self.agent, batch, gamma=cfg.gamma)
         terms |= iql_actor_loss(self.agent, batch, advantage, beta=cfg.beta, max_weight=cfg.max_weight)
-        terms["loss/total"] = terms["loss/value"] + terms["loss/critic"] + terms["loss/actor"]
+        terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """The iteration's gradient steps; returns each term's mean over them."""
-        stats = self.learner.learn(batch, timer, self.update)
-        stats["loss/total"] = stats["loss/value"] + stats["loss/critic"] + stats["loss/actor"]
-        return stats
+        return self.learner.learn(batch, timer, self.update)
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         cfg = self.cfg
@@ -150,7 +148,7 @@ class IQL:
         self.actor_step(terms["loss/actor"], timer)
         with timer.phase("update.target"):
             self.target.step()
-        return {name: value.detach() for name, value in terms.items()}
+        return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {"target": self.target.state_dict()}
@@ -162,7 +160,7 @@ class IQL:
 
 CONFIG = IQLConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
-PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.priority")
+PHASES = UNPRIORITIZED_PHASES
 METRICS = (
     "loss/value",
     "loss/critic",
@@ -172,10 +170,10 @@ METRICS = (
     "stats/v_mean",
     "stats/weight_mean",
     "stats/td_abs",
-    "stats/gradient_steps",
-    "stats/buffer_size",
-    "optim/lr",
+    *REPLAY_METRICS,
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
+TOTAL = ("loss/value", "loss/critic", "loss/actor")
 
 
 def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:

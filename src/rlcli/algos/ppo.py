@@ -12,7 +12,7 @@ from rlcli.build_context import BuildContext
 from rlcli.config.algos import PPOConfig
 from rlcli.models.actor_critic import ActorCritic
 from rlcli.optim import SCHEDULES
-from rlcli.rollout import RolloutLearner, evaluate_minibatch
+from rlcli.rollout import ROLLOUT_PHASES, RolloutLearner, evaluate_minibatch
 
 # The actor-critic alone, for evaluation: this module's build_agent.
 from rlcli.rollout import build_agent as build_agent
@@ -159,7 +159,7 @@ class PPO:
 
 CONFIG = PPOConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
-PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+PHASES = ROLLOUT_PHASES
 METRICS = (
     "loss/policy",
     "loss/value",

@@ -11,6 +11,7 @@ no loss and no gradient. One gradient step per batch.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
@@ -19,11 +20,10 @@ from gymnasium import spaces as gspaces
 from rlcli import keys
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import REINFORCEConfig
-from rlcli.rollout import RolloutLearner, evaluate_minibatch
+from rlcli.rollout import ROLLOUT_PHASES, SingleStepLearner, evaluate_minibatch
 
 # The actor-critic alone, for evaluation: this module's build_agent.
 from rlcli.rollout import build_agent as build_agent
-from rlcli.timing import Timer
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
@@ -52,50 +52,25 @@ def reinforce_loss(
     return terms
 
 
-class REINFORCE:
-    """REINFORCE's learning step: returns, then one gradient step per batch."""
-
-    def __init__(self, cfg: REINFORCEConfig, ctx: BuildContext):
-        self.cfg = cfg
-        self.rollout = RolloutLearner(cfg, ctx, names=LOSS_KEYS, baseline=cfg.baseline)
-        self.agent, self.step = self.rollout.agent, self.rollout.step
-        self.act, self.ingest_and_sample = self.agent.act, self.rollout.ingest_and_sample
-
-    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
-        """:func:`reinforce_loss` terms of a batch plus ``loss/total``, the scalar to minimise."""
-        cfg = self.cfg
-        terms = reinforce_loss(self.agent, batch, baseline=cfg.baseline, normalize_advantage=cfg.normalize_advantage)
-        total = terms["loss/policy"] - cfg.entropy_coef * terms["loss/entropy"]
-        if cfg.baseline:
-            total = total + cfg.value_coef * terms["loss/value"]
-        terms["loss/total"] = total
-        return terms
-
-    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
-        """Returns, one gradient step on the rows of ``batch`` the loss counts, then the statistics update."""
-        lr = self.step.lr
-        flat = self.rollout.rows(batch, timer)
-        with timer.phase("update.forward"):
-            terms = self.loss(flat)
-        # Across ranks each counted row weighs the same, whatever each rank's count of them.
-        self.step(terms["loss/total"], timer, rows=flat[keys.VALID].sum())
-        self.rollout.finish(batch)
-        return {name: float(value.detach()) for name, value in terms.items()} | {"optim/lr": lr}
-
-    def state_dict(self, *, replay: bool = True) -> dict:
-        return self.rollout.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.rollout.load_state_dict(state)
+def reinforce_objective(agent: ActorCritic, batch: TensorDict, *, cfg: REINFORCEConfig) -> dict[str, torch.Tensor]:
+    """:func:`reinforce_loss` terms of a batch plus ``loss/total``, the scalar to minimise."""
+    terms = reinforce_loss(agent, batch, baseline=cfg.baseline, normalize_advantage=cfg.normalize_advantage)
+    total = terms["loss/policy"] - cfg.entropy_coef * terms["loss/entropy"]
+    if cfg.baseline:
+        total = total + cfg.value_coef * terms["loss/value"]
+    terms["loss/total"] = total
+    return terms
 
 
 CONFIG = REINFORCEConfig
 SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
-PHASES = ("update.advantage", "update.forward", "update.backward", "update.optimizer")
+PHASES = ROLLOUT_PHASES
 METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
 
 
-def build(cfg: REINFORCEConfig, ctx: BuildContext) -> REINFORCE:
-    """REINFORCE with an actor-critic sized from ``ctx``'s spaces, its optimizer and reward scaler
-    (REINFORCE draws no random numbers of its own: ``ctx.seed`` is unused)."""
-    return REINFORCE(cfg, ctx)
+def build(cfg: REINFORCEConfig, ctx: BuildContext) -> SingleStepLearner:
+    """REINFORCE: returns, then one gradient step per batch, with an actor-critic sized from ``ctx``'s
+    spaces, its optimizer and reward scaler (REINFORCE draws no random numbers of its own: ``ctx.seed``
+    is unused)."""
+    objective = partial(reinforce_objective, cfg=cfg)
+    return SingleStepLearner(cfg, ctx, objective=objective, names=LOSS_KEYS, baseline=cfg.baseline)

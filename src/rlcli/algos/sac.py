@@ -20,7 +20,7 @@ from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, transition_spec
+from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -111,7 +111,6 @@ class SAC:
         self.cfg = cfg
         self.agent = agent
         self.replay = replay
-        self.ingest_and_sample = replay.ingest_and_sample
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
         # The actor and temperature losses touch disjoint parameters (alpha is detached in the
         # actor's loss), so one backward of their sum and one optimizer serve both.
@@ -122,7 +121,9 @@ class SAC:
             {"critic_step": self.critic_step, "actor_step": self.actor_step},
             batch_size=cfg.batch_size,
             seed=ctx.seed,
+            total=TOTAL,
         )
+        self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(
             agent.critic_target, agent.critic, tau=cfg.tau, interval=cfg.target_update_interval
         )
@@ -189,20 +190,18 @@ class SAC:
         terms |= sac_actor_loss(
             self.agent, batch, action, log_prob, alpha=alpha, actor_q=cfg.actor_q, target_entropy=self.target_entropy
         )
-        terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"] + terms["loss/alpha"]
+        terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
         stats = self.learner.learn(batch, timer, self.update)
-        if "loss/critic" in stats:
-            stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0) + stats.get("loss/alpha", 0.0)
         stats["stats/alpha"] = float(self.alpha)
         return stats
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         """One critic step on a normalized replay ``sample``, the actor and temperature steps when
-        due, and the target update; returns the detached loss terms."""
+        due, and the target update; returns the loss terms."""
         cfg = self.cfg
         alpha = self.alpha
         actor_due = (self.updates + 1) % cfg.policy_delay == 0
@@ -232,7 +231,7 @@ class SAC:
             self.actor_step(loss, timer)
         with timer.phase("update.target"):
             self.target.step()
-        return {name: value.detach() for name, value in terms.items()}
+        return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
@@ -263,10 +262,10 @@ METRICS = (
     "stats/entropy",
     "stats/alpha",
     "stats/td_abs",
-    "stats/gradient_steps",
-    "stats/buffer_size",
-    "optim/lr",
+    *REPLAY_METRICS,
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
+TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
 
 
 def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:

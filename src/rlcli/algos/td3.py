@@ -19,7 +19,7 @@ from rlcli.models.actors import DeterministicActor
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, transition_spec
+from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
@@ -122,7 +122,6 @@ class TD3:
         self.cfg = cfg
         self.agent = agent
         self.replay = replay
-        self.ingest_and_sample = replay.ingest_and_sample
         self.noise = noise
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
         self.actor_step = ctx.gradient_step(agent.actor.parameters())
@@ -131,7 +130,9 @@ class TD3:
             {"critic_step": self.critic_step, "actor_step": self.actor_step},
             batch_size=cfg.batch_size,
             seed=ctx.seed,
+            total=TOTAL,
         )
+        self.ingest_and_sample = self.learner.ingest_and_sample
         # Both targets move together, right after each (delayed) actor step.
         self.critic_target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
         self.actor_target = TargetSchedule(agent.actor_target, agent.actor, tau=cfg.tau, interval=1)
@@ -166,19 +167,16 @@ class TD3:
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """Critic and actor losses of one minibatch; ``loss/total`` is their sum."""
         terms = self._critic_terms(batch) | td3_actor_loss(self.agent, batch, bc_alpha=self.cfg.bc_alpha)
-        terms["loss/total"] = terms["loss/critic"] + terms["loss/actor"]
+        terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
-        stats = self.learner.learn(batch, timer, self.update)
-        if "loss/critic" in stats:
-            stats["loss/total"] = stats["loss/critic"] + stats.get("loss/actor", 0.0)
-        return stats
+        return self.learner.learn(batch, timer, self.update)
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         """One critic step on a normalized replay ``sample``, and the actor step and target updates
-        when due; returns the detached loss terms."""
+        when due; returns the loss terms."""
         cfg = self.cfg
         with timer.phase("update.forward"):
             terms = self._critic_terms(sample)
@@ -193,7 +191,7 @@ class TD3:
             with timer.phase("update.target"):
                 self.critic_target.step()
                 self.actor_target.step()
-        return {name: value.detach() for name, value in terms.items()}
+        return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
         return self.learner.state_dict(replay=replay) | {
@@ -219,10 +217,10 @@ METRICS = (
     "loss/total",
     "stats/q_mean",
     "stats/td_abs",
-    "stats/gradient_steps",
-    "stats/buffer_size",
-    "optim/lr",
+    *REPLAY_METRICS,
 )
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
+TOTAL = ("loss/critic", "loss/actor")
 
 
 def build_agent(cfg, ctx: BuildContext) -> DeterministicAgent:

@@ -3,20 +3,23 @@
 algorithm runs its gradient steps through."""
 
 from rlcli.replay.feed import Replay, build_replay, offline_replay, transition_spec
-from rlcli.replay.learner import REPLAY_PHASES, ReplayLearner
+from rlcli.replay.learner import REPLAY_METRICS, REPLAY_PHASES, UNPRIORITIZED_PHASES, ReplayLearner, total_loss
 from rlcli.replay.storage import ReplayBuffer, Spec, check_storage, storage_bytes
 from rlcli.replay.sumtree import SumTree
 
 __all__ = [
+    "REPLAY_METRICS",
     "REPLAY_PHASES",
     "Replay",
     "ReplayBuffer",
     "ReplayLearner",
     "Spec",
     "SumTree",
+    "UNPRIORITIZED_PHASES",
     "build_replay",
     "check_storage",
     "offline_replay",
     "storage_bytes",
+    "total_loss",
     "transition_spec",
 ]

@@ -16,7 +16,7 @@ from rlcli.models.encoders import is_image
 from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
 from rlcli.replay.frames import FrameStackBuffer, frame_storage_bytes
 from rlcli.replay.offline import OfflineReplay
-from rlcli.replay.storage import ReplayBuffer, Spec, check_storage, normalized
+from rlcli.replay.storage import NormalizedSampler, ReplayBuffer, Spec, check_storage
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
@@ -136,8 +136,8 @@ class Replay:
     ``observe`` folds a batch into the observation and reward statistics (valid
     steps only) and writes its transitions; ``sample`` draws a minibatch and
     adds ``input`` and ``next_input`` (normalized observations) and a scaled
-    ``reward``, so the buffer itself keeps raw data. ``due`` counts frames and
-    says how many gradient steps they pay for.
+    ``reward`` (:class:`~rlcli.replay.storage.NormalizedSampler`), so the buffer itself keeps
+    raw data. ``due`` counts frames and says how many gradient steps they pay for.
     """
 
     def __init__(
@@ -156,6 +156,8 @@ class Replay:
         self.buffer = buffer
         self.obs_norm = obs_norm
         self.reward_scaler = reward_scaler
+        self.sample = NormalizedSampler(buffer, obs_norm, reward_scaler)
+        """``sample(size, generator)``: a minibatch normalized by the current statistics."""
         self.gamma, self.n_step = gamma, n_step
         self.learning_starts, self.utd_ratio = learning_starts, utd_ratio
         self.device = device
@@ -236,15 +238,6 @@ class Replay:
         )
         self.carry = joined[starts:].clone()
         return out
-
-    def sample(self, size: int, generator: torch.Generator) -> TensorDict:
-        """A minibatch with ``input``, ``next_input`` and ``reward`` normalized by the current statistics."""
-        return normalized(self.buffer.sample(size, generator), self.obs_norm, self.reward_scaler)
-
-    def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
-        """Store ``batch`` as :meth:`observe` does, then :meth:`sample` ``size`` transitions."""
-        self.observe(batch)
-        return self.sample(size, generator)
 
     def prioritize(self, sample: TensorDict, td_error: torch.Tensor, timer: Timer) -> None:
         """New priorities from ``td_error`` ([B]) for the transitions of ``sample`` (by its ``index``),

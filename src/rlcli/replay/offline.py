@@ -9,7 +9,7 @@ import torch
 
 from rlcli import keys
 from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
-from rlcli.replay.storage import normalized, sample_batch
+from rlcli.replay.storage import NormalizedSampler, sample_batch
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
@@ -24,8 +24,6 @@ class DatasetBuffer:
     Holds the dataset's tensors (moved there once) and gathers each sample's observation and next
     observation from its rows: no observation is stored twice.
     """
-
-    prioritized = False
 
     def __init__(self, dataset: Dataset, *, device: torch.device, storage_device: torch.device):
         self.device, self.storage_device = device, storage_device
@@ -88,8 +86,6 @@ class OfflineReplay:
         storage_device: torch.device,
         clip_reward: float | None = None,
     ):
-        self.obs_norm, self.reward_scaler = obs_norm, reward_scaler
-        self.clip_reward = clip_reward
         rewards = clip_rewards(dataset.rewards, clip_reward)
         obs_norm.observe(dataset.observations)
         if reward_scaler.enabled:
@@ -102,6 +98,8 @@ class OfflineReplay:
         self.buffer = DatasetBuffer(dataset, device=device, storage_device=storage_device)
         if clip_reward is not None:
             self.buffer.rewards = rewards.to(storage_device)
+        self.sample = NormalizedSampler(self.buffer, obs_norm, reward_scaler)
+        """``sample(size, generator)``: a minibatch normalized by the dataset's statistics."""
         self.frames = 0
 
     def observe(self, batch: TensorDict) -> None:
@@ -111,15 +109,6 @@ class OfflineReplay:
     def due(self, frames: int) -> int:
         """One gradient step per step of progress."""
         return frames
-
-    def sample(self, size: int, generator: torch.Generator) -> TensorDict:
-        """A minibatch with ``input``, ``next_input`` and ``reward`` normalized by the dataset's statistics."""
-        return normalized(self.buffer.sample(size, generator), self.obs_norm, self.reward_scaler)
-
-    def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
-        """Count ``batch`` as :meth:`observe` does, then :meth:`sample` ``size`` transitions."""
-        self.observe(batch)
-        return self.sample(size, generator)
 
     def prioritize(self, sample: TensorDict, td_error: torch.Tensor, timer: Timer) -> None:
         """Nothing: a dataset is sampled uniformly."""

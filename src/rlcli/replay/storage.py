@@ -19,6 +19,7 @@ import torch
 from rlcli import keys
 from rlcli.config.errors import single
 from rlcli.config.fields import ReplayConfig
+from rlcli.replay.priorities import annealed_beta, proportional_draw, set_priorities
 from rlcli.replay.sumtree import SumTree
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ class ReplayBuffer:
         self.storage_device = device if cfg.device == "auto" and cfg.storage == "tensor" else torch.device("cpu")
         self.directory = directory
         self.tensors: dict[str, torch.Tensor] = {}
+        self.location: Path | None = None
+        """The folder of memmap files once allocated; None for in-memory storage."""
         self.tree = SumTree(cfg.capacity, self.storage_device) if cfg.prioritized else None
         self.max_priority = 1.0
         self.cursor = 0
@@ -135,25 +138,10 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self.size
 
-    @property
-    def location(self) -> Path | None:
-        """The folder of memmap files once allocated; None for in-memory storage."""
-        return self._folder if self.cfg.storage == "memmap" and self.tensors else None
-
     def _allocate(self) -> None:
-        capacity = self.cfg.capacity
-        if self.cfg.storage == "memmap":
-            from tensordict import MemoryMappedTensor
-
-            self._folder = Path(self.cfg.directory).expanduser() if self.cfg.directory else self.directory()
-            self._folder.mkdir(parents=True, exist_ok=True)
-            for key, (shape, dtype) in self.spec.items():
-                self.tensors[key] = MemoryMappedTensor.empty(
-                    (capacity, *shape), dtype=dtype, filename=self._folder / f"{_file_name(key)}.memmap", existsok=True
-                )
-        else:
-            for key, (shape, dtype) in self.spec.items():
-                self.tensors[key] = torch.empty((capacity, *shape), dtype=dtype, device=self.storage_device)
+        self.tensors, self.location = allocate(
+            self.cfg, self.spec, (self.cfg.capacity,), self.storage_device, self.directory
+        )
 
     def extend(self, batch: TensorDict) -> None:
         """Write the transitions of ``batch`` ([T, N] or [K]) whose ``valid`` is True.
@@ -246,9 +234,8 @@ class ReplayBuffer:
         }
         if not storage or not self.tensors:
             return state
-        if self.cfg.storage == "memmap":
-            for key in self.tensors:
-                _fsync(self._folder / f"{_file_name(key)}.memmap")
+        if self.location is not None:
+            flush(self.location, self.tensors)
             state["storage"] = {"memmap": True}
         else:
             # torch.save writes a view's whole storage: a partly filled buffer saves a copy of
@@ -283,39 +270,6 @@ class ReplayBuffer:
                 level.copy_(value)
 
 
-def annealed_beta(cfg: ReplayConfig, added: int) -> float:
-    """The importance-sampling exponent after ``added`` transitions: from ``cfg.beta`` to 1 over ``beta_frames``."""
-    return min(1.0, cfg.beta + (1.0 - cfg.beta) * added / cfg.beta_frames)
-
-
-def proportional_draw(
-    tree: SumTree, batch_size: int, generator: torch.Generator, *, size: int, beta: float, last: int | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Leaves drawn in proportion to their priority, one in each of ``batch_size`` equal slices of the
-    total mass (stratified), and their importance weights ``(size * P(i))^-beta`` over the batch's
-    largest; ``last`` caps the leaf index (rounding at the top of the tree).
-
-    Returns (index [B] int64, weight [B] float32), on the tree's device.
-    """
-    device = tree.leaves.device
-    total = tree.total()
-    offsets = torch.rand(batch_size, generator=generator, device=device, dtype=torch.float64)
-    mass = (torch.arange(batch_size, device=device, dtype=torch.float64) + offsets) * (total / batch_size)
-    index = tree.find(mass)
-    if last is not None:
-        index = index.clamp_(max=last)
-    weight = (tree.leaves.index_select(0, index) / total * size).pow(-beta)
-    return index, (weight / weight.max()).to(torch.float32)
-
-
-def set_priorities(tree: SumTree, cfg: ReplayConfig, index: torch.Tensor, td_error: torch.Tensor) -> float:
-    """Set the leaves ``index`` to ``(|td_error| + eps) ** alpha``; returns the largest priority set."""
-    device = tree.leaves.device
-    priority = (td_error.detach().abs().to(device, torch.float64) + cfg.priority_eps).pow(cfg.alpha)
-    tree.set(index.to(device), priority)
-    return float(priority.max())
-
-
 def sample_batch(out: dict, index: torch.Tensor, weight: torch.Tensor | None, device: torch.device) -> TensorDict:
     """A sample's TensorDict [B] on the training ``device``: the gathered ``out``, ``index`` and, when
     prioritized, ``weight``."""
@@ -327,24 +281,64 @@ def sample_batch(out: dict, index: torch.Tensor, weight: torch.Tensor | None, de
     return TensorDict(out, batch_size=[index.numel()], device=device)
 
 
-def normalized(sample: TensorDict, obs_norm, reward_scaler) -> TensorDict:
-    """``sample`` with ``input`` and ``next_input`` (its observations normalized by ``obs_norm``) and its
-    ``reward`` scaled by ``reward_scaler``: a raw sample as the algorithms read it."""
-    sample[keys.INPUT] = obs_norm(sample[keys.OBSERVATION])
-    sample[keys.NEXT_INPUT] = obs_norm(sample[keys.NEXT_OBSERVATION])
-    sample[keys.REWARD] = reward_scaler(sample[keys.REWARD])
-    return sample
+class NormalizedSampler:
+    """Minibatches of a buffer as the algorithms read them, for the online and the offline replay alike.
+
+    The buffer keeps raw data: each sample gets ``input`` and ``next_input`` (its observations
+    normalized by ``obs_norm``) and its ``reward`` scaled by ``reward_scaler``, with the
+    statistics as they are when it is drawn.
+    """
+
+    def __init__(self, buffer, obs_norm, reward_scaler):
+        self.buffer, self.obs_norm, self.reward_scaler = buffer, obs_norm, reward_scaler
+
+    def __call__(self, size: int, generator: torch.Generator) -> TensorDict:
+        """``size`` transitions of the buffer drawn with ``generator`` (on its storage device), normalized."""
+        sample = self.buffer.sample(size, generator)
+        sample[keys.INPUT] = self.obs_norm(sample[keys.OBSERVATION])
+        sample[keys.NEXT_INPUT] = self.obs_norm(sample[keys.NEXT_OBSERVATION])
+        sample[keys.REWARD] = self.reward_scaler(sample[keys.REWARD])
+        return sample
 
 
-def _file_name(key) -> str:
-    """The memmap file stem of a spec key: the key, or a nested key's parts joined by dots."""
-    return key if isinstance(key, str) else ".".join(key)
+def allocate(
+    cfg: ReplayConfig,
+    spec: Spec,
+    leading: tuple[int, ...],
+    storage_device: torch.device,
+    directory: Callable[[], Path] | None,
+) -> tuple[dict[str, torch.Tensor], Path | None]:
+    """Uninitialized ``[*leading, *shape]`` storage for each key of ``spec``: memmap files in
+    ``cfg.directory``, else in ``directory()`` (reopened where they exist), or tensors on
+    ``storage_device``. Returns the tensors and the folder of memmap files (None in memory)."""
+    if cfg.storage != "memmap":
+        return {
+            key: torch.empty((*leading, *shape), dtype=dtype, device=storage_device)
+            for key, (shape, dtype) in spec.items()
+        }, None
+    from tensordict import MemoryMappedTensor
+
+    folder = Path(cfg.directory).expanduser() if cfg.directory else directory()
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {
+        key: MemoryMappedTensor.empty(
+            (*leading, *shape), dtype=dtype, filename=_memmap_file(folder, key), existsok=True
+        )
+        for key, (shape, dtype) in spec.items()
+    }
+    return tensors, folder
 
 
-def _fsync(path: Path) -> None:
-    """Flush a file's written pages to disk (a mapped file's included)."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+def flush(folder: Path, tensors: dict) -> None:
+    """Write the memmap files of ``tensors`` in ``folder`` to disk, mapped pages included."""
+    for key in tensors:
+        descriptor = os.open(_memmap_file(folder, key), os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def _memmap_file(folder: Path, key) -> Path:
+    """The memmap file of a spec key: the key, or a nested key's parts joined by dots."""
+    return folder / f"{key if isinstance(key, str) else '.'.join(key)}.memmap"

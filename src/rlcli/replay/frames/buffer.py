@@ -1,35 +1,8 @@
-"""Replay storage for stacked frames (Atari): each frame stored once, stacks rebuilt when sampled.
-
-A stack of S frames and the next one share S - 1 frames, so storing both observations costs 2S
-frames a transition. This buffer keeps, per env step, only the newest frame of the observation,
-and rebuilds both stacks of a sampled transition with one gather (as Dopamine and DQN-Zoo do):
-7,071 bytes a transition of 84x84 frames (the frame, two flags, action, reward, terminated).
-
-It relies on what ale-py's vector env does: batches arrive in time order, ``[T, N]`` for the same
-N envs, which reset in the next step (NEXT_STEP), so every row's ``next_observation`` is the next
-row's ``observation``, reset steps (``valid`` False) included. The ring is time-major: slot s holds
-step s of every env, and the stack of step s ends with the frames of steps s - S + 1 .. s.
-
-Episode starts: the step after a reset step (and the first step ever) acts on a reset observation.
-ale-py 0.12.1's AtariVectorEnv fills the S - 1 older slots of a reset stack with zeros (at
-``reset()`` and at every autoreset; checked by stepping it), so a rebuilt stack gets zeros for
-the frames before its episode's start, never the previous episode's.
-
-Breaks: the stacks of a batch's first S steps, the ones that reach frames of earlier batches, are
-rebuilt when written and compared with the env's, and the stack of its first step with the last
-batch's last next observation. They differ only after a break (envs reset or restored between two
-batches, a buffer loaded without its steps): the steps whose stacks differ are never sampled,
-and a first observation with zeros in its older slots starts an episode, so stays exact.
-
-Never sampled: reset steps, steps cut by a break, the newest step (its next observation comes
-with the next batch) and, once the ring is full, the oldest S - 1 (the next write overwrites their
-older frames). Only 1-step transitions: an n-step one's bootstrap step is not the next step, so
-``n_step`` > 1 must keep whole observations (:class:`rlcli.replay.storage.ReplayBuffer`).
-"""
+"""The frame-stack ring buffer: writing ``[T, N]`` batches (and checking where they break from the
+stored steps), sampling uniformly or by priority, and its state; see :mod:`rlcli.replay.frames`."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,59 +11,13 @@ import torch
 
 from rlcli import keys
 from rlcli.config.fields import ReplayConfig
-from rlcli.replay.storage import (
-    Spec,
-    _file_name,
-    _fsync,
-    annealed_beta,
-    proportional_draw,
-    sample_batch,
-    set_priorities,
-)
+from rlcli.replay.frames.layout import FIRST, FRAME, rebuild_stacks, row_spec, stack_shape
+from rlcli.replay.priorities import annealed_beta, proportional_draw, set_priorities
+from rlcli.replay.storage import Spec, allocate, flush, sample_batch
 from rlcli.replay.sumtree import SumTree
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
-
-
-_STACKS = (keys.OBSERVATION, keys.NEXT_OBSERVATION)
-_FRAME, _FIRST = "frame", "first"
-
-
-def _stack_shape(spec: Spec, stack: int | None) -> tuple[int, ...]:
-    """The observation's ``(S, H, W)`` (or ``(S, H, W, C)``) of ``spec``, checked against ``stack``."""
-    shape, dtype = spec[keys.OBSERVATION]
-    if len(shape) < 3 or dtype != torch.uint8:
-        raise ValueError(f"a frame stack replay needs uint8 stacks (S, H, W), not {tuple(shape)} {dtype}")
-    if stack is not None and stack != shape[0]:
-        raise ValueError(f"stack {stack} does not match the observation's {shape[0]} frames")
-    return tuple(shape)
-
-
-def _row_spec(spec: Spec, frame: tuple[int, ...]) -> Spec:
-    """What a slot stores per env: the newest frame, whether the step starts an episode, whether it
-    can be sampled (stored as ``valid``), and every spec key but the stacks."""
-    rows = {key: leaf for key, leaf in spec.items() if key not in _STACKS}
-    return {_FRAME: (frame, torch.uint8), _FIRST: ((), torch.bool), keys.VALID: ((), torch.bool), **rows}
-
-
-def frame_storage_bytes(cfg: ReplayConfig, spec: Spec, *, num_envs: int, stack: int | None = None) -> int:
-    """Bytes a :class:`FrameStackBuffer` of ``cfg.capacity`` transitions allocates: ``capacity // num_envs``
-    steps of ``num_envs`` rows, the last next observation of each env and, when prioritized, the sum-tree.
-
-    ``spec`` is the per-transition spec (:func:`rlcli.replay.feed.transition_spec`); its stacks are not stored.
-    """
-    shape = _stack_shape(spec, stack)
-    rows = (cfg.capacity // num_envs) * num_envs
-    per_row = sum(
-        math.prod(item) * torch.empty((), dtype=dtype).element_size()
-        for item, dtype in _row_spec(spec, shape[1:]).values()
-    )
-    total = rows * per_row + num_envs * math.prod(shape)
-    if cfg.prioritized:
-        fanout, levels = SumTree.layout(rows)
-        total += 8 * sum(fanout**level for level in range(1, levels + 1))
-    return total
 
 
 class FrameStackBuffer:
@@ -120,14 +47,16 @@ class FrameStackBuffer:
     ):
         self.cfg, self.spec, self.device, self.directory = cfg, spec, device, directory
         self.num_envs = num_envs
-        self.stack_shape = _stack_shape(spec, stack)
+        self.stack_shape = stack_shape(spec, stack)
         self.stack = self.stack_shape[0]
         self.steps = cfg.capacity // num_envs
         if self.steps < self.stack + 1:
             raise ValueError(f"capacity {cfg.capacity} holds fewer than {self.stack + 1} steps of {num_envs} envs")
-        self.row_spec = _row_spec(spec, self.stack_shape[1:])
+        self.row_spec = row_spec(spec, self.stack_shape[1:])
         self.storage_device = device if cfg.device == "auto" and cfg.storage == "tensor" else torch.device("cpu")
         self.tensors: dict[str, torch.Tensor] = {}
+        self.location: Path | None = None
+        """The folder of memmap files once allocated; None for in-memory storage."""
         self.tree = SumTree(self.steps * num_envs, self.storage_device) if cfg.prioritized else None
         self.max_priority = 1.0
         self.cursor = 0
@@ -157,17 +86,9 @@ class FrameStackBuffer:
         return (self.cursor + self.stack - 1) % self.steps, self.steps - self.stack
 
     @property
-    def size(self) -> int:
-        return len(self)
-
-    @property
-    def location(self) -> Path | None:
-        """The folder of memmap files once allocated; None for in-memory storage."""
-        return self._folder if self.cfg.storage == "memmap" and self.tensors else None
-
-    @property
     def allocated_bytes(self) -> int:
-        """Bytes held now: what :func:`frame_storage_bytes` counts once the first batch is in."""
+        """Bytes held now: what :func:`~rlcli.replay.frames.layout.frame_storage_bytes` counts once the
+        first batch is in."""
         held = [
             *self.tensors.values(),
             *([self.last_next] if self.last_next is not None else []),
@@ -176,19 +97,9 @@ class FrameStackBuffer:
         return sum(tensor.nbytes for tensor in held)
 
     def _allocate(self) -> None:
-        shape = (self.steps, self.num_envs)
-        if self.cfg.storage == "memmap":
-            from tensordict import MemoryMappedTensor
-
-            self._folder = Path(self.cfg.directory).expanduser() if self.cfg.directory else self.directory()
-            self._folder.mkdir(parents=True, exist_ok=True)
-            for key, (item, dtype) in self.row_spec.items():
-                self.tensors[key] = MemoryMappedTensor.empty(
-                    (*shape, *item), dtype=dtype, filename=self._folder / f"{_file_name(key)}.memmap", existsok=True
-                )
-        else:
-            for key, (item, dtype) in self.row_spec.items():
-                self.tensors[key] = torch.empty((*shape, *item), dtype=dtype, device=self.storage_device)
+        self.tensors, self.location = allocate(
+            self.cfg, self.row_spec, (self.steps, self.num_envs), self.storage_device, self.directory
+        )
 
     def extend(self, batch: TensorDict) -> None:
         """Write the ``[T, N]`` ``batch``, reset steps too: of ``observation`` ([T, N, S, H, W] uint8)
@@ -206,7 +117,7 @@ class FrameStackBuffer:
         # step or after envs that were reset between two batches (a resumed run).
         reset_stack = observation[0, :, :-1].to(device).flatten(1).amax(1) == 0
         first = torch.cat([(self.pending_first | reset_stack)[None], ~valid[:-1]])
-        rows = {_FRAME: observation[:, :, -1].to(device), _FIRST: first, keys.VALID: valid}
+        rows = {FRAME: observation[:, :, -1].to(device), FIRST: first, keys.VALID: valid}
         for key in self.row_spec:
             if key not in rows:
                 rows[key] = batch[key].to(device)
@@ -314,23 +225,15 @@ class FrameStackBuffer:
         out = {
             key: self.tensors[key].reshape(-1, *shape).index_select(0, index)
             for key, (shape, _) in self.row_spec.items()
-            if key not in (_FRAME, _FIRST, keys.VALID)
+            if key not in (FRAME, FIRST, keys.VALID)
         }
         out[keys.OBSERVATION], out[keys.NEXT_OBSERVATION] = self.stacks(index)
         return sample_batch(out, index, weight, self.device)
 
     def stacks(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(observation, next_observation) stacks [B, S, H, W] uint8 of the flat rows ``index`` ([B]
-        int64 on the storage device), gathered at once; exact for rows that can be sampled."""
-        n, s = self.num_envs, self.stack
-        step, env = index // n, index % n
-        # Steps s - S + 1 .. s + 1: the observation's frames, then the next observation's newest.
-        back = torch.arange(-(s - 1), 2, device=index.device)
-        flat = (((step[:, None] + back) % self.steps) * n + env[:, None]).reshape(-1)
-        frame = self.tensors[_FRAME]
-        frames = frame.reshape(-1, *frame.shape[2:]).index_select(0, flat).view(index.numel(), s + 1, *frame.shape[2:])
-        first = self.tensors[_FIRST].reshape(-1).index_select(0, flat).view(index.numel(), s + 1)
-        return _masked(frames[:, :s], first[:, :s]), _masked(frames[:, 1:], first[:, 1:])
+        int64 on the storage device): :func:`~rlcli.replay.frames.layout.rebuild_stacks`."""
+        return rebuild_stacks(self.tensors[FRAME], self.tensors[FIRST], index, stack=self.stack)
 
     def update_priorities(self, index: torch.Tensor, td_error: torch.Tensor) -> None:
         """Set the priorities of the rows of the latest sample to ``(|td_error| + eps) ** alpha``.
@@ -359,9 +262,8 @@ class FrameStackBuffer:
             "pending_first": self.pending_first.clone(),
             "last_next": None if self.last_next is None else self.last_next.clone(),
         }
-        if self.cfg.storage == "memmap":
-            for key in self.tensors:
-                _fsync(self._folder / f"{_file_name(key)}.memmap")
+        if self.location is not None:
+            flush(self.location, self.tensors)
             state["storage"] = {"memmap": True, **link}
         else:
             # A partly filled ring saves a copy of its written slots, not its whole capacity.
@@ -394,12 +296,3 @@ class FrameStackBuffer:
         if self.tree is not None and "tree" in saved:
             for level, value in zip(self.tree.levels, saved["tree"]):
                 level.copy_(value)
-
-
-def _masked(frames: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
-    """``frames`` [B, S, ...] of a stack's columns with each frame zeroed where an episode starts at a
-    later column (``first`` [B, S]: whether each column's step starts one), as the env's reset does."""
-    later = first[:, 1:].long()
-    started_later = torch.flip(torch.cummax(torch.flip(later, [1]), 1).values, [1]) > 0
-    keep = torch.cat([~started_later, torch.ones_like(started_later[:, :1])], 1)
-    return frames * keep.view(*keep.shape, *([1] * (frames.dim() - 2))).to(frames.dtype)
