@@ -75,17 +75,7 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
         rates = case.timed(repeat, min_seconds)
         if not rates:
             raise RuntimeError(f"{case.key}: no rate measured")
-        return Result(
-            case.suite,
-            case.name,
-            dict(case.params),
-            case.key,
-            case.unit,
-            statistics.median(rates),
-            min(rates),
-            max(rates),
-            len(rates),
-        )
+        return _result(case, rates)
 
     def sync() -> None:
         if device.type == "cuda":
@@ -108,6 +98,11 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
             case.run()
         sync()
         rates.append(case.work * calls / (time.perf_counter() - start))
+    return _result(case, rates)
+
+
+def _result(case: Case, rates: list[float]) -> Result:
+    """``case``'s figure from the rate of each repetition: their median, with their range."""
     return Result(
         case.suite,
         case.name,
