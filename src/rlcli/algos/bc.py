@@ -17,7 +17,7 @@ from rlcli.build_context import BuildContext
 from rlcli.config.algos import BCConfig
 from rlcli.models.actors import BoundedGaussianActor, DeterministicActor
 from rlcli.models.heads import CategoricalHead
-from rlcli.models.mlp import mlp
+from rlcli.models.mlp import policy_mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.replay import REPLAY_METRICS, ReplayLearner, offline_replay, total_loss
 from rlcli.timing import Timer
@@ -140,30 +140,15 @@ def build_agent(cfg: BCConfig, ctx: BuildContext) -> BCAgent:
     """The policy (``network.policy_sizes``) for ``ctx``'s action space and the observation statistics."""
     network = ctx.network
     encoder = ctx.encoder()
-    orthogonal = network.init == "orthogonal"
     space = ctx.action_space
     if isinstance(space, gspaces.Discrete):
         logits = nn.Sequential(
             encoder,
-            mlp(
-                encoder.out_features,
-                network.policy_sizes,
-                int(space.n),
-                activation=network.activation,
-                orthogonal=orthogonal,
-                out_gain=0.01,
-            ),
+            policy_mlp(encoder.out_features, network, int(space.n)),
         )
         policy: nn.Module = CategoricalPolicy(logits)
     else:
-        net = mlp(
-            encoder.out_features,
-            network.policy_sizes,
-            ctx.act_dim,
-            activation=network.activation,
-            orthogonal=orthogonal,
-            out_gain=0.01,
-        )
+        net = policy_mlp(encoder.out_features, network, ctx.act_dim)
         policy = (
             DeterministicPolicy(DeterministicActor(encoder, net, space))
             if cfg.policy == "deterministic"

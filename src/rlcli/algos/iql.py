@@ -20,7 +20,7 @@ from rlcli.build_context import BuildContext
 from rlcli.config.algos import IQLConfig
 from rlcli.models.actors import BoundedGaussianActor
 from rlcli.models.critics import QEnsemble, ValueCritic, critic_regression
-from rlcli.models.mlp import mlp
+from rlcli.models.mlp import mlp, policy_mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, offline_replay, total_loss
 from rlcli.target_networks import TargetSchedule
@@ -184,14 +184,7 @@ def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:
     encoder = ctx.encoder()
     actor = BoundedGaussianActor(
         encoder,
-        mlp(
-            encoder.out_features,
-            network.policy_sizes,
-            ctx.act_dim,
-            activation=network.activation,
-            orthogonal=orthogonal,
-            out_gain=0.01,
-        ),
+        policy_mlp(encoder.out_features, network, ctx.act_dim),
         ctx.action_space,
         log_std_init=network.log_std_init,
     )

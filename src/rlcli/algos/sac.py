@@ -18,7 +18,7 @@ from rlcli.build_context import BuildContext
 from rlcli.config.algos import SACConfig
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.critics import QEnsemble, critic_regression
-from rlcli.models.mlp import mlp
+from rlcli.models.mlp import policy_mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
 from rlcli.target_networks import TargetSchedule
@@ -275,14 +275,7 @@ def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:
     encoder = ctx.encoder()
     actor = SquashedGaussianActor(
         encoder,
-        mlp(
-            encoder.out_features,
-            network.policy_sizes,
-            2 * ctx.act_dim,
-            activation=network.activation,
-            orthogonal=network.init == "orthogonal",
-            out_gain=0.01,
-        ),
+        policy_mlp(encoder.out_features, network, 2 * ctx.act_dim),
         ctx.action_space,
     )
     critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)

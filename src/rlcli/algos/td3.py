@@ -17,7 +17,7 @@ from rlcli.config.algos import TD3Config
 from rlcli.exploration import ActionBounds, ActionNoise
 from rlcli.models.actors import DeterministicActor
 from rlcli.models.critics import QEnsemble, critic_regression
-from rlcli.models.mlp import mlp
+from rlcli.models.mlp import policy_mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
 from rlcli.target_networks import TargetSchedule
@@ -230,14 +230,7 @@ def build_agent(cfg, ctx: BuildContext) -> DeterministicAgent:
     encoder = ctx.encoder()
     actor = DeterministicActor(
         encoder,
-        mlp(
-            encoder.out_features,
-            network.policy_sizes,
-            ctx.act_dim,
-            activation=network.activation,
-            orthogonal=network.init == "orthogonal",
-            out_gain=0.01,
-        ),
+        policy_mlp(encoder.out_features, network, ctx.act_dim),
         ctx.action_space,
     )
     critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)

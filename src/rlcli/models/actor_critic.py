@@ -11,7 +11,7 @@ from torch import nn
 from rlcli import keys
 from rlcli.models.critics import ValueCritic
 from rlcli.models.heads import CategoricalHead, GaussianHead
-from rlcli.models.mlp import mlp
+from rlcli.models.mlp import mlp, policy_mlp
 from rlcli.normalization import ObservationNormalizer
 
 if TYPE_CHECKING:
@@ -92,24 +92,10 @@ def build_actor_critic(ctx: BuildContext) -> ActorCritic:
     obs_dim = encoder.out_features
     orthogonal = network.init == "orthogonal"
     if isinstance(action_space, spaces.Discrete):
-        net = mlp(
-            obs_dim,
-            network.policy_sizes,
-            int(action_space.n),
-            activation=network.activation,
-            orthogonal=orthogonal,
-            out_gain=0.01,
-        )
+        net = policy_mlp(obs_dim, network, int(action_space.n))
         policy: nn.Module = CategoricalHead(net)
     else:
-        net = mlp(
-            obs_dim,
-            network.policy_sizes,
-            ctx.act_dim,
-            activation=network.activation,
-            orthogonal=orthogonal,
-            out_gain=0.01,
-        )
+        net = policy_mlp(obs_dim, network, ctx.act_dim)
         policy = GaussianHead(net, action_space, network.log_std_init)
     value = ValueCritic(
         mlp(obs_dim, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from rlcli.config.schema import NetworkConfig
 
 
 class _SigmoidTanh(torch.autograd.Function):
@@ -79,3 +83,17 @@ def _linear(fan_in: int, fan_out: int, orthogonal: bool, gain: float) -> nn.Line
         nn.init.orthogonal_(layer.weight, gain)
         nn.init.zeros_(layer.bias)
     return layer
+
+
+def policy_mlp(in_features: int, network: NetworkConfig, out_features: int) -> nn.Sequential:
+    """The policy's MLP of ``[network]``: ``policy_sizes`` hidden layers with its activation and init, and
+    an output layer of gain 0.01, so that a new policy is near uniform (its actions near the middle of
+    their range), as the PPO implementation details have it (Huang et al., 2022)."""
+    return mlp(
+        in_features,
+        network.policy_sizes,
+        out_features,
+        activation=network.activation,
+        orthogonal=network.init == "orthogonal",
+        out_gain=0.01,
+    )
