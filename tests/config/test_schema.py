@@ -192,3 +192,8 @@ def test_every_algorithm_section_says_its_warm_up_and_update_batch(name):
     assert algo.warm_up == (algo.learning_starts if "learning_starts" in fields else 0)
     expected = next((getattr(algo, f) for f in ("minibatch_size", "batch_size") if f in fields), None)
     assert algo.update_batch == expected
+
+
+def test_a_schedule_in_the_wrong_unit_is_reported_beside_the_other_cross_section_problems():
+    issues = issues_of(with_changes(eval={"every_steps": 100}, collector={"frames_per_batch": 66}))
+    assert set(issues) == {"eval.every_steps", "collector.frames_per_batch"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlcli.config.model import toml_key, toml_value
+from rlcli.config.schedules import schedule_key
 from rlcli.config.schema import RunConfig
 
 
@@ -20,7 +21,7 @@ def written(cfg: RunConfig, *, mode: str = "python") -> dict[str, Any]:
     every field but unset options (None) and what this kind of run may not set."""
     # An offline run's [collector] is an unused default, which its config may not set; each kind of run
     # schedules in its own unit, and may not set the other kind's key (every_frames online, every_steps offline).
-    other = {"every_frames"} if cfg.offline else {"every_steps"}
+    other = {schedule_key(offline=not cfg.offline)}
     exclude: dict[str, Any] = {"checkpoint": other, "eval": other} | ({"collector": True} if cfg.offline else {})
     return cfg.model_dump(mode=mode, exclude_none=True, exclude=exclude)
 

@@ -11,6 +11,18 @@ from pydantic import BaseModel, Field
 from rlcli.config.model import SECTION
 
 
+def schedule_key(*, offline: bool) -> str:
+    """The key an interval of ``[checkpoint]`` or ``[eval]`` takes in an offline run (``every_steps``, gradient
+    steps) or an online one (``every_frames``, env frames): the other is refused, and never written."""
+    return "every_steps" if offline else "every_frames"
+
+
+def _interval(section: CheckpointConfig | EvalConfig, *, offline: bool) -> int:
+    """``interval`` of ``[checkpoint]`` and ``[eval]``: the progress between two of them, ``every_steps``
+    gradient steps offline, ``every_frames`` frames online."""
+    return section.every_steps if offline else section.every_frames
+
+
 class TimingConfig(BaseModel):
     model_config = SECTION
 
@@ -28,10 +40,6 @@ class TimingConfig(BaseModel):
 
 class CheckpointConfig(BaseModel):
     model_config = SECTION
-
-    def interval(self, *, offline: bool) -> int:
-        """Progress between checkpoints: ``every_steps`` gradient steps offline, ``every_frames`` frames online."""
-        return self.every_steps if offline else self.every_frames
 
     every_frames: int = Field(
         100_000,
@@ -56,13 +64,11 @@ class CheckpointConfig(BaseModel):
         "continues exactly (a memmap buffer is referenced, not copied); false resumes with an empty buffer.",
     )
 
+    interval = _interval
+
 
 class EvalConfig(BaseModel):
     model_config = SECTION
-
-    def interval(self, *, offline: bool) -> int:
-        """Progress between evaluations: ``every_steps`` gradient steps offline, ``every_frames`` frames online."""
-        return self.every_steps if offline else self.every_frames
 
     every_frames: int = Field(
         0,
@@ -90,15 +96,17 @@ class EvalConfig(BaseModel):
         "rlcli eval RUN --episodes N. 0 turns it off.",
     )
 
+    interval = _interval
+
 
 def schedule_problems(sections: dict[str, Any]) -> list[tuple[str, str]]:
     """``every_frames`` written in an offline run, or ``every_steps`` in an online one: each counts
     what only its kind of run has (env frames, gradient steps)."""
     offline = sections.get("data") is not None
-    wrong, right, unit = (
-        ("every_frames", "every_steps", "gradient steps") if offline else ("every_steps", "every_frames", "env frames")
+    right, wrong = schedule_key(offline=offline), schedule_key(offline=not offline)
+    kind, unit = (
+        ("an offline run ([data])", "gradient steps") if offline else ("an online run ([collector])", "env frames")
     )
-    kind = "an offline run ([data])" if offline else "an online run ([collector])"
     return [
         (f"{name}.{wrong}", f"{kind} counts {unit}: set {name}.{right} instead of {name}.{wrong}")
         for name in ("checkpoint", "eval")

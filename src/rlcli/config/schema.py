@@ -306,11 +306,9 @@ def cross_section_problems(
     if problems:
         return problems
     problems = schedule_problems(sections)
-    if problems:
-        return problems
     if sections.get("data") is not None:
         # An offline run has no rollouts: its algorithm checks itself against the env alone.
-        return algo.check(collector=None, env=env) if algo is not None and env is not None else []
+        return problems + (algo.check(collector=None, env=env) if algo is not None and env is not None else [])
     if env is not None and collector is not None:
         fpb = collector.frames_per_batch
         if fpb % env.num_envs:
