@@ -43,9 +43,11 @@ class Recorder:
         self.agent = agent
         self.calls: list[tuple[int, bool, torch.Generator]] = []
 
-    def actions(self, observation, *, deterministic, generator):
+    memory = None
+
+    def actions(self, observation, *, deterministic, generator, carry=None):
         self.calls.append((observation.shape[0], deterministic, generator))
-        return self.agent.actions(observation, deterministic=deterministic, generator=generator)
+        return self.agent.actions(observation, deterministic=deterministic, generator=generator, carry=carry)
 
 
 @pytest.mark.parametrize("episodes", [1, 3, 4, 7])

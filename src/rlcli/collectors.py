@@ -10,6 +10,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlcli import envstate, keys, observations
+from rlcli.carry import Carry
 from rlcli.config.errors import single
 from rlcli.envs import LIFE_LOST, autoreset_mode
 from rlcli.timing import Timer
@@ -94,6 +95,8 @@ class Collector:
         # NEXT_STEP envs spend the step after an episode end on the reset:
         # that step carries no transition.
         self.resetting = np.zeros(n, dtype=bool)
+        # The policy's memory and the envs' masks between steps (rlcli.carry).
+        self.carry = Carry.of(algo.agent, n, device)
         self.progress = 0
         self.act_buffers: dict[str, torch.Tensor] | None = None
 
@@ -136,7 +139,7 @@ class Collector:
         same_step = self.mode is AutoresetMode.SAME_STEP
         for t in range(self.steps):
             with timer.phase("collect.policy"):
-                out = self.algo.act(self.to_device(self.obs), self.generator)
+                out = self.algo.act(self.to_device(self.obs), self.generator, self.carry)
                 if self.act_buffers is None:
                     self.act_buffers = self._allocate(out)
                 for key, buffer in self.act_buffers.items():
@@ -164,6 +167,10 @@ class Collector:
                 # The observation of a NEXT_STEP reset step was already seen as a final one.
                 valid_buf[t] = ~self.resetting
                 self.resetting = done
+            if self.carry.first is not None:
+                # A memory resets where the next observation starts an episode or follows a lost life (a
+                # NEXT_STEP reset step, acting on a final observation, is reset too: it is never learned from).
+                self.carry.episode_starts(term_buf[t] | trunc_buf[t] | ~valid_buf[t])
         self.progress += self.steps * self.envs.num_envs * self.world_size
         if self.batch is not self.host:
             for key, value in self.host.items():
@@ -178,6 +185,7 @@ class Collector:
             "generator": self.generator.get_state(),
             "obs": observations.to_saved(self.obs),
             "resetting": torch.from_numpy(self.resetting.copy()),
+            "carry": self.carry.state_dict(),
             "envs": envstate.capture(self.envs),
         }
 
@@ -197,7 +205,11 @@ class Collector:
         if state["envs"]["exact"]:
             self.obs = observations.from_saved(state["obs"])
             self.resetting = state["resetting"].numpy().copy()
+            # Checkpoints from before memory and masks carried nothing: a fresh carry is theirs.
+            if "carry" in state:
+                self.carry.load_state_dict(state["carry"])
             return True
         self.obs, _ = self.envs.reset(seed=self.seed + self.progress)
         self.resetting = np.zeros(self.envs.num_envs, dtype=bool)
+        self.carry = Carry.of(self.algo.agent, self.envs.num_envs, self.device)
         return False

@@ -17,6 +17,7 @@ import torch
 from gymnasium import spaces
 
 from rlcli import observations
+from rlcli.carry import Carry
 from rlcli.config.errors import InputError
 from rlcli.envs import make_env
 
@@ -187,16 +188,13 @@ class Evaluator:
         if recording:
             frames_sink(self._frame())
         active = list(range(len(self.envs)))
+        carry = Carry.of(self.agent, len(self.envs), self.device)
         while active:
             if stop is not None and stop():
                 raise Stopped
-            batch = observations.batch_tensor(self.observation_space, [obs[i] for i in active], self.device)
-            actions = self.agent.actions(batch, deterministic=self.deterministic, generator=self.generator)
-            actions = actions.cpu().numpy()
-            if self.bounds is not None:
-                # What the collector does too: a Gaussian policy's samples may leave the bounds.
-                actions = np.clip(actions, *self.bounds)
+            actions = self._actions([obs[i] for i in active], active, carry)
             still = []
+            ended = np.zeros(len(self.envs), dtype=bool)
             for row, i in enumerate(active):
                 obs[i], reward, terminated, truncated, _ = self.envs[i].step(actions[row])
                 running[i] += float(reward)
@@ -206,6 +204,7 @@ class Evaluator:
                 if not (terminated or truncated):
                     still.append(i)
                     continue
+                ended[i] = True
                 recording = False
                 returns[i].append(running[i])
                 lengths[i].append(steps[i])
@@ -214,9 +213,22 @@ class Evaluator:
                     obs[i], _ = self.envs[i].reset()
                     still.append(i)
             active = still
+            carry.episode_starts(ended)
         result = EvalResult([r for env in returns for r in env], [n for env in lengths for n in env])
         self.record.add(result)
         return result
+
+    def _actions(self, obs: list, active: list[int], carry: Carry) -> np.ndarray:
+        """The actions of the envs at ``active`` for their observations ``obs``, as the envs take them;
+        only their rows of ``carry`` are read and advanced."""
+        batch = observations.batch_tensor(self.observation_space, obs, self.device)
+        step = carry if len(active) == len(self.envs) else carry.select(active)
+        actions = self.agent.actions(batch, deterministic=self.deterministic, generator=self.generator, carry=step)
+        if step is not carry:
+            carry.put(active, step)
+        actions = actions.cpu().numpy()
+        # What the collector does too: a Gaussian policy's samples may leave the bounds.
+        return actions if self.bounds is None else np.clip(actions, *self.bounds)
 
     def _frame(self) -> np.ndarray:
         try:

@@ -42,3 +42,14 @@ INDEX = "index"
 """[B] int64, where a replay sample came from (for priority updates)."""
 WEIGHT = "weight"
 """[B] float32, the importance weight of a prioritized replay sample."""
+ACTION_MASK = "action_mask"
+"""[T, N, *mask] bool, the actions the env allowed at ``observation`` (True: allowed): [A] for Discrete(A),
+the flat concatenation [sum(nvec)] for MultiDiscrete. Present only in runs with action masks."""
+NEXT_ACTION_MASK = "next_action_mask"
+"""[T, N, *mask] bool, as ``action_mask`` for ``next_observation`` (the final observation's at episode ends)."""
+MEMORY = "memory"
+"""[T, N, *state] float32, the policy's memory before acting on ``observation`` (before the reset that
+``first`` asks for): a recurrent update re-runs its core from it. Present only for policies with memory."""
+FIRST = "first"
+"""[T, N] bool, ``observation`` starts an episode (or follows a lost life): memory is zeroed before it
+is read. Present only for policies with memory."""

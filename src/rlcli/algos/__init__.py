@@ -28,18 +28,29 @@ if TYPE_CHECKING:
     import torch
     from tensordict import TensorDict
 
+    from rlcli.carry import Carry, Remembers
     from rlcli.timing import Timer
 
 
 class Agent(Protocol):
     """An algorithm's networks as one module, and the actions evaluation takes with them."""
 
+    memory: Remembers | None
+    """The policy's memory core (its state travels in a :class:`~rlcli.carry.Carry`), or None for a
+    memoryless policy, which then reads nothing of the carry but its mask."""
+
     def state_dict(self) -> dict: ...
 
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
         """Evaluation actions for raw observations ([N, *obs] float32), for the env as the algorithm's
         ``act`` gives them ([N] int64 for Discrete, [N, A] float32 in env units for Box; a Gaussian
         may leave the bounds, and the caller clips as the collector does).
+
+        ``carry`` (:mod:`rlcli.carry`) holds the envs' action masks and the policy's memory: a policy
+        with memory reads its state there and writes the state after the step back; None is a
+        carry of no masks and fresh memory.
 
         ``deterministic`` takes the policy's mode (argmax, the Gaussian's mean, the actor's output);
         otherwise actions are drawn with ``generator`` from the policy as trained, without any
@@ -62,9 +73,10 @@ class Algorithm(Protocol):
     """Every network, targets and normalization statistics included: one state_dict covers them.
     An :class:`Agent`: evaluation plays its ``actions``."""
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """Actions for raw observations ([N, *obs] float32), with whatever ``learn`` needs stored
-        beside them (PPO: ``log_prob`` and ``value``). Batch size [N]; no statistics change."""
+        beside them (PPO: ``log_prob`` and ``value``; with memory, the state acted from). Batch size
+        [N]; no statistics change. ``carry`` as for :meth:`Agent.actions`, its memory advanced."""
         ...
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:

@@ -7,6 +7,8 @@ policy trained by cross-entropy.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from gymnasium import spaces as gspaces
 from tensordict import TensorDict
@@ -21,6 +23,9 @@ from rlcli.models.mlp import policy_mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.replay import REPLAY_METRICS, ReplayLearner, offline_replay, total_loss
 from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    from rlcli.carry import Carry
 
 
 class DeterministicPolicy(nn.Module):
@@ -71,13 +76,18 @@ class CategoricalPolicy(nn.Module):
 class BCAgent(nn.Module):
     """A policy over one observation normalizer (its statistics: the dataset's)."""
 
+    # Memoryless: its policy reads only the carry's mask (rlcli.carry).
+    memory = None
+
     def __init__(self, obs_norm: ObservationNormalizer, policy: nn.Module):
         super().__init__()
         self.obs_norm = obs_norm
         self.policy = policy
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
         """Evaluation actions for raw ``observation``: the policy's mode, or a sample."""
         return self.policy.act(self.obs_norm(observation), deterministic=deterministic, generator=generator)
 
@@ -100,7 +110,7 @@ class BC:
         )
         self.ingest_and_sample = self.learner.ingest_and_sample
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """``action`` for raw ``observation`` [N, ...]: a sample of the policy."""
         action = self.agent.actions(observation, deterministic=False, generator=generator)
         return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])

@@ -10,6 +10,7 @@ ensemble is evaluated on all ``3 * num_random_actions`` actions of a batch in on
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from gymnasium import spaces as gspaces
@@ -27,10 +28,16 @@ from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, of
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
+if TYPE_CHECKING:
+    from rlcli.carry import Carry
+
 
 class CQLAgent(nn.Module):
     """SAC's networks (actor, critic ensemble, its target, log-temperature, observation statistics) and
     the log of the conservative weight (tuned with ``lagrange`` only)."""
+
+    # Memoryless: its policy reads only the carry's mask (rlcli.carry).
+    memory = None
 
     def __init__(self, sac: SACAgent, conservative_weight: float):
         super().__init__()
@@ -39,7 +46,9 @@ class CQLAgent(nn.Module):
         self.log_weight = nn.Parameter(torch.tensor(math.log(conservative_weight) if conservative_weight > 0 else 0.0))
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
         """Evaluation actions [N, A] in the bounds: the squashed mean, or a squashed sample."""
         action, _ = self.actor(self.obs_norm(observation), generator, deterministic=deterministic)
         return action
@@ -147,7 +156,7 @@ class CQL:
     def alpha(self) -> torch.Tensor:
         return self.agent.log_alpha.detach().exp()
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """``action`` for raw ``observation`` [N, ...]: a sample of the squashed Gaussian."""
         action = self.agent.actions(observation, deterministic=False, generator=generator)
         return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])

@@ -4,6 +4,7 @@ n-step returns and optional prioritized replay, on the shared replay buffer."""
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +23,9 @@ from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, tot
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
+if TYPE_CHECKING:
+    from rlcli.carry import Carry
+
 
 class QAgent(nn.Module):
     """Online and target Q-networks over one observation normalizer.
@@ -29,6 +33,9 @@ class QAgent(nn.Module):
     ``num_actions`` and ``epsilon_end`` (the exploration rate of stochastic evaluation) are
     plain attributes, not part of the state_dict.
     """
+
+    # Memoryless: its policy reads only the carry's mask (rlcli.carry).
+    memory = None
 
     def __init__(self, obs_norm: ObservationNormalizer, q: nn.Module, *, num_actions: int, epsilon_end: float):
         super().__init__()
@@ -38,7 +45,9 @@ class QAgent(nn.Module):
         self.num_actions, self.epsilon_end = num_actions, epsilon_end
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
         """Evaluation actions ([N] int64) for raw ``observation`` ([N, *obs]): greedy, or epsilon-greedy
         at ``epsilon_end`` (the rate training settles at), whatever the collection schedule says."""
         greedy = self.q(self.obs_norm(observation)).argmax(1)
@@ -105,7 +114,7 @@ class DQN:
         self.exploration.advance(replay.frames, learning=replay.learning)
 
     @torch.no_grad()
-    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs])."""
         action = self.exploration(observation, self._greedy, generator)
         return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])

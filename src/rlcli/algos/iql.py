@@ -8,6 +8,7 @@ weighted by ``exp(beta * (Q - V))`` clipped at ``max_weight`` (advantage-weighte
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import torch
 from gymnasium import spaces as gspaces
@@ -26,9 +27,15 @@ from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, of
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
+if TYPE_CHECKING:
+    from rlcli.carry import Carry
+
 
 class IQLAgent(nn.Module):
     """Policy, value, critic ensemble and its target over one observation normalizer."""
+
+    # Memoryless: its policy reads only the carry's mask (rlcli.carry).
+    memory = None
 
     def __init__(
         self, obs_norm: ObservationNormalizer, actor: BoundedGaussianActor, value: ValueCritic, critic: QEnsemble
@@ -41,7 +48,9 @@ class IQLAgent(nn.Module):
         self.critic_target = copy.deepcopy(critic).requires_grad_(False)
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
         """Evaluation actions [N, A] for raw ``observation``: the policy's mean, or a sample (the caller clips)."""
         return self.actor.act(self.obs_norm(observation), deterministic=deterministic, generator=generator)
 
@@ -115,7 +124,7 @@ class IQL:
         self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """``action`` for raw ``observation`` [N, ...]: a sample of the policy."""
         action = self.agent.actions(observation, deterministic=False, generator=generator)
         return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])

@@ -5,6 +5,7 @@ and a high ``utd_ratio`` it is REDQ (Chen et al., 2021)."""
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,9 +25,15 @@ from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, b
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
+if TYPE_CHECKING:
+    from rlcli.carry import Carry
+
 
 class SACAgent(nn.Module):
     """Actor, critic ensemble, its target and the log-temperature over one observation normalizer."""
+
+    # Memoryless: its policy reads only the carry's mask (rlcli.carry).
+    memory = None
 
     def __init__(self, obs_norm: ObservationNormalizer, actor: SquashedGaussianActor, critic: QEnsemble, alpha: float):
         super().__init__()
@@ -37,7 +44,9 @@ class SACAgent(nn.Module):
         self.log_alpha = nn.Parameter(torch.tensor(float(np.log(alpha))))
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
         """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the squashed
         mean, or a squashed sample (never the warm-up's uniform actions)."""
         action, _ = self.actor(self.obs_norm(observation), generator, deterministic=deterministic)
@@ -142,7 +151,7 @@ class SAC:
     def alpha(self) -> torch.Tensor:
         return self.agent.log_alpha.detach().exp()
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """``action`` [N, A] in the Box bounds for raw ``observation`` [N, obs]: uniform in the bounds
         during the warm-up, then sampled from the squashed Gaussian."""
         return self.learner.act(observation, generator, self.bounds, lambda obs: self._explore(obs, generator))

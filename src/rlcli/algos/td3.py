@@ -4,6 +4,7 @@ on a batched ensemble, target policy smoothing, and delayed actor and target upd
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import torch
 from gymnasium import spaces as gspaces
@@ -23,6 +24,9 @@ from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, b
 from rlcli.target_networks import TargetSchedule
 from rlcli.timing import Timer
 
+if TYPE_CHECKING:
+    from rlcli.carry import Carry
+
 
 class DeterministicAgent(nn.Module):
     """Actor, critics and their targets over one observation normalizer.
@@ -30,6 +34,9 @@ class DeterministicAgent(nn.Module):
     ``bounds`` (on the device) and ``noise_scale`` (the Gaussian noise of stochastic evaluation,
     in half-ranges) are plain attributes, not part of the state_dict.
     """
+
+    # Memoryless: its policy reads only the carry's mask (rlcli.carry).
+    memory = None
 
     def __init__(
         self,
@@ -49,7 +56,9 @@ class DeterministicAgent(nn.Module):
         self.bounds, self.noise_scale = bounds, noise_scale
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
         """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the actor's, plus
         Gaussian noise of ``noise_scale`` when stochastic.
 
@@ -141,7 +150,7 @@ class TD3:
         self.noise_generator.manual_seed(ctx.seed + 1)
         self.updates = 0
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """``action`` [N, A] in the Box bounds: uniform during the warm-up, then the actor's plus noise,
         clipped (stored as executed: the critic learns the value of the clipped action)."""
         return self.learner.act(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.build_context import BuildContext
+    from rlcli.carry import Carry
 
 
 class ActorCritic(nn.Module):
@@ -38,6 +39,7 @@ class ActorCritic(nn.Module):
         self.policy = policy
         self.value = value
         self.value_encoder = value_encoder
+        self.memory = None
 
     def features(self, obs) -> tuple[torch.Tensor, torch.Tensor]:
         """(policy features, value features), each [B, F] float32, of normalized ``obs``."""
@@ -49,7 +51,7 @@ class ActorCritic(nn.Module):
         return self.value((self.encoder if self.value_encoder is None else self.value_encoder)(obs))
 
     @torch.no_grad()
-    def act(self, observation: torch.Tensor, generator: torch.Generator) -> TensorDict:
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """Sample actions for raw ``observation`` ([N, *obs]).
 
         Returns a [N] TensorDict with ``action``, ``log_prob`` and ``value``.
@@ -69,7 +71,9 @@ class ActorCritic(nn.Module):
         )
 
     @torch.no_grad()
-    def actions(self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator) -> torch.Tensor:
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
         """Actions for raw ``observation`` ([N, *obs]): the distribution's mode when ``deterministic``
         (argmax, or the Gaussian's mean), else a sample drawn with ``generator``."""
         dist = self.policy(self.encoder(self.obs_norm(observation)))

@@ -14,6 +14,7 @@ import torch
 from gymnasium import spaces
 
 from rlcli import checkpoint, observations
+from rlcli.carry import Carry
 from rlcli.config.errors import InputError
 from rlcli.config.load import load_config
 from rlcli.datasets import import_minari
@@ -150,11 +151,13 @@ def play(
     episodes: list[Episode] = []
     obs, _ = env.reset(seed=acting.seed)
     current = _new_episode(obs)
+    carry = Carry.of(agent, 1, device)
     for done_steps in range(1, steps + 1):
         batch = observations.batch_tensor(env.observation_space, [obs], device)
-        chosen = agent.actions(batch, deterministic=acting.deterministic, generator=generator)[0].cpu().numpy()
-        action = _perturbed(chosen, space, acting, rng)
+        chosen = agent.actions(batch, deterministic=acting.deterministic, generator=generator, carry=carry)
+        action = _perturbed(chosen[0].cpu().numpy(), space, acting, rng)
         obs, reward, terminated, truncated, _ = env.step(action)
+        carry.episode_starts(np.array([terminated or truncated]))
         for key, value in (
             ("observations", obs),
             ("actions", action),
@@ -209,5 +212,7 @@ class _Uniform:
         self.space = space
         self.space.seed(seed)
 
-    def actions(self, observation, *, deterministic: bool, generator) -> torch.Tensor:
+    memory = None
+
+    def actions(self, observation, *, deterministic: bool, generator, carry=None) -> torch.Tensor:
         return torch.as_tensor(np.stack([self.space.sample() for _ in range(observation.shape[0])]))

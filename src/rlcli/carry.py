@@ -1,0 +1,96 @@
+"""What a policy carries from one step of a set of envs to the next, and what the envs say of each
+step beyond its observation: the one path by which a policy's memory and an env's legal actions reach
+an agent.
+
+Whoever steps envs with an agent (the collector, the evaluator, ``rlcli collect``) keeps one
+:class:`Carry` for its envs and hands it to every ``act``/``actions`` call:
+
+- before the call, it says where an episode starts (:meth:`Carry.episode_starts`) and which actions
+  the env allows (``mask``);
+- an agent with memory reads ``memory``, zeroes it where ``first`` says an episode starts, and
+  writes the state after the step back into it; an agent without memory has ``memory = None`` and
+  reads nothing, so a memoryless run pays for one Python object per set of envs.
+
+Checkpoints save the carry beside the observation the next step acts on, so a resumed run steps on
+with the same memory.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class Remembers(Protocol):
+    """What a policy's memory offers the carry: zeros of the state it keeps per env."""
+
+    def initial(self, n: int, device: torch.device) -> torch.Tensor:
+        """[n, *state] float32 zeros: the state of ``n`` envs before their first step."""
+        ...
+
+
+class Carry:
+    """The per-env state one set of ``n`` envs carries between an agent's steps.
+
+    Attributes:
+        memory: [n, *state] float32, the policy's state after the last step of each env (before any
+            reset), or None for a policy without memory.
+        first: [n] bool, the observation acted on next starts an episode (or follows a lost life):
+            a policy with memory zeroes its state there. Kept only when there is memory.
+        mask: [n, *mask] bool, the actions the env allows at the observation acted on next (True:
+            allowed), or None when the run has no action masks.
+    """
+
+    def __init__(self, n: int, device: torch.device | str, *, memory: Remembers | None = None):
+        device = torch.device(device)
+        self.n = n
+        self.memory = None if memory is None else memory.initial(n, device)
+        self.first = None if memory is None else torch.ones(n, dtype=torch.bool, device=device)
+        self.mask: torch.Tensor | None = None
+
+    @classmethod
+    def of(cls, agent, n: int, device: torch.device | str) -> Carry:
+        """The carry of ``n`` fresh envs for ``agent`` (an :class:`rlcli.algos.Agent`), whose ``memory``
+        is its memory core or None."""
+        return cls(n, device, memory=agent.memory)
+
+    def episode_starts(self, rows: np.ndarray | torch.Tensor) -> None:
+        """Say which envs' next observation starts an episode (``rows``: [n] bool); nothing to do
+        without memory."""
+        if self.first is not None:
+            self.first.copy_(torch.as_tensor(rows), non_blocking=True)
+
+    def select(self, index: Sequence[int]) -> Carry:
+        """The carry of the envs at ``index`` (a copy: write it back with :meth:`put`); itself when it
+        carries nothing."""
+        if self.memory is None and self.mask is None:
+            return self
+        sub = Carry.__new__(Carry)
+        sub.n = len(index)
+        rows = torch.as_tensor(list(index), dtype=torch.long)
+        sub.memory = None if self.memory is None else self.memory[rows.to(self.memory.device)]
+        sub.first = None if self.first is None else self.first[rows.to(self.first.device)]
+        sub.mask = None if self.mask is None else self.mask[rows.to(self.mask.device)]
+        return sub
+
+    def put(self, index: Sequence[int], sub: Carry) -> None:
+        """Write the memory of :meth:`select`'s ``sub`` back into the rows at ``index``."""
+        if self.memory is not None:
+            self.memory[torch.as_tensor(list(index), dtype=torch.long, device=self.memory.device)] = sub.memory
+
+    def state_dict(self) -> dict:
+        return {"memory": self.memory, "first": self.first, "mask": self.mask}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in ("memory", "first", "mask"):
+            value = state.get(name)
+            setattr(self, name, None if value is None else value.to(self._device(value)))
+
+    def _device(self, value: torch.Tensor) -> torch.device:
+        current = self.memory if self.memory is not None else self.first
+        return current.device if current is not None else value.device
