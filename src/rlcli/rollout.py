@@ -28,6 +28,11 @@ ROLLOUT_PHASES = ("update.advantage", "update.forward", "update.backward", "upda
 and the gradient step."""
 
 
+PER_STEP = (keys.ACTION_MASK, keys.MEMORY, keys.FIRST)
+"""What a policy's loss reads of a step beside the algorithm's own keys, in runs that have them: the
+action mask the action was drawn under, and the memory it was drawn from."""
+
+
 def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
     """The actor-critic alone, sized from ``ctx``'s spaces, on the device: what evaluation plays."""
     return build_actor_critic(ctx).to(ctx.device)
@@ -127,7 +132,13 @@ def evaluate_minibatch(agent: ActorCritic, batch: TensorDict, *, normalize_advan
     Reads ``input``, ``action`` and ``advantage`` ([B, ...]), and ``valid`` ([B] bool) when
     present: the mean and the advantage normalization are then over the valid rows only.
     """
-    log_prob, entropy, value = agent.evaluate(batch[keys.INPUT], batch[keys.ACTION])
+    log_prob, entropy, value = agent.evaluate(
+        batch[keys.INPUT],
+        batch[keys.ACTION],
+        mask=batch.get(keys.ACTION_MASK, None),
+        memory=batch.get(keys.MEMORY, None),
+        first=batch.get(keys.FIRST, None),
+    )
     valid = batch.get(keys.VALID, None)
     advantage = batch[keys.ADVANTAGE]
     if normalize_advantage:
@@ -194,7 +205,7 @@ class RolloutLearner:
         counts: without a baseline, not the steps of episodes the rollout cut, whose returns lack
         the rewards after it and have no critic to stand in for them. The batch's own ``valid``
         stays as it is (the statistics take in every valid observation)."""
-        rows = batch.select(*self.names, keys.VALID)
+        rows = batch.select(*self.names, keys.VALID, *(key for key in PER_STEP if key in batch.keys()))
         if not self.baseline:
             rows[keys.VALID] = rows[keys.VALID] & episode_ended(batch[keys.TERMINATED], batch[keys.TRUNCATED])
         return rows

@@ -52,14 +52,15 @@ class ActorCritic(nn.Module):
 
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """Sample actions for raw ``observation`` ([N, *obs]).
+        """Sample actions for raw ``observation`` ([N, *obs]) under ``carry``'s masks.
 
         Returns a [N] TensorDict with ``action``, ``log_prob`` and ``value``.
         """
         from tensordict import TensorDict
 
+        mask = None if carry is None else carry.mask
         policy_features, value_features = self.features(self.obs_norm(observation))
-        dist = self.policy(policy_features)
+        dist = self.policy(policy_features, mask)
         action = self.policy.sample(dist, generator)
         return TensorDict(
             {
@@ -74,15 +75,25 @@ class ActorCritic(nn.Module):
     def actions(
         self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
     ) -> torch.Tensor:
-        """Actions for raw ``observation`` ([N, *obs]): the distribution's mode when ``deterministic``
-        (argmax, or the Gaussian's mean), else a sample drawn with ``generator``."""
-        dist = self.policy(self.encoder(self.obs_norm(observation)))
+        """Actions for raw ``observation`` ([N, *obs]) under ``carry``'s masks: the distribution's mode
+        when ``deterministic`` (argmax, or the Gaussian's mean), else a sample drawn with ``generator``."""
+        mask = None if carry is None else carry.mask
+        dist = self.policy(self.encoder(self.obs_norm(observation)), mask)
         return self.policy.mode(dist) if deterministic else self.policy.sample(dist, generator)
 
-    def evaluate(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(log_prob, entropy, value), each [B], for normalized ``obs`` and taken ``action``."""
+    def evaluate(
+        self,
+        obs: torch.Tensor,
+        action: torch.Tensor,
+        *,
+        mask: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
+        first: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log_prob, entropy, value), each [B], for normalized ``obs`` and taken ``action``, under the
+        action ``mask`` they were taken with ([B, *mask] bool) when the run has masks."""
         policy_features, value_features = self.features(obs)
-        dist = self.policy(policy_features)
+        dist = self.policy(policy_features, mask)
         return self.policy.log_prob(dist, action), self.policy.entropy(dist), self.value(value_features)
 
 

@@ -15,7 +15,7 @@ class CategoricalHead(nn.Module):
         super().__init__()
         self.net = net
 
-    def forward(self, obs: torch.Tensor) -> Categorical:
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> Categorical:
         return Categorical(logits=self.net(obs), validate_args=False)
 
     @staticmethod
@@ -53,7 +53,8 @@ class GaussianHead(nn.Module):
         self.net = net
         self.log_std = nn.Parameter(torch.full(space.shape, float(log_std_init)))
 
-    def forward(self, obs: torch.Tensor) -> Normal:
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> Normal:
+        # Box actions have no masks (the config refuses them): ``mask`` is always None here.
         mean = self.net(obs)
         return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)
 
