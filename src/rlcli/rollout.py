@@ -92,6 +92,8 @@ def next_values(agent: ActorCritic, batch: TensorDict) -> torch.Tensor:
     encoders (vectors, one-hot) evaluate every row, as cheap as it is exact.
     """
     norm, next_obs = agent.obs_norm, batch[keys.NEXT_OBSERVATION]
+    if agent.memory is not None:
+        return _recurrent_next_values(agent, batch)
     if not any(True for _ in agent.encoder.parameters()):
         return agent.state_value(norm(next_obs))
     value = batch[keys.VALUE]
@@ -101,6 +103,25 @@ def next_values(agent: ActorCritic, batch: TensorDict) -> torch.Tensor:
     out[:-1] = value[1:]
     rows = fresh.nonzero(as_tuple=True)
     out[rows] = agent.state_value(norm(next_obs[rows]))
+    return out
+
+
+@torch.no_grad()
+def _recurrent_next_values(agent: ActorCritic, batch: TensorDict) -> torch.Tensor:
+    """:func:`next_values` of a policy with memory: where the memory goes on from one step to the next
+    (same episode, no reset), the next step's stored ``value``; elsewhere (the rollout's last step, an
+    episode's final observation) the critic on ``next_observation`` with the memory after the step,
+    re-run from the stored ``memory`` (the collection weights: nothing has been updated yet)."""
+    value, first = batch[keys.VALUE], batch[keys.FIRST]
+    fresh = torch.ones_like(value, dtype=torch.bool)
+    fresh[:-1] = first[1:] | _differs(batch[keys.NEXT_OBSERVATION][:-1], batch[keys.OBSERVATION][1:])
+    out = torch.empty_like(value)
+    out[:-1] = value[1:]
+    rows = fresh.nonzero(as_tuple=True)
+    norm = agent.obs_norm
+    out[rows] = agent.successor_value(
+        batch[keys.INPUT][rows], first[rows], batch[keys.MEMORY][rows], norm(batch[keys.NEXT_OBSERVATION][rows])
+    )
     return out
 
 
@@ -165,6 +186,9 @@ class RolloutLearner:
         self.gamma, self.lam, self.names = cfg.gamma, cfg.return_lambda, names
         self.value_target, self.baseline = cfg.value_target, baseline
         self.clip_reward = ctx.env.clip_reward
+        # With memory the update takes sequences of this many steps per env, time first ([L, C]).
+        steps = ctx.collector.frames_per_batch // ctx.env.num_envs
+        self.sequence = None if self.agent.memory is None else cfg.sequence(steps)
 
     def rows(self, batch: TensorDict, timer: Timer) -> TensorDict:
         """Every row of the ``[T, N]`` ``batch`` flattened to [T * N] with ``names`` and ``valid``,
@@ -173,7 +197,20 @@ class RolloutLearner:
             self._prepare(batch)
         # Every row, invalid ones masked in the loss: the same rows on every rank (NEXT_STEP envs have
         # a varying number of reset steps), and a batch of only reset steps is a loss of 0, not a NaN.
-        return self._loss_rows(batch).reshape(-1)
+        rows = self._loss_rows(batch)
+        return rows.reshape(-1) if self.sequence is None else sequences(rows, self.sequence)
+
+    def units(self, flat: TensorDict) -> int:
+        """What :meth:`rows` returned holds of what minibatches are drawn from: rows, or sequences."""
+        return flat.batch_size[-1]
+
+    def per_minibatch(self, rows: int) -> int:
+        """Units of a minibatch of ``rows`` rows: rows, or the sequences that hold them."""
+        return rows if self.sequence is None else rows // self.sequence
+
+    def take(self, flat: TensorDict, index: torch.Tensor) -> TensorDict:
+        """The units at ``index`` ([M] int64) of what :meth:`rows` returned: [M] rows, or [L, M] sequences."""
+        return flat[index] if self.sequence is None else flat[:, index]
 
     def finish(self, batch: TensorDict) -> None:
         """Advance the schedule and fold the rollout's valid observations into the statistics."""
@@ -185,6 +222,11 @@ class RolloutLearner:
         """``size`` random valid rows of ``batch`` after its advantages are written into it."""
         self._prepare(batch)
         rows = self._loss_rows(batch)
+        if self.sequence is not None:
+            # Sequences, time first: ``size`` rows' worth of them, drawn whole.
+            chunks = sequences(rows, self.sequence)
+            count = max(size // self.sequence, 1)
+            return chunks[:, torch.randint(chunks.batch_size[1], (count,), generator=generator, device=chunks.device)]
         flat = rows.exclude(keys.VALID)[rows[keys.VALID]]
         return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
 
@@ -216,6 +258,19 @@ class RolloutLearner:
     def load_state_dict(self, state: dict) -> None:
         self.step.load_state_dict(state["step"])
         self.reward_scaler.load_state_dict(state["reward_scaler"])
+
+
+def sequences(rows: TensorDict, length: int) -> TensorDict:
+    """The ``[T, N]`` ``rows`` cut into sequences of ``length`` steps, time first: ``[length, T / length * N]``
+    (each env's rollout in order, one column per sequence), for backpropagation through time."""
+    steps, envs = rows.batch_size
+    count = steps // length
+
+    def cut(x: torch.Tensor) -> torch.Tensor:
+        tail = x.shape[2:]
+        return x.reshape(count, length, envs, *tail).transpose(0, 1).reshape(length, count * envs, *tail)
+
+    return rows.apply(cut, batch_size=[length, count * envs])
 
 
 Objective = Callable[[ActorCritic, "TensorDict"], dict[str, torch.Tensor]]

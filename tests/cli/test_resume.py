@@ -85,6 +85,19 @@ KILLED = [
     ),
     ("dqn_cartpole", ("collector.total_frames=12288", "checkpoint.every_frames=4096"), 256),
     ("sac_pendulum", ("collector.total_frames=2000", "checkpoint.every_frames=600"), 8),
+    # A recurrent policy, killed mid-episode: its memory and episode starts must come back with the envs.
+    (
+        "ppo_lstm_cartpolenovel",
+        (
+            "collector.total_frames=10240",
+            "checkpoint.every_frames=2048",
+            "network.memory_size=32",
+            "algo.epochs=2",
+            "eval.every_frames=4096",
+            "eval.episodes=3",
+        ),
+        256,
+    ),
 ]
 
 

@@ -110,7 +110,8 @@ class PPO:
         # Every row, invalid ones masked: the same number of minibatches on every rank, which step together.
         flat = self.rollout.rows(batch, timer)
         self.clip_epsilon = cfg.clip_epsilon * max(self.clip_factor(self.iterations_done / self.iterations), 1e-8)
-        size = flat.batch_size[0]
+        # Rows, or with memory whole sequences of them: what a minibatch takes at random.
+        size, per = self.rollout.units(flat), self.rollout.per_minibatch(cfg.minibatch_size)
         sums: dict[str, torch.Tensor] = {}
         steps = 0
         stopped = False
@@ -118,13 +119,13 @@ class PPO:
             if stopped:
                 break
             order = torch.randperm(size, generator=self.generator, device=self.device)
-            for start in range(0, size, cfg.minibatch_size):
-                index = order[start : start + cfg.minibatch_size]
+            for start in range(0, size, per):
+                index = order[start : start + per]
                 # A one-sample tail has no advantage spread to normalize by.
-                if index.numel() < 2:
+                if index.numel() * (self.rollout.sequence or 1) < 2:
                     continue
                 with timer.phase("update.forward"):
-                    minibatch = flat[index]
+                    minibatch = self.rollout.take(flat, index)
                     terms = self.loss(minibatch)
                 # Decided on the ranks' mean KL, so that every rank stops at the same minibatch.
                 if cfg.target_kl is not None and float(self.group.mean(terms["stats/approx_kl"])) > cfg.target_kl:

@@ -116,6 +116,11 @@ def whole_rollout(cfg) -> None:
     return None
 
 
+def whole_sequences(cfg, steps: int) -> int:
+    """``sequence`` of an algorithm whose recurrent update re-runs each env's whole rollout of ``steps``."""
+    return steps
+
+
 def sampled_batch(cfg) -> int:
     """``update_batch`` of an algorithm that samples ``batch_size`` transitions per gradient step."""
     return cfg.batch_size

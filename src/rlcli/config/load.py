@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 from rlcli.config.errors import ConfigError, single
 from rlcli.config.messages import issue_at, issues_of, key_lines
 from rlcli.config.presets import display_path, find_preset
-from rlcli.envs import GYMNASIUM_EXTRAS, env_family
+from rlcli.envs import GYMNASIUM_EXTRAS, base_id, env_family
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -208,7 +208,8 @@ def preset_extras(preset: str | Path) -> tuple[Extra, ...]:
     extras: list[Extra] = []
     if isinstance(env_id, str):
         family = env_family(env_id)
-        spec = gym.registry.get(env_id)
+        # A partially observable task needs what its fully observed one needs (LunarLanderNoVel: box2d).
+        spec = gym.registry.get(base_id(env_id))
         entry = spec.entry_point if spec is not None and isinstance(spec.entry_point, str) else ""
         if family is not None:
             extras.append(Extra(family.extra, family.module))

@@ -23,16 +23,21 @@ from rlcli.envs.make import (
     mujoco_warnings_once,
 )
 from rlcli.envs.packages import check_run_packages, import_env_packages
+from rlcli.envs.partial import VELOCITY_MASKED, base_id, register_partial
+
+register_partial()
 
 __all__ = [
     "ATARI",
     "ENV_FAMILIES",
     "GYMNASIUM_EXTRAS",
     "LIFE_LOST",
+    "VELOCITY_MASKED",
     "EnvFamily",
     "LifeLoss",
     "OneOfVector",
     "autoreset_mode",
+    "base_id",
     "check_run_packages",
     "describe_space",
     "env_family",
@@ -42,5 +47,6 @@ __all__ = [
     "make_envs",
     "mujoco_warnings_once",
     "register_family",
+    "register_partial",
     "vector_kwargs_problems",
 ]

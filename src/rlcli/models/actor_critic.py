@@ -11,6 +11,7 @@ from torch import nn
 from rlcli import keys
 from rlcli.models.critics import ValueCritic
 from rlcli.models.heads import CategoricalHead, GaussianHead
+from rlcli.models.memory import MemoryCore
 from rlcli.models.mlp import mlp, policy_mlp
 from rlcli.normalization import ObservationNormalizer
 
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 
 class ActorCritic(nn.Module):
     """Policy and value MLPs over the features of one shared encoder (or, with ``value_encoder``, the
-    value over its own); observations are normalized before the encoders."""
+    value over its own), with ``memory`` (a :class:`MemoryCore`) between the encoders and the MLPs when
+    the policy has one; observations are normalized before the encoders."""
 
     def __init__(
         self,
@@ -32,6 +34,7 @@ class ActorCritic(nn.Module):
         policy: nn.Module,
         value: ValueCritic,
         value_encoder: nn.Module | None = None,
+        memory: MemoryCore | None = None,
     ):
         super().__init__()
         self.obs_norm = obs_norm
@@ -39,46 +42,65 @@ class ActorCritic(nn.Module):
         self.policy = policy
         self.value = value
         self.value_encoder = value_encoder
-        self.memory = None
+        self.memory = memory
 
     def features(self, obs) -> tuple[torch.Tensor, torch.Tensor]:
-        """(policy features, value features), each [B, F] float32, of normalized ``obs``."""
+        """(policy features, value features), each [*B, F] float32, of normalized ``obs`` (before any memory)."""
         shared = self.encoder(obs)
         return shared, shared if self.value_encoder is None else self.value_encoder(obs)
 
     def state_value(self, obs) -> torch.Tensor:
-        """V of normalized ``obs`` ([B])."""
+        """V of normalized ``obs`` ([B]), for a memoryless policy."""
         return self.value((self.encoder if self.value_encoder is None else self.value_encoder)(obs))
+
+    def _step(self, obs, carry: Carry) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy features, value features) [N, F] of normalized ``obs`` [N, ...] for the step: through
+        the memory, whose state in ``carry`` moves one step on."""
+        policy, value = self.features(obs)
+        if self.memory is None:
+            return policy, value
+        policy, value, carry.memory = self.memory(policy[None], value[None], carry.first[None], carry.memory)
+        return policy[0], value[0]
+
+    def _carry(self, carry: Carry | None, n: int) -> Carry:
+        """``carry``, or for None a carry of ``n`` fresh envs without masks."""
+        from rlcli.carry import Carry
+
+        return Carry.of(self, n, next(self.parameters()).device) if carry is None else carry
 
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """Sample actions for raw ``observation`` ([N, *obs]) under ``carry``'s masks.
+        """Sample actions for raw ``observation`` ([N, *obs]) under ``carry``'s masks and memory.
 
-        Returns a [N] TensorDict with ``action``, ``log_prob`` and ``value``.
+        Returns a [N] TensorDict with ``action``, ``log_prob`` and ``value``; with memory also
+        ``memory`` and ``first``, the state the step started from (the update re-runs it).
         """
         from tensordict import TensorDict
 
-        mask = None if carry is None else carry.mask
-        policy_features, value_features = self.features(self.obs_norm(observation))
-        dist = self.policy(policy_features, mask)
+        n = observation.shape[0]
+        carry = self._carry(carry, n)
+        out = {} if self.memory is None else {keys.MEMORY: carry.memory, keys.FIRST: carry.first.clone()}
+        policy_features, value_features = self._step(self.obs_norm(observation), carry)
+        dist = self.policy(policy_features, carry.mask)
         action = self.policy.sample(dist, generator)
-        return TensorDict(
-            {
-                keys.ACTION: action,
-                keys.LOG_PROB: self.policy.log_prob(dist, action),
-                keys.VALUE: self.value(value_features),
-            },
-            batch_size=observation.shape[:1],
-        )
+        out[keys.ACTION] = action
+        out[keys.LOG_PROB] = self.policy.log_prob(dist, action)
+        out[keys.VALUE] = self.value(value_features)
+        return TensorDict(out, batch_size=[n])
 
     @torch.no_grad()
     def actions(
         self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
     ) -> torch.Tensor:
-        """Actions for raw ``observation`` ([N, *obs]) under ``carry``'s masks: the distribution's mode
-        when ``deterministic`` (argmax, or the Gaussian's mean), else a sample drawn with ``generator``."""
-        mask = None if carry is None else carry.mask
-        dist = self.policy(self.encoder(self.obs_norm(observation)), mask)
+        """Actions for raw ``observation`` ([N, *obs]) under ``carry``'s masks and memory: the
+        distribution's mode when ``deterministic`` (argmax, or the Gaussian's mean), else a sample drawn
+        with ``generator``."""
+        if self.memory is None:
+            mask = None if carry is None else carry.mask
+            dist = self.policy(self.encoder(self.obs_norm(observation)), mask)
+        else:
+            carry = self._carry(carry, observation.shape[0])
+            dist = self.policy(self._step(self.obs_norm(observation), carry)[0], carry.mask)
         return self.policy.mode(dist) if deterministic else self.policy.sample(dist, generator)
 
     def evaluate(
@@ -90,22 +112,47 @@ class ActorCritic(nn.Module):
         memory: torch.Tensor | None = None,
         first: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(log_prob, entropy, value), each [B], for normalized ``obs`` and taken ``action``, under the
-        action ``mask`` they were taken with ([B, *mask] bool) when the run has masks."""
+        """(log_prob, entropy, value), each [*B], for normalized ``obs`` and taken ``action``, under the
+        action ``mask`` they were taken with ([*B, *mask] bool) when the run has masks.
+
+        With memory the rows are sequences, time first ([L, B]): the memory is re-run over them from
+        ``memory[0]`` ([B, *state], the state stored when acting on their first step), zeroed where
+        ``first`` ([L, B] bool) says an episode starts, as acting did (backpropagation through time).
+        """
         policy_features, value_features = self.features(obs)
+        if self.memory is not None:
+            policy_features, value_features, _ = self.memory(policy_features, value_features, first, memory[0])
         dist = self.policy(policy_features, mask)
         return self.policy.log_prob(dist, action), self.policy.entropy(dist), self.value(value_features)
+
+    @torch.no_grad()
+    def successor_value(self, obs, first: torch.Tensor, memory: torch.Tensor, next_obs) -> torch.Tensor:
+        """V of ``next_obs`` ([R, ...] normalized) with the memory after acting on ``obs`` from ``memory``
+        ([R, *state]) and ``first`` ([R] bool): the bootstrap value of a rollout's last step or of an
+        episode's final observation, for a policy with memory ([R])."""
+        policy, value = self.features(obs)
+        _, _, after = self.memory(policy[None], value[None], first[None], memory)
+        policy, value = self.features(next_obs)
+        _, value, _ = self.memory(policy[None], value[None], torch.zeros_like(first)[None], after)
+        return self.value(value[0])
 
 
 def build_actor_critic(ctx: BuildContext) -> ActorCritic:
     """Networks sized from ``ctx``'s spaces and shaped by its ``network`` section (one encoder for
-    both heads unless ``share_encoder`` is off); observations normalized as its ``env`` section
+    both heads unless ``share_encoder`` is off; a memory core after the encoders when ``memory`` asks for
+    one); observations normalized as its ``env`` section
     asks, with statistics pooled over its ranks."""
     network, action_space = ctx.network, ctx.action_space
     encoder = ctx.encoder()
     value_encoder = None if network.share_encoder else ctx.encoder()
-    obs_dim = encoder.out_features
     orthogonal = network.init == "orthogonal"
+    memory = None
+    if network.memory != "none":
+        inputs = (encoder.out_features,)
+        if not network.memory_shared:
+            inputs += ((value_encoder or encoder).out_features,)
+        memory = MemoryCore(network.memory, inputs, size=network.memory_size, layers=network.memory_layers)
+    obs_dim = encoder.out_features if memory is None else memory.out_features
     if isinstance(action_space, spaces.Discrete):
         net = policy_mlp(obs_dim, network, int(action_space.n))
         policy: nn.Module = CategoricalHead(net)
@@ -115,4 +162,4 @@ def build_actor_critic(ctx: BuildContext) -> ActorCritic:
     value = ValueCritic(
         mlp(obs_dim, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0)
     )
-    return ActorCritic(ctx.observation_normalizer(), encoder, policy, value, value_encoder)
+    return ActorCritic(ctx.observation_normalizer(), encoder, policy, value, value_encoder, memory)

@@ -33,6 +33,10 @@ ALGO_CONFIGS: dict[str, type[BaseModel]] = {
 """Config model of each algorithm, by its ``name``: the one list of algorithms. ``rlcli.algos.ALGORITHMS``
 takes its modules, ``rlcli.algos.<name>``, from it in this order."""
 
+WITH_MEMORY = ("ppo", "a2c", "reinforce")
+"""The algorithms whose policy may have a memory core (``[network] memory``); each config has
+``sequence(steps)``, the steps per sequence of its recurrent update."""
+
 AlgoConfig = Annotated[
     Union[tuple(ALGO_CONFIGS.values())],  # noqa: UP007
     Field(discriminator="name"),
@@ -40,6 +44,7 @@ AlgoConfig = Annotated[
 
 __all__ = [
     "ALGO_CONFIGS",
+    "WITH_MEMORY",
     "A2CConfig",
     "AlgoConfig",
     "BCConfig",

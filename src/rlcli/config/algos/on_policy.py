@@ -16,6 +16,7 @@ from rlcli.config.fields import (
     no_warm_up,
     unsplit,
     whole_rollout,
+    whole_sequences,
 )
 from rlcli.config.model import SECTION
 
@@ -44,6 +45,17 @@ class PPOConfig(BaseModel):
         None, gt=0, description="Stop the epochs of an update once the approximate KL exceeds this."
     )
     value_target: ValueTarget = "gae"
+    sequence_length: int | None = Field(
+        None,
+        ge=1,
+        description="With [network] memory: the steps of each env's sequence a minibatch holds, re-run from "
+        "the memory stored at its first step (default: the rollout's steps per env, or minibatch_size if "
+        "smaller); it must divide both.",
+    )
+
+    def sequence(self, steps: int) -> int:
+        """Steps per sequence of a recurrent update, of rollouts of ``steps`` steps per env."""
+        return self.sequence_length if self.sequence_length is not None else min(steps, self.minibatch_size)
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
         """Problems between this section and others, as (dotted field, message) pairs."""
@@ -96,6 +108,7 @@ class A2CConfig(BaseModel):
     per_rank = unsplit
     warm_up = property(no_warm_up)
     update_batch = property(whole_rollout)
+    sequence = whole_sequences
 
 
 class REINFORCEConfig(BaseModel):
@@ -138,3 +151,4 @@ class REINFORCEConfig(BaseModel):
     per_rank = unsplit
     warm_up = property(no_warm_up)
     update_batch = property(whole_rollout)
+    sequence = whole_sequences

@@ -1,0 +1,106 @@
+"""Memory cores: an LSTM or a GRU after the encoder, one shared by the policy and the value or one each,
+stepped over time with its state zeroed where an episode starts.
+
+The state of ``n`` envs is one tensor ``[n, cores, parts * layers, size]`` (``parts``: 2 for an LSTM's
+hidden and cell states, 1 for a GRU's), the shape a :class:`~rlcli.carry.Carry` holds and a rollout
+stores per step. :func:`unroll` is the one place that says how a state is reset: acting (one step) and
+the update's backpropagation through time (a sequence) both go through it, so the update re-runs
+exactly what acting ran.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import nn
+
+RNNS = {"lstm": nn.LSTM, "gru": nn.GRU}
+
+
+def _split(rnn: nn.RNNBase, state: torch.Tensor):
+    """torch's state of ``rnn`` from one core's ``[B, parts * layers, size]``: ``(h, c)`` for an LSTM,
+    ``h`` for a GRU, each [layers, B, size] contiguous."""
+    layers = rnn.num_layers
+    h = state[:, :layers].transpose(0, 1).contiguous()
+    if isinstance(rnn, nn.LSTM):
+        return h, state[:, layers:].transpose(0, 1).contiguous()
+    return h
+
+
+def _join(rnn: nn.RNNBase, state) -> torch.Tensor:
+    """One core's ``[B, parts * layers, size]`` from torch's state of ``rnn``."""
+    parts = state if isinstance(rnn, nn.LSTM) else (state,)
+    return torch.cat([part.transpose(0, 1) for part in parts], 1)
+
+
+def unroll(rnn: nn.RNNBase, x: torch.Tensor, first: torch.Tensor, state: torch.Tensor):
+    """Run ``rnn`` over a sequence, zeroing each env's state before a step that starts an episode.
+
+    The sequence is cut where any env starts an episode, so each piece is one call of torch's fused
+    recurrent kernel; a piece of envs that all go on runs with no per-step Python.
+
+    Args:
+        x: [L, B, F] float32, the inputs, time first.
+        first: [L, B] bool, the step starts an episode (the state is zeroed before it is read).
+        state: [B, parts * layers, size] float32, the state before the first step.
+
+    Returns:
+        (outputs [L, B, size], state after the last step [B, parts * layers, size]).
+    """
+    steps = x.shape[0]
+    if steps == 1:
+        # Acting: one step, no cut to find (and no device sync to find it).
+        out, after = rnn(x, _split(rnn, state * ~first[0].view(-1, 1, 1)))
+        return out, _join(rnn, after)
+    starts = first.any(1)
+    starts[0] = True
+    cuts = starts.nonzero().flatten().tolist() + [steps]
+    outputs = []
+    for begin, end in zip(cuts[:-1], cuts[1:]):
+        state = state * ~first[begin].view(-1, 1, 1)
+        out, after = rnn(x[begin:end], _split(rnn, state))
+        outputs.append(out)
+        state = _join(rnn, after)
+    return torch.cat(outputs) if len(outputs) > 1 else outputs[0], state
+
+
+class MemoryCore(nn.Module):
+    """The recurrent cores of an actor-critic: one shared by the policy and the value (the value reads
+    the policy's core), or one each over their own features.
+
+    Args:
+        kind: "lstm" or "gru".
+        features: the input sizes of the policy's and the value's cores (one entry when shared).
+        size: hidden units of each core (its output size).
+        layers: stacked layers of each core.
+    """
+
+    def __init__(self, kind: Literal["lstm", "gru"], features: tuple[int, ...], *, size: int, layers: int):
+        super().__init__()
+        self.kind, self.size, self.layers = kind, size, layers
+        # torch's own initialization, as sb3-contrib's RecurrentPPO leaves its LSTMs (its orthogonal
+        # initialization covers the MLPs and heads only).
+        self.cores = nn.ModuleList(RNNS[kind](f, size, layers) for f in features)
+        self.parts = 2 if kind == "lstm" else 1
+        self.out_features = size
+
+    @property
+    def shared(self) -> bool:
+        return len(self.cores) == 1
+
+    def initial(self, n: int, device: torch.device) -> torch.Tensor:
+        """[n, cores, parts * layers, size] float32 zeros: ``n`` envs before their first step."""
+        return torch.zeros(n, len(self.cores), self.parts * self.layers, self.size, device=device)
+
+    def forward(
+        self, policy_x: torch.Tensor, value_x: torch.Tensor, first: torch.Tensor, state: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(policy features, value features, state after), the features [L, B, size], of inputs
+        ``policy_x`` and ``value_x`` ([L, B, F], the value's unread when shared), episode starts
+        ``first`` ([L, B] bool) and ``state`` ([B, cores, parts * layers, size]) before the first step."""
+        policy_out, policy_state = unroll(self.cores[0], policy_x, first, state[:, 0])
+        if self.shared:
+            return policy_out, policy_out, policy_state.unsqueeze(1)
+        value_out, value_state = unroll(self.cores[1], value_x, first, state[:, 1])
+        return policy_out, value_out, torch.stack((policy_state, value_state), 1)
