@@ -63,3 +63,13 @@ def test_td3_pendulum_reaches_minus_200_on_3_of_3_seeds_within_10k_frames(tmp_pa
 
 def test_ddpg_pendulum_reaches_minus_200_on_2_of_3_seeds_within_20k_frames(tmp_path):
     assert len(solved_seeds("ddpg_pendulum", -200, 20_000, 3, tmp_path)) >= 2
+
+
+def test_ppo_lstm_cartpolenovel_balances_for_500_steps_in_its_deterministic_final_evaluation(tmp_path):
+    # CartPole with its velocities hidden: only a memory can infer them. One seed at the preset's 100k budget.
+    cfg = load_config(
+        "ppo_lstm_cartpolenovel",
+        ["run.seed=0", f'run.output_dir="{tmp_path.as_posix()}"', "timing.enabled=false", "eval.final_episodes=20"],
+    )
+    state = train(build_run(cfg))
+    assert state.final_eval is not None and state.final_eval["mean"] == 500.0, state.final_eval

@@ -300,7 +300,9 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
         return (
             f"{cfg.algo.name} on {cfg.env.id}: observation {describe_space(space)}, action "
             f"{describe_space(run.source.action_space)}, {params:,} parameters, {run.device}; "
-            f"encoders: {encoders}; observation normalization {normalize}" + _stand_in_note(run)
+            f"encoders: {encoders}; observation normalization {normalize}"
+            + ("" if agent.memory is None else f"; memory: {agent.memory.describe()}")
+            + _stand_in_note(run)
         )
     finally:
         run.close()

@@ -53,6 +53,22 @@ def test_unroll_equals_a_step_loop_that_resets_where_episodes_start(kind):
         torch.testing.assert_close(after[:, 2:], c.transpose(0, 1))
 
 
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_acting_one_step_at_a_time_equals_the_sequence_run(kind):
+    # Acting takes torch's fused cells one step at a time; the update, the sequence kernel.
+    torch.manual_seed(2)
+    rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(5, 7, num_layers=2)
+    x, first = torch.randn(9, 3, 5), torch.rand(9, 3) < 0.3
+    state = torch.randn(3, (2 if kind == "lstm" else 1) * 2, 7)
+    whole, after = unroll(rnn, x, first, state)
+    steps, carried = [], state
+    for t in range(9):
+        out, carried = unroll(rnn, x[t : t + 1], first[t : t + 1], carried)
+        steps.append(out)
+    torch.testing.assert_close(torch.cat(steps), whole, atol=1e-6, rtol=0)
+    torch.testing.assert_close(carried, after, atol=1e-6, rtol=0)
+
+
 def test_a_step_that_starts_an_episode_forgets_everything_before_it():
     torch.manual_seed(1)
     core = MemoryCore("lstm", (3, 3), size=4, layers=1)

@@ -37,14 +37,41 @@ def _bare_features(agent, obs: torch.Tensor) -> torch.Tensor:
     return F.relu(encoder.head(encoder.body(obs.float() / 255.0)))
 
 
+def _bare_lstm(agent, features: torch.Tensor, first: torch.Tensor, state: torch.Tensor):
+    """(policy features, value features) of LSTM cores over sequences as one writes backpropagation
+    through time by hand: for each core, torch's LSTM from the stored state, one call between two steps
+    where an episode starts, the state zeroed there.
+
+    Args:
+        features: [L, C, F]; first: [L, C] bool; state: [C, cores, 2 * layers, size], as stored.
+    """
+    steps = features.shape[0]
+    starts = sorted({0, *first.any(1).nonzero().flatten().tolist()})
+    outputs = []
+    for i, rnn in enumerate(agent.memory.cores):
+        layers = rnn.num_layers
+        h = state[:, i, :layers].transpose(0, 1).contiguous()
+        c = state[:, i, layers:].transpose(0, 1).contiguous()
+        pieces = []
+        for begin, end in zip(starts, starts[1:] + [steps]):
+            keep = (~first[begin]).float().view(1, -1, 1)
+            out, (h, c) = rnn(features[begin:end], (h * keep, c * keep))
+            pieces.append(out)
+        outputs.append(torch.cat(pieces))
+    return outputs[0], outputs[-1]
+
+
 def bare_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: float, entropy_coef: float):
-    """PPO's maths in bare torch (categorical policy), to price the library's overhead.
+    """PPO's maths in bare torch (categorical policy; with memory, LSTM cores over [L, C] sequences), to
+    price the library's overhead.
 
     Returns (loss, approx_kl, clip_fraction), the same figures ``ppo_loss`` computes.
     """
     obs, action = batch[keys.INPUT], batch[keys.ACTION]
     old_log_prob, advantage, target = batch[keys.LOG_PROB], batch[keys.ADVANTAGE], batch[keys.VALUE_TARGET]
-    features = _bare_features(agent, obs)
+    features = value_features = _bare_features(agent, obs)
+    if agent.memory is not None:
+        features, value_features = _bare_lstm(agent, features, batch[keys.FIRST], batch[keys.MEMORY][0])
     log_probs = F.log_softmax(agent.policy.net(features), -1)
     log_prob = log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)
     entropy = -(log_probs.exp() * log_probs).sum(-1)
@@ -52,7 +79,7 @@ def bare_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: flo
     log_ratio = log_prob - old_log_prob
     ratio = log_ratio.exp()
     policy = -torch.min(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage).mean()
-    value = agent.value.net(features).squeeze(-1)
+    value = agent.value.net(value_features).squeeze(-1)
     value_loss = (value - target).square().mean()
     with torch.no_grad():
         approx_kl = ((ratio - 1) - log_ratio).mean()

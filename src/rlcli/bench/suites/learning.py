@@ -31,6 +31,13 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
         for size in (256, 4096):
             minibatch = algo.ingest_and_sample(batch.clone(), size, generator)
             _loss_cases(cases, ratios, opts, algo_name, cfg, algo, minibatch)
+    # Each recurrent preset at the minibatch its update takes: backpropagation through time.
+    for cfg in preset_configs(opts).values():
+        if cfg.network.memory != "none":
+            algo, batch = _first_batch(cfg)
+            generator = torch.Generator(device=batch.device).manual_seed(0)
+            minibatch = algo.ingest_and_sample(batch.clone(), cfg.algo.update_batch, generator)
+            _loss_cases(cases, ratios, opts, cfg.algo.name, cfg, algo, minibatch)
     # One pixel preset per algorithm at the minibatch its update takes: the CNN's forward and backward.
     for cfg in one_pixel_preset_per_algorithm(preset_configs(opts)).values():
         if env_family(cfg.env.id) is None:
@@ -110,7 +117,8 @@ def _loss_cases(
 ) -> None:
     """Append the loss cases of one algorithm at one batch size."""
     loss = torch.compile(algo.loss) if opts.compile else algo.loss
-    params = {"preset": cfg.run.name, "batch": minibatch.batch_size[0]} | ({"compile": True} if opts.compile else {})
+    # Rows per call: a recurrent minibatch is [L, C] sequences.
+    params = {"preset": cfg.run.name, "batch": minibatch.numel()} | ({"compile": True} if opts.compile else {})
 
     def backward():
         algo.agent.zero_grad(set_to_none=True)
