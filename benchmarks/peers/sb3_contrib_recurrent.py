@@ -167,6 +167,21 @@ def run_seed(env_id: str, seed: int, timesteps: int, episodes: int) -> dict:
     model.learn(total_timesteps=timesteps)
     train_seconds = time.perf_counter() - t0
     envs.close()
+    policy = model.policy
+    # What the run used besides the Zoo's settings: RecurrentPPO's and MlpLstmPolicy's defaults.
+    defaults = {
+        "batch_size": model.batch_size,
+        "clip_range_vf": model.clip_range_vf,
+        "vf_coef": model.vf_coef,
+        "max_grad_norm": model.max_grad_norm,
+        "normalize_advantage": model.normalize_advantage,
+        "lstm_hidden_size": policy.lstm_actor.hidden_size,
+        "lstm_layers": policy.lstm_actor.num_layers,
+        "critic_lstm": policy.lstm_critic is not None,
+        "net_arch": policy.net_arch,
+        "activation": policy.activation_fn.__name__,
+        "ortho_init": policy.ortho_init,
+    }
 
     t0 = time.perf_counter()
     returns = evaluate(model, env_id, episodes)
@@ -183,6 +198,7 @@ def run_seed(env_id: str, seed: int, timesteps: int, episodes: int) -> dict:
         "eval_std": statistics.pstdev(returns),
         "eval_min": min(returns),
         "eval_max": max(returns),
+        "defaults": defaults,
     }
 
 
