@@ -98,7 +98,7 @@ def test_extras_table_is_generated_from_the_presets():
     assert block is not None, "README.md lacks the extras markers"
     assert block == extras_markdown(), "run: python -m rlcli.config.reference --write"
     # The presets' extras come from their env ids and [data] sections, not from a list.
-    assert "| `atari` | `dqn_breakout`, `ppo_breakout`, `ppo_pong` |" in block
+    assert "| `atari` | `dqn_breakout`, `ppo_breakout`, `ppo_lstm_breakout`, `ppo_pong` |" in block
     assert "`iql_pendulum_medium`" in block.split("| `minari` |", 1)[1].split("\n", 1)[0]
 
 
