@@ -231,9 +231,16 @@ def run_seed(seed: int, timesteps: int, episodes: int, stop_at: float | None) ->
 
 def main(argv: list[str] | None = None) -> None:
     process_start = time.perf_counter()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--timesteps", type=int, default=DEFAULT_TIMESTEPS, help=f"training frames (default {DEFAULT_TIMESTEPS}, the preset's)")
+    parser.add_argument(
+        "--timesteps",
+        type=int,
+        default=DEFAULT_TIMESTEPS,
+        help=f"training frames (default {DEFAULT_TIMESTEPS}, the preset's)",
+    )
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument(
         "--stop-at-return",
@@ -253,7 +260,13 @@ def main(argv: list[str] | None = None) -> None:
     for seed in args.seeds:
         r = run_seed(seed, args.timesteps, args.eval_episodes, args.stop_at_return)
         results.append(r)
-        reached = "never" if r["frames_to_threshold"] is None else f"at {r['frames_to_threshold']} frames ({r['seconds_to_threshold']:.1f} s)"
+        reached = (
+            "never"
+            if r["frames_to_threshold"] is None
+            else f"at {r['frames_to_threshold']} frames ({r['seconds_to_threshold']:.1f} s)"
+        )
+        if r["stopped_at_frames"] is not None:
+            reached += f", stopped after the rollout ending at {r['stopped_at_frames']} frames"
         print(
             f"MaskablePPO {ENV_ID} seed {seed}: {r['frames']} frames, train {r['train_seconds']:.1f} s, "
             f"rolling return {THRESHOLD:g} reached {reached}, deterministic eval over {r['eval_episodes']} episodes "

@@ -204,10 +204,14 @@ def run_seed(env_id: str, seed: int, timesteps: int, episodes: int) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     process_start = time.perf_counter()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--env", required=True, choices=sorted(ZOO))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--timesteps", type=int, default=None, help="training frames (default: RL-Zoo's n_timesteps, 100000)")
+    parser.add_argument(
+        "--timesteps", type=int, default=None, help="training frames (default: RL-Zoo's n_timesteps, 100000)"
+    )
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument("--json", metavar="OUT", help="write the results here")
     args = parser.parse_args(argv)
@@ -233,7 +237,10 @@ def main(argv: list[str] | None = None) -> None:
         "peer": "sb3-contrib RecurrentPPO",
         "env": args.env,
         "hyperparameters": "RL-Baselines3-Zoo hyperparams/ppo_lstm.yml",
-        "settings": {"n_envs": ZOO[args.env]["n_envs"], **{k: list(v) if isinstance(v, tuple) else v for k, v in ZOO[args.env]["kwargs"].items()}},
+        "settings": {
+            "n_envs": ZOO[args.env]["n_envs"],
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in ZOO[args.env]["kwargs"].items()},
+        },
         "torch_threads": torch.get_num_threads(),
         "versions": versions(),
         "seeds": results,
