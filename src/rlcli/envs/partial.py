@@ -48,11 +48,12 @@ class HideVelocity(gym.ObservationWrapper):
         return observation * self.keep
 
 
-def _maker(task: VelocityMasked):
-    def make(**kwargs) -> gym.Env:
-        return HideVelocity(gym.make(task.base, **kwargs), task.hidden)
-
-    return make
+def velocity_masked(task: str, **kwargs) -> HideVelocity:
+    """The env of :data:`VELOCITY_MASKED` id ``task``: its base task made with ``kwargs``, velocities hidden.
+    The entry point gymnasium records for those ids (a name, so that their specs can be written down, as
+    Minari does with a dataset's env)."""
+    entry = VELOCITY_MASKED[task]
+    return HideVelocity(gym.make(entry.base, **kwargs), entry.hidden)
 
 
 def register_partial() -> None:
@@ -61,7 +62,12 @@ def register_partial() -> None:
         if env_id not in gym.registry:
             base = gym.spec(task.base)
             # The base env's time limit is applied inside (gym.make of the base id); none is added outside.
-            gym.register(id=env_id, entry_point=_maker(task), reward_threshold=base.reward_threshold)
+            gym.register(
+                id=env_id,
+                entry_point=f"{__name__}:velocity_masked",
+                kwargs={"task": env_id},
+                reward_threshold=base.reward_threshold,
+            )
 
 
 def base_id(env_id: str) -> str:

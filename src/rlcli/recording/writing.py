@@ -96,6 +96,14 @@ def write_dataset(
                 dataset_id, buffers, env=env_spec, algorithm_name=algorithm, description=description
             )
         _replace(staging / dataset_id, final)
+    # Minari writes the env's spec down, which gymnasium refuses for an env registered with a callable
+    # entry point (an --env-package may register one): the dataset cannot name its env.
+    except ValueError as exc:
+        raise InputError(
+            what,
+            f"cannot write the env's spec into the dataset: {str(exc).splitlines()[0][:300]}; register the env "
+            "with an entry point written as 'module:attribute' instead; nothing was written",
+        ) from None
     # h5py reports a failed write as an OSError or a RuntimeError (a full disk, a file-size limit).
     except (OSError, RuntimeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200]
