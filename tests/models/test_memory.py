@@ -35,22 +35,25 @@ def plain_loop(rnn: nn.RNNBase, x, first, h, c=None):
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
-def test_unroll_equals_a_step_loop_that_resets_where_episodes_start(kind):
+@pytest.mark.parametrize("starts", [0.02, 0.3], ids=["few-starts-cut", "many-starts-side-by-side"])
+def test_unroll_equals_a_step_loop_that_resets_where_episodes_start(kind, starts):
     torch.manual_seed(0)
     rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(5, 7, num_layers=2)
-    x = torch.randn(12, 6, 5)
-    first = torch.rand(12, 6) < 0.2
+    x = torch.randn(12, 6, 5, requires_grad=True)
+    first = torch.rand(12, 6) < starts
     first[0, 2] = True
     parts = 2 if kind == "lstm" else 1
     state = torch.randn(6, parts * 2, 7)
-    out, after = unroll(rnn, x, first, state)
+    out, _ = unroll(rnn, x, first, state)
     h0 = state[:, :2].transpose(0, 1)
     c0 = state[:, 2:].transpose(0, 1) if kind == "lstm" else None
-    want, h, c = plain_loop(rnn, x, first, h0, c0)
+    want, _, _ = plain_loop(rnn, x, first, h0, c0)
     torch.testing.assert_close(out, want)
-    torch.testing.assert_close(after[:, :2], h.transpose(0, 1))
-    if kind == "lstm":
-        torch.testing.assert_close(after[:, 2:], c.transpose(0, 1))
+    # The gradients too: the side-by-side pieces' padding takes no part in them.
+    weights = torch.randn_like(out)
+    (grad,) = torch.autograd.grad((out * weights).sum(), x)
+    (want_grad,) = torch.autograd.grad((want * weights).sum(), x)
+    torch.testing.assert_close(grad, want_grad)
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
@@ -60,13 +63,19 @@ def test_acting_one_step_at_a_time_equals_the_sequence_run(kind):
     rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(5, 7, num_layers=2)
     x, first = torch.randn(9, 3, 5), torch.rand(9, 3) < 0.3
     state = torch.randn(3, (2 if kind == "lstm" else 1) * 2, 7)
-    whole, after = unroll(rnn, x, first, state)
+    whole, _ = unroll(rnn, x, first, state)
     steps, carried = [], state
     for t in range(9):
         out, carried = unroll(rnn, x[t : t + 1], first[t : t + 1], carried)
         steps.append(out)
     torch.testing.assert_close(torch.cat(steps), whole, atol=1e-6, rtol=0)
-    torch.testing.assert_close(carried, after, atol=1e-6, rtol=0)
+    # The state carried after the last step is the plain loop's.
+    h0 = state[:, :2].transpose(0, 1)
+    c0 = state[:, 2:].transpose(0, 1) if kind == "lstm" else None
+    _, h, c = plain_loop(rnn, x, first, h0, c0)
+    torch.testing.assert_close(carried[:, :2], h.transpose(0, 1), atol=1e-6, rtol=0)
+    if kind == "lstm":
+        torch.testing.assert_close(carried[:, 2:], c.transpose(0, 1), atol=1e-6, rtol=0)
 
 
 def test_a_step_that_starts_an_episode_forgets_everything_before_it():
@@ -87,7 +96,8 @@ def test_a_step_that_starts_an_episode_forgets_everything_before_it():
 def test_a_shared_core_gives_the_value_the_policys_features():
     core = MemoryCore("gru", (3,), size=4, layers=1)
     x = torch.randn(4, 2, 3)
-    policy, value, state = core(x, x, torch.zeros(4, 2, dtype=torch.bool), core.initial(2, torch.device("cpu")))
+    first = torch.zeros(1, 2, dtype=torch.bool)
+    policy, value, state = core(x[:1], x[:1], first, core.initial(2, torch.device("cpu")))
     assert value is policy and state.shape == (2, 1, 1, 4)
 
 

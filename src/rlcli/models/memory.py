@@ -37,30 +37,57 @@ def _join(rnn: nn.RNNBase, state) -> torch.Tensor:
 def unroll(rnn: nn.RNNBase, x: torch.Tensor, first: torch.Tensor, state: torch.Tensor):
     """Run ``rnn`` over a sequence, zeroing each env's state before a step that starts an episode.
 
-    The sequence is cut where any env starts an episode, so each piece is one call of torch's fused
-    recurrent kernel; a piece of envs that all go on runs with no per-step Python.
-
     Args:
         x: [L, B, F] float32, the inputs, time first.
         first: [L, B] bool, the step starts an episode (the state is zeroed before it is read).
         state: [B, parts * layers, size] float32, the state before the first step.
 
     Returns:
-        (outputs [L, B, size], state after the last step [B, parts * layers, size]).
+        (outputs [L, B, size], the state after the last step [B, parts * layers, size]); over a
+        sequence (L > 1) the state after is None: the update, which runs sequences, never reads it.
     """
     steps = x.shape[0]
     if steps == 1:
         return _one_step(rnn, x[0], state * ~first[0].view(-1, 1, 1))
     starts = first.any(1)
     starts[0] = True
-    cuts = starts.nonzero().flatten().tolist() + [steps]
+    cuts = starts.nonzero().flatten().tolist()
+    # Few episode starts: one call of torch's fused kernel between two of them. Many: each env's pieces
+    # between episode starts side by side in one call, padded at their ends (a call costs more than the
+    # wider batch on a CPU, whose kernel reorders its weights at each call: measured in the issue 33 note).
+    if len(cuts) > PIECES_FROM:
+        return _pieces(rnn, x, first, state), None
     outputs = []
-    for begin, end in zip(cuts[:-1], cuts[1:]):
+    for begin, end in zip(cuts, cuts[1:] + [steps]):
         state = state * ~first[begin].view(-1, 1, 1)
         out, after = rnn(x[begin:end], _split(rnn, state))
         outputs.append(out)
         state = _join(rnn, after)
-    return torch.cat(outputs) if len(outputs) > 1 else outputs[0], state
+    return torch.cat(outputs) if len(outputs) > 1 else outputs[0], None
+
+
+PIECES_FROM = 3
+"""Cuts of a sequence (steps where some env starts an episode, the first step included) above which
+:func:`unroll` runs the pieces side by side instead of one call per cut."""
+
+
+def _pieces(rnn: nn.RNNBase, x: torch.Tensor, first: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+    """:func:`unroll`'s outputs by one call: each env's run between two episode starts is a column of
+    its own, from time 0 on, padded at its end; the first run of an env starts from ``state`` (zeroed if
+    it starts an episode), every other from zeros. The padded steps come after each column's own and
+    are never read, so the outputs and their gradients are those of the plain recurrence."""
+    steps, batch = first.shape
+    starts = first.t().clone()
+    starts[:, 0] = True
+    env_of, time_of = starts.nonzero(as_tuple=True)
+    # Each element's piece (env-major order) and its step within the piece.
+    piece = starts.reshape(-1).cumsum(0) - 1
+    offset = torch.arange(steps, device=x.device).repeat(batch) - time_of[piece]
+    padded = x.new_zeros(steps, env_of.numel(), x.shape[-1])
+    padded = padded.index_put((offset, piece), x.transpose(0, 1).reshape(-1, x.shape[-1]))
+    carried = (time_of == 0) & ~first[0, env_of]
+    out, _ = rnn(padded, _split(rnn, state[env_of] * carried.to(state.dtype).view(-1, 1, 1)))
+    return out[offset, piece].view(batch, steps, -1).transpose(0, 1)
 
 
 def _one_step(rnn: nn.RNNBase, x: torch.Tensor, state: torch.Tensor):
@@ -118,9 +145,10 @@ class MemoryCore(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(policy features, value features, state after), the features [L, B, size], of inputs
         ``policy_x`` and ``value_x`` ([L, B, F], the value's unread when shared), episode starts
-        ``first`` ([L, B] bool) and ``state`` ([B, cores, parts * layers, size]) before the first step."""
+        ``first`` ([L, B] bool) and ``state`` ([B, cores, parts * layers, size]) before the first step;
+        the state after is None over a sequence (L > 1), as :func:`unroll` says."""
         policy_out, policy_state = unroll(self.cores[0], policy_x, first, state[:, 0])
         if self.shared:
-            return policy_out, policy_out, policy_state.unsqueeze(1)
+            return policy_out, policy_out, None if policy_state is None else policy_state.unsqueeze(1)
         value_out, value_state = unroll(self.cores[1], value_x, first, state[:, 1])
-        return policy_out, value_out, torch.stack((policy_state, value_state), 1)
+        return policy_out, value_out, None if value_state is None else torch.stack((policy_state, value_state), 1)
