@@ -9,6 +9,7 @@ from gymnasium import spaces
 from torch import nn
 
 from rlcli import keys
+from rlcli.carry import Carry
 from rlcli.models.critics import ValueCritic
 from rlcli.models.heads import CategoricalHead, GaussianHead
 from rlcli.models.memory import MemoryCore
@@ -64,8 +65,6 @@ class ActorCritic(nn.Module):
 
     def _carry(self, carry: Carry | None, n: int) -> Carry:
         """``carry``, or for None a carry of ``n`` fresh envs without masks."""
-        from rlcli.carry import Carry
-
         return Carry.of(self, n, next(self.parameters()).device) if carry is None else carry
 
     @torch.no_grad()
