@@ -14,8 +14,9 @@ from typing import Any, Literal
 import gymnasium as gym
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from rlcli.config.algos import WITH_MEMORY, AlgoConfig
+from rlcli.config.algos import AlgoConfig
 from rlcli.config.logger import LoggerConfig
+from rlcli.config.memory import memory_problems
 from rlcli.config.model import SECTION, cross_field_error
 from rlcli.config.schedules import CheckpointConfig, EvalConfig, TimingConfig, schedule_problems
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
@@ -342,46 +343,6 @@ def cross_section_problems(
         # Each algorithm checks its own section against the others.
         problems += algo.check(collector=collector, env=env)
     return problems + memory_problems(algo, sections.get("network"), collector, env)
-
-
-def memory_problems(algo, network, collector, env) -> list[tuple[str, str]]:
-    """Problems of ``[network] memory`` with the algorithm and the rollout's shape (none without memory)."""
-    if algo is None or network is None or network.memory == "none":
-        return []
-    if algo.name not in WITH_MEMORY:
-        return [
-            (
-                "network.memory",
-                f"{algo.name} has no memory; the algorithms with memory: {', '.join(WITH_MEMORY)} "
-                '(set memory = "none" for this one)',
-            )
-        ]
-    problems = []
-    if network.memory_shared and not network.share_encoder:
-        problems.append(
-            ("network.memory_shared", "one memory core for the policy and the value needs share_encoder = true")
-        )
-    if collector is None or env is None or collector.frames_per_batch % env.num_envs:
-        return problems
-    steps = collector.frames_per_batch // env.num_envs
-    length = algo.sequence(steps)
-    if steps % length:
-        problems.append(
-            (
-                "algo.sequence_length",
-                f"sequences of {length} steps must divide each env's rollout of {steps} steps "
-                "(collector.frames_per_batch / env.num_envs)",
-            )
-        )
-    if algo.update_batch is not None and algo.update_batch % length:
-        problems.append(
-            (
-                "algo.sequence_length",
-                f"sequences of {length} steps must divide the minibatch of {algo.update_batch} "
-                "(a minibatch holds whole sequences)",
-            )
-        )
-    return problems
 
 
 SECTIONS = tuple(RunConfig.model_fields)
