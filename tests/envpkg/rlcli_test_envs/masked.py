@@ -4,10 +4,12 @@
   Gymnasium convention) and a ``MultiDiscrete`` action, masked per sub-action (the flat convention);
 - ``RlcliTest/MaskedRecall-v0``: a memory task with masks, for recurrent policies;
 - ``RlcliTest/CountedTaxi-v0``: gymnasium's Taxi (its masks in ``info``) counting the actions its
-  mask forbade, for the bar "a masked policy takes no invalid action".
+  mask forbade, for the bar "a masked policy takes no invalid action";
+- ``RlcliTest/TaxiMask-v0``: Taxi whose mask has the size and dtype its kwargs say (bad input);
+- ``RlcliTest/Bits-v0``: a ``MultiBinary`` action, without masks.
 
-Each counts the forbidden actions it was given in its ``invalid_actions`` attribute (over its
-lifetime) and in ``info["invalid_actions"]`` (this episode's so far).
+The first three count the forbidden actions they are given in its ``invalid_actions`` attribute (over its
+lifetimes) and in ``info["invalid_actions"]`` (this episode's so far).
 """
 
 from __future__ import annotations
@@ -156,3 +158,57 @@ def counted_taxi(**kwargs) -> gym.Env:
 
 
 gym.register(id="RlcliTest/CountedTaxi-v0", entry_point=counted_taxi, max_episode_steps=200, reward_threshold=8)
+
+
+def taxi_with_mask(size: int = 6, dtype: str = "int8") -> gym.Env:
+    """gymnasium's Taxi whose ``info["action_mask"]`` is made ``size`` entries of ``dtype``: a mask that
+    does not fit the actions, for the config checks."""
+    return ReshapedMask(TaxiEnv(), size, np.dtype(dtype))
+
+
+class ReshapedMask(gym.Wrapper):
+    def __init__(self, env: gym.Env, size: int, dtype: np.dtype):
+        super().__init__(env)
+        self.size, self.dtype = size, dtype
+
+    def _mask(self, info: dict) -> dict:
+        mask = np.resize(np.asarray(info["action_mask"]), self.size).astype(self.dtype)
+        return {**info, "action_mask": mask}
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, self._mask(info)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, self._mask(info)
+
+
+gym.register(id="RlcliTest/TaxiMask-v0", entry_point=taxi_with_mask, max_episode_steps=200)
+
+
+class Bits(gym.Env):
+    """Copy ``k`` shown bits with a ``MultiBinary(k)`` action: reward the fraction copied, 8 steps an
+    episode (a perfect policy scores 8, a uniform one 4)."""
+
+    def __init__(self, k: int = 3):
+        self.k = k
+        self.observation_space = spaces.Box(0.0, 1.0, (k,), np.float32)
+        self.action_space = spaces.MultiBinary(k)
+
+    def _draw(self):
+        self.bits = self.np_random.integers(2, size=self.k)
+        return self.bits.astype(np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._draw(), {}
+
+    def step(self, action):
+        reward = float((np.asarray(action) == self.bits).mean())
+        self.t += 1
+        return self._draw(), reward, self.t >= 8, False, {}
+
+
+gym.register(id="RlcliTest/Bits-v0", entry_point=Bits, max_episode_steps=50)
