@@ -63,3 +63,26 @@ def test_td3_pendulum_reaches_minus_200_on_3_of_3_seeds_within_10k_frames(tmp_pa
 
 def test_ddpg_pendulum_reaches_minus_200_on_2_of_3_seeds_within_20k_frames(tmp_path):
     assert len(solved_seeds("ddpg_pendulum", -200, 20_000, 3, tmp_path)) >= 2
+
+
+def test_masked_ppo_taxi_reaches_8_on_seed_0_within_500k_frames_taking_no_invalid_action(tmp_path):
+    # gymnasium's threshold for Taxi; seed 0 reaches it at about 160k frames, 12 s on 2 cores. The
+    # counting Taxi (tests/envpkg) is Taxi-v4 itself, counting the actions its mask forbade.
+    from runs import env_packages_importable
+
+    env_packages_importable()
+    import rlcli_test_envs  # noqa: F401
+
+    cfg = load_config(
+        "ppo_taxi_masked",
+        [
+            'env.id="RlcliTest/CountedTaxi-v0"',
+            f'run.output_dir="{tmp_path.as_posix()}"',
+            "timing.enabled=false",
+            "eval.final_episodes=0",
+        ],
+    )
+    run = build_run(cfg)
+    state = train(run)
+    assert state.status == "solved" and state.solved_at[0] <= 500_000
+    assert sum(run.source.envs.unwrapped.get_attr("invalid_actions")) == 0
