@@ -146,3 +146,33 @@ def test_as_masks_reads_bool_and_integer_masks():
 
     assert as_masks(np.array([1, 0, 1], dtype=np.int8)).tolist() == [True, False, True]
     assert as_masks(np.array([True, False])).dtype == np.bool_
+
+
+def test_collect_plays_under_the_masks_epsilon_included():
+    from rlcli.recording.policy import Acting, play
+
+    cfg = env_config("RlcliTest/CountedTaxi-v0", action_mask="info", max_episode_steps=40)
+    run = build_run(cfg)
+    env = make_env(cfg.env)
+    try:
+        episodes = play(env, run.algo.agent, Acting(deterministic=False, epsilon=0.5, seed=1), steps=200, device="cpu")
+        assert sum(len(e["actions"]) for e in episodes) == 200
+        assert env.get_wrapper_attr("invalid_actions") == 0
+        play(env, run.algo.agent, Acting(deterministic=False, seed=1, masks=False), steps=200, device="cpu")
+        assert env.get_wrapper_attr("invalid_actions") > 0
+    finally:
+        env.close()
+        run.close()
+
+
+def test_a_multidiscrete_mask_for_epsilons_random_action():
+    from gymnasium import spaces
+
+    from rlcli.recording.policy import _sample_mask
+
+    space = spaces.MultiDiscrete([3, 4])
+    mask = _sample_mask(space, {"action_mask": np.array([0, 1, 0, 1, 1, 0, 0], dtype=np.int8)})
+    assert [m.tolist() for m in mask] == [[0, 1, 0], [1, 1, 0, 0]]
+    for _ in range(20):
+        action = space.sample(mask=mask)
+        assert action[0] == 1 and action[1] in (0, 1)

@@ -42,7 +42,10 @@ def uniform_discrete(
     ([n, A] bool)."""
     if mask is None:
         return torch.randint(num_actions, (n,), generator=generator, device=device)
-    return torch.multinomial(mask.float(), 1, generator=generator).squeeze(1)
+    # A row that allows nothing (a final observation a NEXT_STEP env acts on, an action never taken)
+    # draws from every action rather than failing.
+    weights = (mask | ~mask.any(-1, keepdim=True)).float()
+    return torch.multinomial(weights, 1, generator=generator).squeeze(1)
 
 
 def epsilon_greedy(

@@ -66,7 +66,7 @@ class MaskRecorder:
     def start(self, info: dict, carry: Carry, frames: int) -> None:
         """The masks of a reset's ``info`` (the envs' first observations) into ``carry``."""
         mask = as_masks(info[KEY])
-        self._check(mask, np.zeros(len(mask), dtype=bool), frames, 0)
+        self._check(mask, None, frames, 0)
         carry.mask = torch.from_numpy(mask.copy()).to(self.device)
 
     def acted(self, t: int, carry: Carry) -> None:
