@@ -176,3 +176,24 @@ def test_a_multidiscrete_mask_for_epsilons_random_action():
     for _ in range(20):
         action = space.sample(mask=mask)
         assert action[0] == 1 and action[1] in (0, 1)
+
+
+@pytest.mark.parametrize("algo", ["a2c", "reinforce", "dqn"])
+def test_every_algorithm_that_masks_trains_on_taxi_without_an_invalid_action(algo, tmp_path):
+    from rlcli.trainer import train
+
+    extra = {"ppo": {"minibatch_size": 32}, "dqn": {"learning_starts": 64, "batch_size": 16}}.get(algo, {})
+    cfg = validate_data(
+        {
+            "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
+            "env": {"id": "RlcliTest/CountedTaxi-v0", "num_envs": 4, "max_episode_steps": 20},
+            "algo": {"name": algo, **extra},
+            "collector": {"frames_per_batch": 64, "total_frames": 640},
+            "eval": {"final_episodes": 2},
+            "timing": {"enabled": False},
+        }
+    )
+    run = build_run(cfg)
+    state = train(run)
+    assert state.status == "completed" and run.source.action_mask == "info"
+    assert sum(run.source.envs.unwrapped.get_attr("invalid_actions")) == 0

@@ -238,6 +238,8 @@ class Collector:
             # Checkpoints from before memory and masks carried nothing: a fresh carry is theirs.
             if "carry" in state:
                 self.carry.load_state_dict(state["carry"])
+            if self.masks is not None:
+                self.masks.resumed(self.carry)
             return True
         self.obs, info = self.envs.reset(seed=self.seed + self.progress)
         self.resetting = np.zeros(self.envs.num_envs, dtype=bool)

@@ -69,6 +69,13 @@ class MaskRecorder:
         self._check(mask, None, frames, 0)
         carry.mask = torch.from_numpy(mask.copy()).to(self.device)
 
+    def resumed(self, carry: Carry) -> None:
+        """Put a checkpoint's masks (saved on the CPU) where the policy reads them; a checkpoint from before
+        masks, which has none, allows every action at the one step it resumes on."""
+        if carry.mask is None:
+            carry.mask = torch.ones(self.now.shape[1:], dtype=torch.bool)
+        carry.mask = carry.mask.to(self.device)
+
     def acted(self, t: int, carry: Carry) -> None:
         """Store the masks that step ``t``'s actions were drawn under."""
         self.now[t] = carry.mask.cpu().numpy()
