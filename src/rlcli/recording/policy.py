@@ -198,7 +198,8 @@ def _perturbed(
         action = np.clip(action, space.low, space.high).astype(space.dtype)
     if acting.epsilon > 0 and rng.random() < acting.epsilon:
         action = space.sample() if info is None else space.sample(mask=_sample_mask(space, info))
-    return action
+    # A Discrete env may index tables with its action (Taxi): a Python int, never a 0-d array.
+    return int(action) if isinstance(space, spaces.Discrete) else action
 
 
 def _sample_mask(space: spaces.Space, info: dict) -> Any:
