@@ -141,3 +141,114 @@ def test_batch_is_reused_and_filled_in_place():
         assert timer.current["collect.env_step"] > 0 and timer.current["collect.policy"] > 0
     finally:
         run.close()
+
+
+# Action masks: read from info into the carry and the batch, checked at every step.
+
+
+def taxi_config(**env):
+    return validate_data(
+        {
+            "run": {"seed": 3, "device": "cpu"},
+            "env": {"id": "Taxi-v4", "num_envs": 4, "max_episode_steps": 5, "action_mask": "info", **env},
+            "algo": {"name": "ppo", "minibatch_size": 32},
+            "collector": {"frames_per_batch": 64, "total_frames": 640},
+        }
+    )
+
+
+def test_masks_of_same_step_envs_are_stored_for_observations_and_final_observations():
+    cfg = taxi_config()
+    run = build_run(cfg)
+    try:
+        assert run.source.mode is AutoresetMode.SAME_STEP and run.source.action_mask == "info"
+        batch = run.source.next_batch(Timer(run.device))
+        mask, next_mask, action = batch[keys.ACTION_MASK], batch[keys.NEXT_ACTION_MASK], batch[keys.ACTION]
+        assert mask.shape == next_mask.shape == (16, 4, 6) and mask.dtype == torch.bool
+        # Every action was one its mask allowed.
+        assert mask.gather(-1, action.unsqueeze(-1)).all()
+        done = batch[keys.TERMINATED] | batch[keys.TRUNCATED]
+        assert done.any()
+        _, first_info = make_envs(cfg.env).reset(seed=cfg.run.seed)
+        assert torch.equal(mask[0], torch.from_numpy(first_info["action_mask"].astype(bool)))
+        for t, (_, _, _, term, trunc, info) in enumerate(replay(cfg, action)):
+            ended = term | trunc
+            now = info["action_mask"].astype(bool)
+            final = info["final_info"]["action_mask"].astype(bool) if ended.any() else now
+            expected = np.where(ended[:, None], final, now)
+            assert np.array_equal(next_mask[t].numpy(), expected)
+            if t + 1 < 16:
+                assert np.array_equal(mask[t + 1].numpy(), now)
+        assert torch.equal(run.source.carry.mask, torch.from_numpy(now))
+    finally:
+        run.close()
+
+
+def test_masks_of_next_step_envs_follow_the_reset_step():
+    import gymnasium as gym
+
+    from rlcli.collectors import Collector
+
+    run = build_run(taxi_config())
+    envs = gym.make_vec(
+        "Taxi-v4",
+        num_envs=3,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": AutoresetMode.NEXT_STEP},
+        max_episode_steps=4,
+    )
+    try:
+        collector = Collector(envs, run.algo, steps=20, device=run.device, seed=0, action_mask="info")
+        batch = collector.next_batch(Timer(run.device))
+        mask, next_mask = batch[keys.ACTION_MASK], batch[keys.NEXT_ACTION_MASK]
+        # In NEXT_STEP mode the next observation is always the one acted on next (the reset step acts
+        # on the final one), and so is its mask.
+        assert torch.equal(next_mask[:-1], mask[1:])
+        assert (~batch[keys.VALID]).any()
+        assert mask.gather(-1, batch[keys.ACTION].unsqueeze(-1)).all()
+    finally:
+        envs.close()
+        run.close()
+
+
+def test_an_unmasked_run_stores_no_masks():
+    run = build_run(short_episode_config("sync"))
+    try:
+        batch = run.source.next_batch(Timer(run.device))
+        assert keys.ACTION_MASK not in batch.keys() and keys.NEXT_ACTION_MASK not in batch.keys()
+        assert run.source.carry.mask is None and run.source.action_mask is None
+    finally:
+        run.close()
+
+
+def test_a_mask_that_allows_nothing_stops_training_naming_the_env_and_the_step():
+    import gymnasium as gym
+    import pytest
+
+    from rlcli.collectors import Collector
+    from rlcli.trainer import TrainingError
+
+    class NothingAtStep3(gym.Wrapper):
+        def reset(self, **kwargs):
+            self.t = 0
+            return self.env.reset(**kwargs)
+
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            self.t += 1
+            if self.t == 3:
+                info = {**info, "action_mask": np.zeros(6, dtype=np.int8)}
+            return obs, reward, terminated, truncated, info
+
+    run = build_run(taxi_config())
+    envs = gym.vector.SyncVectorEnv(
+        [lambda: gym.make("Taxi-v4"), lambda: NothingAtStep3(gym.make("Taxi-v4"))],
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
+    try:
+        collector = Collector(envs, run.algo, steps=8, device=run.device, seed=0, action_mask="info")
+        with pytest.raises(TrainingError, match="iteration 1: the action mask of env 1 at its step 3 is all False"):
+            collector.next_batch(Timer(run.device))
+    finally:
+        envs.close()
+        run.close()

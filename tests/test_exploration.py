@@ -5,7 +5,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from rlcli.exploration import ActionBounds, ActionNoise, EpsilonGreedy, uniform_actions
+from rlcli.exploration import ActionBounds, ActionNoise, EpsilonGreedy, epsilon_greedy, uniform_actions
 
 BOX = spaces.Box(low=np.array([-2.0, 0.0], dtype=np.float32), high=np.array([2.0, 1.0], dtype=np.float32))
 
@@ -99,3 +99,42 @@ def test_epsilon_greedy_asks_for_no_greedy_action_at_a_rate_of_one_and_keeps_it_
     exploration.advance(10, learning=True)
     greedy = exploration(observation, lambda obs: torch.full((obs.shape[0],), 2), torch.Generator().manual_seed(0))
     assert exploration.epsilon == 0.0 and bool((greedy == 2).all())
+
+
+def test_masked_argmax_max_and_uniform_actions_keep_to_the_allowed_actions():
+    from rlcli.exploration import epsilon_greedy, masked_argmax, masked_max, uniform_discrete
+
+    g = torch.Generator().manual_seed(0)
+    values = torch.randn(200, 4, generator=g)
+    mask = torch.rand(200, 4, generator=g) < 0.5
+    mask[:, 2] |= ~mask.any(1)
+    best = masked_argmax(values, mask)
+    assert mask[torch.arange(200), best].all()
+    for row in range(200):
+        allowed = mask[row].nonzero().squeeze(1)
+        assert best[row] == allowed[values[row, allowed].argmax()]
+        assert masked_max(values, mask)[row] == values[row, allowed].max()
+    # Unmasked: exactly what argmax and max give.
+    assert torch.equal(masked_argmax(values, None), values.argmax(1))
+    assert torch.equal(masked_max(values, None), values.max(1).values)
+    # A row that allows nothing has a max of 0, never -inf (a terminal bootstrap would turn it into NaN).
+    assert masked_max(values[:1], torch.zeros(1, 4, dtype=torch.bool)).item() == 0.0
+    uniform = uniform_discrete(200, 4, torch.Generator().manual_seed(1), values.device, mask)
+    assert mask[torch.arange(200), uniform].all()
+    explored = epsilon_greedy(best, 1.0, 4, torch.Generator().manual_seed(2), mask)
+    assert mask[torch.arange(200), explored].all() and not torch.equal(explored, best)
+    # Every allowed action is drawn: uniform among them.
+    one = torch.tensor([[True, False, True, True]]).expand(3000, 4)
+    drawn = uniform_discrete(3000, 4, torch.Generator().manual_seed(3), values.device, one)
+    counts = torch.bincount(drawn, minlength=4).float() / 3000
+    torch.testing.assert_close(counts, torch.tensor([1 / 3, 0.0, 1 / 3, 1 / 3]), atol=0.04, rtol=0)
+
+
+def test_epsilon_greedy_draws_as_before_without_a_mask():
+    greedy = torch.tensor([1, 2, 3, 0] * 25)
+    before_uniform = torch.randint(4, (100,), generator=torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    torch.randint(4, (100,), generator=g)
+    coins = torch.rand(100, generator=g) < 0.3
+    expected = torch.where(coins, before_uniform, greedy)
+    assert torch.equal(epsilon_greedy(greedy, 0.3, 4, torch.Generator().manual_seed(5)), expected)

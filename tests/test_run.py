@@ -109,5 +109,5 @@ def test_check_build_summarises_spaces_parameters_and_device():
         run.close()
     assert summary == (
         f"ppo on CartPole-v1: observation Box(4,), action Discrete(2), {params:,} parameters, cpu; "
-        "encoders: encoder flat -> 4; observation normalization off"
+        "encoders: encoder flat -> 4; observation normalization off; no action masks (auto)"
     )

@@ -56,6 +56,9 @@ class BuildContext:
     """An offline run's dataset, which its replay samples (None online)."""
     dataset_device: torch.device | None = None
     """Where the dataset's tensors live (``[data] device``)."""
+    action_masks: bool = False
+    """The envs give action masks that the algorithm applies (:func:`rlcli.envs.masks.find_masks`): batches
+    carry ``action_mask`` and ``next_action_mask``."""
 
     def encoder(self) -> torch.nn.Module:
         """A new encoder of the observation space as ``[network] encoder`` asks (its ``out_features``

@@ -9,7 +9,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlcli import envstate, keys, observations
+from rlcli import envstate, keys, masking, observations
 from rlcli.carry import Carry
 from rlcli.config.errors import single
 from rlcli.envs import LIFE_LOST, autoreset_mode
@@ -19,6 +19,18 @@ if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.algos import Algorithm
+
+
+def first_reset(envs: VectorEnv, seed: int) -> tuple:
+    """``envs.reset(seed=seed)``: the observations and info of a collector's first reset.
+
+    Raises:
+        ConfigError: whatever the env raises there (like make_envs: bad input here).
+    """
+    try:
+        return envs.reset(seed=seed)
+    except Exception as exc:  # noqa: BLE001
+        raise single(None, f"cannot reset the env: {type(exc).__name__}: {exc}", path="env") from None
 
 
 class Collector:
@@ -38,7 +50,15 @@ class Collector:
     """
 
     def __init__(
-        self, envs: VectorEnv, algo: Algorithm, *, steps: int, device: torch.device, seed: int, world_size: int = 1
+        self,
+        envs: VectorEnv,
+        algo: Algorithm,
+        *,
+        steps: int,
+        device: torch.device,
+        seed: int,
+        world_size: int = 1,
+        action_mask: str | None = None,
     ):
         from tensordict import TensorDict
 
@@ -72,6 +92,7 @@ class Collector:
                 keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
                 keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
                 keys.VALID: torch.ones(steps, n, dtype=torch.bool),
+                **masking.buffers(action_mask, act_space, steps, n),
             },
             batch_size=[steps, n],
             device=torch.device("cpu"),
@@ -80,6 +101,8 @@ class Collector:
             self.host = self.host.pin_memory()
         # numpy views of the host tensors: the env's arrays are copied straight in.
         self.arrays = {key: observations.numpy_view(value) for key, value in self.host.items()}
+        # Where the envs' action masks come from ("info", "observation"; rlcli.envs.masks), or None.
+        self.masks = masking.recorder(action_mask, self.arrays, device, per_step=n * world_size, steps=steps)
         # The keys of the algorithm's act are allocated at the first step, from what it returns.
         self.batch = self.host if not pin else self.host.to(device)
         self.to_device = observations.ToDevice(obs_space, n, device)
@@ -87,20 +110,23 @@ class Collector:
         # Actions are sampled from the collector's own generator, never torch's global one.
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
-        try:
-            self.obs, _ = envs.reset(seed=seed)
-        # Like make_envs: whatever the env raises at its first reset is bad input here.
-        except Exception as exc:  # noqa: BLE001
-            raise single(None, f"cannot reset the env: {type(exc).__name__}: {exc}", path="env") from None
+        self.obs, info = first_reset(envs, seed)
         # NEXT_STEP envs spend the step after an episode end on the reset:
         # that step carries no transition.
         self.resetting = np.zeros(n, dtype=bool)
         # The policy's memory and the envs' masks between steps (rlcli.carry).
         self.carry = Carry.of(algo.agent, n, device)
         self.progress = 0
+        if self.masks is not None:
+            self.masks.start(info, self.carry, self.progress)
         self.act_buffers: dict[str, torch.Tensor] | None = None
 
     unit = "frames"
+
+    @property
+    def action_mask(self) -> str | None:
+        """Where the envs' action masks come from ("info" or "observation"), or None without masks."""
+        return None if self.masks is None else self.masks.where
 
     @property
     def per_iteration(self) -> int:
@@ -148,6 +174,8 @@ class Collector:
                 if self.bounds is not None:
                     env_action = np.clip(env_action, *self.bounds)
             observations.write(obs_buf, t, self.obs)
+            if self.masks is not None:
+                self.masks.acted(t, self.carry)
             with timer.phase("collect.env_step"):
                 self.obs, reward, terminated, truncated, info = self.envs.step(env_action)
             observations.write(next_buf, t, self.obs)
@@ -157,6 +185,8 @@ class Collector:
             term_buf[t] = terminated if life_lost is None else terminated | life_lost
             trunc_buf[t] = truncated
             done = terminated | truncated
+            if self.masks is not None:
+                self.masks.stepped(t, info, done, same_step, self.carry, self.progress)
             if same_step:
                 # The env has already reset: the observation returned is the next
                 # episode's first, and the true final one is in info.
@@ -208,8 +238,12 @@ class Collector:
             # Checkpoints from before memory and masks carried nothing: a fresh carry is theirs.
             if "carry" in state:
                 self.carry.load_state_dict(state["carry"])
+            if self.masks is not None:
+                self.masks.resumed(self.carry)
             return True
-        self.obs, _ = self.envs.reset(seed=self.seed + self.progress)
+        self.obs, info = self.envs.reset(seed=self.seed + self.progress)
         self.resetting = np.zeros(self.envs.num_envs, dtype=bool)
         self.carry = Carry.of(self.algo.agent, self.envs.num_envs, self.device)
+        if self.masks is not None:
+            self.masks.start(info, self.carry, self.progress)
         return False

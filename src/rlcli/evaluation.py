@@ -20,6 +20,8 @@ from rlcli import observations
 from rlcli.carry import Carry
 from rlcli.config.errors import InputError
 from rlcli.envs import make_env
+from rlcli.envs.masks import KEY
+from rlcli.masking import env_mask
 
 if TYPE_CHECKING:
     from rlcli.algos import Agent
@@ -150,6 +152,9 @@ class Evaluator:
             (space.low.astype(np.float32), space.high.astype(np.float32)) if isinstance(space, spaces.Box) else None
         )
         self.generator = torch.Generator(device=self.device)
+        self.masks = env_cfg.action_mask != "none"
+        """Whether the agent acts under the masks the envs give in ``info`` (training sets it as it resolved
+        ``[env] action_mask``)."""
         self.record = EpisodeRecord(episodes)
         """Every episode played so far (the newest ``episodes`` of them kept)."""
 
@@ -176,10 +181,7 @@ class Evaluator:
         """
         if frames_sink is not None and not self.render:
             raise ValueError("frames_sink needs an Evaluator made with render=True")
-        base = self.seed + seed_offset
-        self.generator.manual_seed(base)
-        env_seeds = np.random.SeedSequence(base).generate_state(len(self.envs))
-        obs = [env.reset(seed=int(s))[0] for env, s in zip(self.envs, env_seeds)]
+        obs, carry, masked = self._reset(self.seed + seed_offset)
         returns: list[list[float]] = [[] for _ in self.envs]
         lengths: list[list[int]] = [[] for _ in self.envs]
         running = [0.0] * len(self.envs)
@@ -188,7 +190,6 @@ class Evaluator:
         if recording:
             frames_sink(self._frame())
         active = list(range(len(self.envs)))
-        carry = Carry.of(self.agent, len(self.envs), self.device)
         while active:
             if stop is not None and stop():
                 raise Stopped
@@ -196,7 +197,10 @@ class Evaluator:
             still = []
             ended = np.zeros(len(self.envs), dtype=bool)
             for row, i in enumerate(active):
-                obs[i], reward, terminated, truncated, _ = self.envs[i].step(actions[row])
+                obs[i], reward, terminated, truncated, info = self.envs[i].step(actions[row])
+                if masked:
+                    # The mask of the observation acted on next (a reset below replaces it).
+                    carry.mask[i] = env_mask(info).to(self.device)
                 running[i] += float(reward)
                 steps[i] += 1
                 if recording:
@@ -210,13 +214,28 @@ class Evaluator:
                 lengths[i].append(steps[i])
                 running[i], steps[i] = 0.0, 0
                 if len(returns[i]) < self.quota[i]:
-                    obs[i], _ = self.envs[i].reset()
+                    obs[i], info = self.envs[i].reset()
+                    if masked:
+                        carry.mask[i] = env_mask(info).to(self.device)
                     still.append(i)
             active = still
             carry.episode_starts(ended)
         result = EvalResult([r for env in returns for r in env], [n for env in lengths for n in env])
         self.record.add(result)
         return result
+
+    def _reset(self, base: int) -> tuple[list, Carry, bool]:
+        """Reset the envs with seeds spawned from ``base`` and re-seed the action generator from it;
+        returns their first observations, the carry of fresh envs (with their masks) and whether the
+        agent acts under masks."""
+        self.generator.manual_seed(base)
+        env_seeds = np.random.SeedSequence(base).generate_state(len(self.envs))
+        obs, infos = zip(*(env.reset(seed=int(s)) for env, s in zip(self.envs, env_seeds)))
+        carry = Carry.of(self.agent, len(self.envs), self.device)
+        masked = self.masks and KEY in infos[0]
+        if masked:
+            carry.mask = torch.stack([env_mask(info) for info in infos]).to(self.device)
+        return list(obs), carry, masked
 
     def _actions(self, obs: list, active: list[int], carry: Carry) -> np.ndarray:
         """The actions of the envs at ``active`` for their observations ``obs``, as the envs take them;

@@ -17,13 +17,51 @@ from torch import nn
 NoiseType = Literal["gaussian", "ou"]
 
 
-def epsilon_greedy(greedy: torch.Tensor, epsilon: float, num_actions: int, generator: torch.Generator) -> torch.Tensor:
-    """``greedy`` ([N] int64) with each action replaced, with probability ``epsilon``, by a uniform one.
+def masked_argmax(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The best action of each row ([N] int64) of ``values`` ([N, A]) among those ``mask`` allows
+    ([N, A] bool, True: allowed), or among all without a mask: the masking helper of Discrete values."""
+    if mask is None:
+        return values.argmax(-1)
+    return values.masked_fill(~mask, float("-inf")).argmax(-1)
+
+
+def masked_max(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The largest of each row ([N]) of ``values`` ([N, A]) over the actions ``mask`` allows; 0 in a row
+    that allows none (a final state with no legal action: its bootstrap is dropped or meaningless, and
+    must not be -inf, which a termination's 0 would turn into NaN)."""
+    if mask is None:
+        return values.max(-1).values
+    best = values.masked_fill(~mask, float("-inf")).max(-1).values
+    return torch.where(mask.any(-1), best, torch.zeros_like(best))
+
+
+def uniform_discrete(
+    n: int, num_actions: int, generator: torch.Generator, device: torch.device, mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``n`` actions ([n] int64) drawn uniformly among ``num_actions``, or among those ``mask`` allows
+    ([n, A] bool)."""
+    if mask is None:
+        return torch.randint(num_actions, (n,), generator=generator, device=device)
+    # A row that allows nothing (a final observation a NEXT_STEP env acts on, an action never taken)
+    # draws from every action rather than failing.
+    weights = (mask | ~mask.any(-1, keepdim=True)).float()
+    return torch.multinomial(weights, 1, generator=generator).squeeze(1)
+
+
+def epsilon_greedy(
+    greedy: torch.Tensor,
+    epsilon: float,
+    num_actions: int,
+    generator: torch.Generator,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``greedy`` ([N] int64) with each action replaced, with probability ``epsilon``, by a uniform one
+    (among the actions ``mask`` allows, [N, A] bool, when given).
 
     Draws the uniform actions first, then the coin flips, from ``generator``.
     """
     n = greedy.shape[0]
-    uniform = torch.randint(num_actions, (n,), generator=generator, device=greedy.device)
+    uniform = uniform_discrete(n, num_actions, generator, greedy.device, mask)
     explore = torch.rand(n, generator=generator, device=greedy.device) < epsilon
     return torch.where(explore, uniform, greedy)
 
@@ -53,15 +91,18 @@ class EpsilonGreedy:
         self.epsilon = self.start + done * (self.end - self.start)
 
     def __call__(
-        self, observation: torch.Tensor, greedy: Callable[[torch.Tensor], torch.Tensor], generator: torch.Generator
+        self,
+        observation: torch.Tensor,
+        greedy: Callable[[torch.Tensor], torch.Tensor],
+        generator: torch.Generator,
+        mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Actions ([N] int64) for ``observation`` ([N, ...]): ``greedy(observation)`` ([N] int64, the argmax
-        of the algorithm's values) at rate ``epsilon``, else uniform ones; at an ``epsilon`` of 1 uniform
-        actions alone, without calling ``greedy``."""
+        of the algorithm's values) at rate ``epsilon``, else uniform ones (among those ``mask`` allows,
+        [N, A] bool, when given); at an ``epsilon`` of 1 uniform actions alone, without calling ``greedy``."""
         if self.epsilon >= 1.0:
-            n = observation.shape[0]
-            return torch.randint(self.num_actions, (n,), generator=generator, device=observation.device)
-        return epsilon_greedy(greedy(observation), self.epsilon, self.num_actions, generator)
+            return uniform_discrete(observation.shape[0], self.num_actions, generator, observation.device, mask)
+        return epsilon_greedy(greedy(observation), self.epsilon, self.num_actions, generator, mask)
 
 
 class ActionNoise(nn.Module):

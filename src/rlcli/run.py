@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from gymnasium import spaces
 
-from rlcli.algos import ALGORITHMS, Algorithm, check_spaces
+from rlcli.algos import ALGORITHMS, Algorithm, check_spaces, uses_masks
 from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
 from rlcli.config.errors import ConfigError, ConfigIssue, single
@@ -23,6 +23,7 @@ from rlcli.datasets.load import dataset_placement, load_for_run, open_for_run
 from rlcli.devices import resolve_device
 from rlcli.distributed import Group, Single, from_environment, launched, local_rank
 from rlcli.envs import describe_space, make_envs
+from rlcli.envs.masks import find_masks
 from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
 from rlcli.models.compile import compile_networks
@@ -164,6 +165,7 @@ def _build(
     try:
         evaluator = _evaluator(cfg, group, device, source)
         obs_space, act_space = _spaces(cfg, opened, envs, evaluator, source)
+        masks = _masks(cfg, local, envs, act_space, seed, source)
         dataset = load_for_run(cfg.data, opened, obs_space, act_space)
         ctx = BuildContext(
             obs_space,
@@ -181,17 +183,20 @@ def _build(
             iterations=local.iterations,
             dataset=dataset,
             dataset_device=None if dataset is None else dataset_placement(cfg.data, dataset, device, source),
+            action_masks=masks is not None,
         )
         algo = _algorithm(cfg, local, ctx, group)
         if evaluator is not None:
-            evaluator.agent = algo.agent
+            evaluator.agent, evaluator.masks = algo.agent, masks is not None
         if dataset is not None:
             data_source = DatasetSource(
                 dataset, steps_per_iteration=cfg.data.steps_per_iteration, episode_stats=evaluator.record
             )
         else:
             steps = local.collector.frames_per_batch // local.env.num_envs
-            data_source = Collector(envs, algo, steps=steps, device=device, seed=seed, world_size=group.world_size)
+            data_source = Collector(
+                envs, algo, steps=steps, device=device, seed=seed, world_size=group.world_size, action_mask=masks
+            )
     except BaseException:
         if envs is not None:
             envs.close()
@@ -200,19 +205,8 @@ def _build(
         raise
     module = ALGORITHMS[cfg.algo.name]
     phases = _phases(module, group, evaluator)
-    return Run(
-        cfg,
-        device,
-        data_source,
-        algo,
-        local.iterations,
-        folder,
-        phases,
-        tuple(module.METRICS),
-        origin,
-        evaluator,
-        group,
-    )
+    metrics = tuple(module.METRICS)
+    return Run(cfg, device, data_source, algo, local.iterations, folder, phases, metrics, origin, evaluator, group)
 
 
 def _evaluator(cfg: RunConfig, group: Group, device: torch.device, source: str | None) -> Evaluator | None:
@@ -258,6 +252,14 @@ def _spaces(
     return obs_space, act_space
 
 
+def _masks(cfg: RunConfig, local: RunConfig, envs: Any, action: spaces.Space, seed: int, source: str | None):
+    """Where the envs' action masks come from ("info", "observation"), or None: ``[env] action_mask``
+    resolved once, here, for the algorithm, the collector and the evaluation to follow."""
+    if not uses_masks(cfg.algo.name, cfg.env, action, source, offline=cfg.offline):
+        return None
+    return find_masks(local.env, envs, seed=seed, source=source)
+
+
 def _algorithm(cfg: RunConfig, local: RunConfig, ctx: BuildContext, group: Group) -> Algorithm:
     """The rank's algorithm, its networks initialised from ``run.seed`` inside a forked RNG (torch's global
     generator is neither used nor changed) and made rank 0's, then compiled when ``run.compile`` asks."""
@@ -300,12 +302,22 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
         return (
             f"{cfg.algo.name} on {cfg.env.id}: observation {describe_space(space)}, action "
             f"{describe_space(run.source.action_space)}, {params:,} parameters, {run.device}; "
-            f"encoders: {encoders}; observation normalization {normalize}"
+            f"encoders: {encoders}; observation normalization {normalize}; {_masks_note(run)}"
             + ("" if agent.memory is None else f"; memory: {agent.memory.describe()}")
             + _stand_in_note(run)
         )
     finally:
         run.close()
+
+
+def _masks_note(run: Run) -> str:
+    """Where the run's action masks come from, as ``[env] action_mask`` was resolved."""
+    where = getattr(run.source, "action_mask", None)
+    if where == "observation":
+        return f'action masks from the observation\'s "action_mask" key ({run.cfg.env.action_mask})'
+    if where == "info":
+        return f'action masks from info["action_mask"] ({run.cfg.env.action_mask})'
+    return f"no action masks ({run.cfg.env.action_mask})"
 
 
 def _stand_in_note(run: Run) -> str:

@@ -149,3 +149,70 @@ def test_warm_up_acts_uniformly_and_learns_nothing(cartpole_dqn):
         run.close()
     share = torch.cat(actions).float().mean()
     assert 0.4 < share < 0.6
+
+
+# Action masks: the next state's mask bounds the target's max and the double-DQN argmax.
+
+
+def test_masked_targets_range_over_the_next_states_allowed_actions_only():
+    agent = tiny_agent()
+    # Only a=1 at s'=2, only a=0 at s'=-1; the terminal third allows nothing (its target drops the bootstrap).
+    mask = torch.tensor([[False, True], [True, False], [False, False]])
+    plain = dqn_loss(agent, tiny_batch(**{keys.NEXT_ACTION_MASK: mask}), gamma=0.5, double=False, huber=False)
+    # Target values [3s', -s']: at s'=2 only a=1 -> -2; at s'=-1 only a=0 -> -3.
+    targets = torch.tensor([1.0 + 0.5 * -2.0, 0.5 + 0.5 * -3.0, -1.0])
+    torch.testing.assert_close(plain["td_error"], torch.tensor([1.0, 4.0, 2.0]) - targets)
+    # Double: the online argmax among allowed actions is the only one allowed; the target values it.
+    double = dqn_loss(agent, tiny_batch(**{keys.NEXT_ACTION_MASK: mask}), gamma=0.5, double=True, huber=False)
+    torch.testing.assert_close(double["td_error"], torch.tensor([1.0, 4.0, 2.0]) - targets)
+    assert torch.isfinite(plain["loss/q"]) and torch.isfinite(double["loss/q"])
+
+
+def test_masked_double_dqn_target_against_a_loop_on_random_data():
+    g = torch.Generator().manual_seed(0)
+    q, target = nn.Linear(3, 5), nn.Linear(3, 5)
+    agent = QAgent(ObservationNormalizer((3,), enabled=False, clip=10.0), q, num_actions=5, epsilon_end=0.0)
+    agent.target.load_state_dict(target.state_dict())
+    rows = 32
+    mask = torch.rand(rows, 5, generator=g) < 0.5
+    mask[:, 0] |= ~mask.any(1)
+    batch = TensorDict(
+        {
+            keys.INPUT: torch.randn(rows, 3, generator=g),
+            keys.ACTION: torch.randint(5, (rows,), generator=g),
+            keys.REWARD: torch.randn(rows, generator=g),
+            keys.NEXT_INPUT: torch.randn(rows, 3, generator=g),
+            keys.TERMINATED: torch.rand(rows, generator=g) < 0.2,
+            keys.DISCOUNT: torch.full((rows,), 0.9**3),
+            keys.NEXT_ACTION_MASK: mask,
+        },
+        batch_size=[rows],
+    )
+    for double in (False, True):
+        terms = dqn_loss(agent, batch, gamma=0.9, double=double, huber=False)
+        with torch.no_grad():
+            expected = []
+            for i in range(rows):
+                online, values = q(batch[keys.NEXT_INPUT][i]), target(batch[keys.NEXT_INPUT][i])
+                allowed = [a for a in range(5) if mask[i, a]]
+                best = max(allowed, key=lambda a: online[a]) if double else max(allowed, key=lambda a: values[a])
+                bootstrap = 0.0 if batch[keys.TERMINATED][i] else 0.9**3 * values[best]
+                expected.append(q(batch[keys.INPUT][i])[batch[keys.ACTION][i]] - (batch[keys.REWARD][i] + bootstrap))
+        torch.testing.assert_close(terms["td_error"], torch.stack(expected))
+
+
+def test_acting_and_evaluating_take_only_allowed_actions():
+    from rlcli.carry import Carry
+
+    agent = tiny_agent()
+    carry = Carry(64, "cpu")
+    # Greedy would be a=1 for every positive s; only a=0 is allowed in the even rows.
+    carry.mask = torch.ones(64, 2, dtype=torch.bool)
+    carry.mask[::2, 1] = False
+    obs = torch.rand(64, 1) + 0.5
+    greedy = agent.actions(obs, deterministic=True, generator=torch.Generator(), carry=carry)
+    assert (greedy[::2] == 0).all() and (greedy[1::2] == 1).all()
+    agent.epsilon_end = 1.0
+    for seed in range(5):
+        sampled = agent.actions(obs, deterministic=False, generator=torch.Generator().manual_seed(seed), carry=carry)
+        assert (sampled[::2] == 0).all()

@@ -197,7 +197,8 @@ def test_unsupported_observation_space_is_a_config_error(name):
 def test_every_algorithm_module_has_the_table_interface(name):
     module = ALGORITHMS[name]
     assert module.CONFIG.model_fields["name"].annotation.__args__ == (name,)
-    assert set(module.SUPPORTS) == {"observation", "action"}
+    # "action_mask": the action spaces whose masks it applies, for those that can.
+    assert {"observation", "action"} <= set(module.SUPPORTS) <= {"observation", "action", "action_mask"}
     assert all(phase.startswith("update.") for phase in module.PHASES)
     assert all(key.split("/")[0] in {"loss", "stats", "optim"} for key in module.METRICS)
     assert callable(module.build) and callable(module.build_agent)

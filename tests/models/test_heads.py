@@ -8,9 +8,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Categorical, Independent, Normal
+from torch.distributions import Bernoulli, Categorical, Independent, Normal
 
-from rlcli.models.heads import CategoricalHead, GaussianHead
+from rlcli.models.heads import BernoulliHead, CategoricalHead, GaussianHead, MultiCategoricalHead
 
 
 class Fixed(nn.Module):
@@ -156,3 +156,90 @@ def test_gaussian_samples_are_not_clipped_to_the_box():
     head, _ = gaussian(4000)
     sample = head.sample(head(torch.zeros(4000, 5)), torch.Generator().manual_seed(0))
     assert (sample[:, 2] < BOX.low[2]).any() and (sample[:, 2] > BOX.high[2]).any()
+
+
+# Action masks and the heads of MultiDiscrete and MultiBinary actions.
+
+
+def random_mask(rows: int, actions: int, seed: int = 1) -> torch.Tensor:
+    """[rows, actions] bool with at least one allowed action per row."""
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.rand(rows, actions, generator=g) < 0.5
+    mask[torch.arange(rows), torch.randint(actions, (rows,), generator=g)] = True
+    return mask
+
+
+def test_a_masked_categorical_is_the_softmax_over_the_allowed_actions_alone():
+    logits, mask = random_logits(64, 6).float(), random_mask(64, 6)
+    head = CategoricalHead(Fixed(logits))
+    dist = head(torch.zeros(64, 1), mask)
+    assert (dist.probs[~mask] == 0).all()
+    for row in range(64):
+        allowed = mask[row].nonzero().squeeze(1)
+        p = torch.softmax(logits[row, allowed], -1)
+        # Log-probability of each allowed action: the renormalized softmax's.
+        one = CategoricalHead(Fixed(logits[row : row + 1]))
+        for k, action in enumerate(allowed):
+            value = one.log_prob(one(torch.zeros(1, 1), mask[row : row + 1]), action[None])
+            torch.testing.assert_close(value[0], p[k].log())
+        # Entropy over the allowed actions only.
+        torch.testing.assert_close(head.entropy(dist)[row], -(p * p.log()).sum())
+    assert torch.isfinite(head.entropy(dist)).all()
+
+
+def test_a_masked_categorical_never_samples_nor_picks_a_forbidden_action():
+    logits, mask = random_logits(256, 5).float(), random_mask(256, 5, seed=3)
+    # The forbidden actions are the network's favourites: the mask alone keeps them out.
+    logits = torch.where(mask, logits, logits + 100.0)
+    head = CategoricalHead(Fixed(logits))
+    dist = head(torch.zeros(256, 1), mask)
+    for seed in range(5):
+        action = head.sample(dist, torch.Generator().manual_seed(seed))
+        assert mask[torch.arange(256), action].all()
+    assert mask[torch.arange(256), head.mode(dist)].all()
+
+
+def test_an_unmasked_categorical_computes_exactly_what_it_did():
+    logits = random_logits(32, 4).float()
+    head = CategoricalHead(Fixed(logits))
+    plain, unmasked = Categorical(logits=logits), head(torch.zeros(32, 1), None)
+    assert torch.equal(unmasked.logits, plain.logits)
+    actions = torch.arange(32) % 4
+    assert torch.equal(head.log_prob(unmasked, actions), plain.logits.gather(-1, actions[:, None]).squeeze(-1))
+    assert torch.equal(head.entropy(unmasked), -(plain.logits.exp() * plain.logits).sum(-1))
+
+
+def test_multi_categorical_sums_independent_sub_actions_under_flat_masks():
+    space = gym.spaces.MultiDiscrete([3, 4])
+    logits, mask = random_logits(16, 7).float(), random_mask(16, 7)
+    mask[:, :3][~mask[:, :3].any(1)] = True
+    mask[:, 3:][~mask[:, 3:].any(1)] = True
+    head = MultiCategoricalHead(Fixed(logits), space)
+    dist = head(torch.zeros(16, 1), mask)
+    first = Categorical(logits=torch.where(mask[:, :3], logits[:, :3], -1e8))
+    second = Categorical(logits=torch.where(mask[:, 3:], logits[:, 3:], -1e8))
+    action = head.sample(dist, torch.Generator().manual_seed(0))
+    assert action.shape == (16, 2) and action.dtype == torch.int64
+    assert mask[:, :3].gather(1, action[:, :1]).all() and mask[:, 3:].gather(1, action[:, 1:]).all()
+    torch.testing.assert_close(
+        head.log_prob(dist, action), first.log_prob(action[:, 0]) + second.log_prob(action[:, 1])
+    )
+    torch.testing.assert_close(head.entropy(dist), first.entropy() + second.entropy())
+    assert torch.equal(head.mode(dist), torch.stack([first.logits.argmax(-1), second.logits.argmax(-1)], -1))
+    assert all(space.contains(a) for a in action.numpy())
+
+
+def test_bernoulli_head_of_multibinary_actions():
+    logits = random_logits(64, 3).float()
+    head = BernoulliHead(Fixed(logits))
+    dist = head(torch.zeros(64, 1))
+    reference = Bernoulli(logits=logits)
+    action = head.sample(dist, torch.Generator().manual_seed(0))
+    assert action.shape == (64, 3) and action.dtype == torch.int64 and set(action.unique().tolist()) <= {0, 1}
+    torch.testing.assert_close(head.log_prob(dist, action), reference.log_prob(action.float()).sum(-1))
+    torch.testing.assert_close(head.entropy(dist), reference.entropy().sum(-1))
+    assert torch.equal(head.mode(dist), (logits > 0).long())
+    # Samples follow the probabilities.
+    wide = BernoulliHead(Fixed(logits[:1].expand(20000, 3)))
+    many = wide.sample(wide(torch.zeros(20000, 1)), torch.Generator().manual_seed(1))
+    torch.testing.assert_close(many.float().mean(0), torch.sigmoid(logits[0]), atol=0.02, rtol=0)

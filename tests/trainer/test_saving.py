@@ -69,6 +69,7 @@ def test_run_json_of_a_run_that_has_just_started(run, tmp_path):
         "algo": "ppo",
         "env": "CartPole-v1",
         "device": "cpu",
+        "action_mask": None,
         "iterations": 0,
         "frames": 0,
         "planned_iterations": 5,

@@ -106,9 +106,26 @@ class Benchable(Protocol):
 
 
 def _serves(supports: dict, role: str, space: spaces.Space) -> bool:
-    """Whether a module's ``SUPPORTS`` takes ``space`` in ``role`` (Box actions must be 1-D)."""
-    flat_ok = role == "observation" or not isinstance(space, spaces.Box) or len(space.shape) == 1
-    return isinstance(space, supports[role]) and flat_ok
+    """Whether a module's ``SUPPORTS`` takes ``space`` in ``role`` (Box, MultiDiscrete and MultiBinary
+    actions must be 1-D, MultiDiscrete ones start at 0)."""
+    return isinstance(space, supports.get(role, ())) and (role == "observation" or _flat(space))
+
+
+def _flat(space: spaces.Space) -> bool:
+    """Whether an action ``space`` is one the heads read: 1-D where it has a shape, from 0 for MultiDiscrete."""
+    if isinstance(space, spaces.MultiDiscrete):
+        return space.nvec.ndim == 1 and not space.start.any()
+    if isinstance(space, (spaces.Box, spaces.MultiBinary)):
+        return len(space.shape) == 1
+    return True
+
+
+# How check_spaces names an action space class whose instances must be 1-D.
+_ONE_D = {
+    spaces.Box: "1-D Box",
+    spaces.MultiDiscrete: "1-D MultiDiscrete from 0",
+    spaces.MultiBinary: "1-D MultiBinary",
+}
 
 
 # Derived, so that ALGO_CONFIGS stays the one list while reading a config stays torch-free. STYLE's
@@ -140,9 +157,7 @@ def check_spaces(
     for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
         if not _serves(supports, role, space):
             allowed = supports[role]
-            names = ", ".join(
-                f"1-D {c.__name__}" if c is spaces.Box and role == "action" else c.__name__ for c in allowed
-            )
+            names = ", ".join(_ONE_D.get(c, c.__name__) if role == "action" else c.__name__ for c in allowed)
             kind = "dataset" if offline else "collector"
             others = [
                 other
@@ -178,3 +193,36 @@ def check_spaces(
             "choice for images)",
             markup=False,
         )
+
+
+def uses_masks(name: str, env, action: spaces.Space, source: str | None, *, offline: bool) -> bool:
+    """Whether algorithm ``name`` looks for the action masks of an env of ``env`` (an EnvConfig) with
+    ``action`` actions: ``[env] action_mask`` asks for them (``auto`` too), the algorithm learns from
+    envs and masks actions of that space. ``auto`` is then silently none.
+
+    Raises:
+        ConfigError: ``action_mask`` names where masks are ("info", "observation") for actions or an
+            algorithm that cannot use them; names those that can.
+    """
+    if env.action_mask == "none":
+        return False
+    serving = [
+        other
+        for other, module in ALGORITHMS.items()
+        if _serves(module.SUPPORTS, "action_mask", action) and "collector" in module.CONFIG.SOURCES
+    ]
+    if name in serving and not offline:
+        return True
+    if env.action_mask == "auto":
+        return False
+    if not serving:
+        users = [other for other, module in ALGORITHMS.items() if module.SUPPORTS.get("action_mask")]
+        message = (
+            f"{env.id} has action space {action}: action masks need Discrete or 1-D MultiDiscrete actions "
+            f"(the algorithms that use masks: {', '.join(users)})"
+        )
+    else:
+        how = "learns from a dataset" if offline else "does not take them"
+        message = f"{name} cannot use action masks ({how}); the algorithms that can, for {action} actions: "
+        message += ", ".join(serving)
+    raise single(source, f'{message}; set action_mask = "none" (or "auto")', path="env.action_mask")

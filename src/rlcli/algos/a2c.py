@@ -53,7 +53,12 @@ def a2c_objective(agent: ActorCritic, batch: TensorDict, *, cfg: A2CConfig) -> d
 
 
 CONFIG = A2CConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
+SUPPORTS = {
+    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
+    "action": (gspaces.Discrete, gspaces.Box, gspaces.MultiDiscrete, gspaces.MultiBinary),
+    # The action spaces whose masks the policy head applies (rlcli.models.heads).
+    "action_mask": (gspaces.Discrete, gspaces.MultiDiscrete),
+}
 PHASES = ROLLOUT_PHASES
 METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
 

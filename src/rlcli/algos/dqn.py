@@ -4,6 +4,7 @@ n-step returns and optional prioritized replay, on the shared replay buffer."""
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
@@ -16,7 +17,7 @@ from rlcli import keys
 from rlcli.advantages import bootstrapped_target
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import DQNConfig
-from rlcli.exploration import EpsilonGreedy, epsilon_greedy
+from rlcli.exploration import EpsilonGreedy, epsilon_greedy, masked_argmax, masked_max
 from rlcli.models.mlp import mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
@@ -49,11 +50,13 @@ class QAgent(nn.Module):
         self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
     ) -> torch.Tensor:
         """Evaluation actions ([N] int64) for raw ``observation`` ([N, *obs]): greedy, or epsilon-greedy
-        at ``epsilon_end`` (the rate training settles at), whatever the collection schedule says."""
-        greedy = self.q(self.obs_norm(observation)).argmax(1)
+        at ``epsilon_end`` (the rate training settles at), whatever the collection schedule says; among
+        the actions ``carry``'s mask allows."""
+        mask = None if carry is None else carry.mask
+        greedy = masked_argmax(self.q(self.obs_norm(observation)), mask)
         if deterministic:
             return greedy
-        return epsilon_greedy(greedy, self.epsilon_end, self.num_actions, generator)
+        return epsilon_greedy(greedy, self.epsilon_end, self.num_actions, generator, mask)
 
 
 def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, huber: bool) -> dict[str, torch.Tensor]:
@@ -62,10 +65,12 @@ def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, hu
     ``target = reward + discount * (1 - terminated) * Q_target(s', a')`` where
     ``a'`` is the online network's argmax (double) or the target's own (plain),
     and ``discount`` is the ``discount`` key (n-step) or ``gamma``. Truncated
-    transitions bootstrap like any other: only termination drops it.
+    transitions bootstrap like any other: only termination drops it. With action
+    masks, ``a'`` and the max range over the next state's allowed actions only.
 
     Reads ``input``, ``action``, ``reward``, ``next_input``, ``terminated`` and,
-    when present, ``discount`` and ``weight`` (importance weights), each [B].
+    when present, ``discount``, ``weight`` (importance weights) and ``next_action_mask``
+    ([B, A] bool), each [B].
     Returns ``loss/q``, ``stats/q_mean``, ``stats/td_abs`` and ``td_error``
     ([B], detached, for priorities).
     """
@@ -73,11 +78,12 @@ def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, hu
     with torch.no_grad():
         next_input = batch[keys.NEXT_INPUT]
         next_target = agent.target(next_input)
+        next_mask = batch.get(keys.NEXT_ACTION_MASK, None)
         if double:
-            choice = agent.q(next_input).argmax(1, keepdim=True)
+            choice = masked_argmax(agent.q(next_input), next_mask).unsqueeze(1)
             next_q = next_target.gather(1, choice).squeeze(1)
         else:
-            next_q = next_target.max(1).values
+            next_q = masked_max(next_target, next_mask)
         target = bootstrapped_target(batch, next_q, gamma=gamma)
     td = q - target
     elementwise = F.smooth_l1_loss(q, target, reduction="none") if huber else td.square()
@@ -115,13 +121,17 @@ class DQN:
 
     @torch.no_grad()
     def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs])."""
-        action = self.exploration(observation, self._greedy, generator)
+        """Epsilon-greedy ``action`` ([N] int64) for raw ``observation`` ([N, *obs]), among the actions
+        ``carry``'s mask allows."""
+        mask = None if carry is None else carry.mask
+        greedy = self._greedy if mask is None else partial(self._greedy, mask=mask)
+        action = self.exploration(observation, greedy, generator, mask)
         return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
 
-    def _greedy(self, observation: torch.Tensor) -> torch.Tensor:
-        """The online network's argmax ([N] int64) for raw ``observation``."""
-        return self.agent.q(self.agent.obs_norm(observation)).argmax(1)
+    def _greedy(self, observation: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The online network's argmax ([N] int64) for raw ``observation``, among the actions ``mask``
+        allows ([N, A] bool)."""
+        return masked_argmax(self.agent.q(self.agent.obs_norm(observation)), mask)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
@@ -165,7 +175,12 @@ class DQN:
 
 
 CONFIG = DQNConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete,)}
+SUPPORTS = {
+    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
+    "action": (gspaces.Discrete,),
+    # Masked argmax when acting and in the target, masked uniform exploration (rlcli.exploration).
+    "action_mask": (gspaces.Discrete,),
+}
 PHASES = REPLAY_PHASES
 METRICS = (
     "loss/q",
@@ -208,5 +223,10 @@ def build(cfg: DQNConfig, ctx: BuildContext) -> DQN:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = build_agent(cfg, ctx)
-    spec = transition_spec(ctx.observation_space, ((), torch.int64), n_step=cfg.n_step)
+    spec = transition_spec(
+        ctx.observation_space,
+        ((), torch.int64),
+        n_step=cfg.n_step,
+        next_mask=int(ctx.action_space.n) if ctx.action_masks else None,
+    )
     return DQN(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm))

@@ -159,7 +159,12 @@ class PPO:
 
 
 CONFIG = PPOConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Discrete, gspaces.Box)}
+SUPPORTS = {
+    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
+    "action": (gspaces.Discrete, gspaces.Box, gspaces.MultiDiscrete, gspaces.MultiBinary),
+    # The action spaces whose masks the policy head applies (rlcli.models.heads).
+    "action_mask": (gspaces.Discrete, gspaces.MultiDiscrete),
+}
 PHASES = ROLLOUT_PHASES
 METRICS = (
     "loss/policy",

@@ -55,11 +55,17 @@ def markdown() -> str:
 
 def _spaces(supports: dict[str, tuple[type, ...]]) -> str:
     def names(role: str) -> str:
-        # An observation Box is a vector or an image (docs/config.md, "Spaces"); an action Box is 1-D.
-        box = "1-D `Box`" if role == "action" else "`Box` (vector or image)"
-        return " or ".join(box if c.__name__ == "Box" else f"`{c.__name__}`" for c in supports[role])
+        # An observation Box is a vector or an image (docs/config.md, "Spaces"); action Box,
+        # MultiDiscrete and MultiBinary spaces are 1-D.
+        one_d = ("Box", "MultiDiscrete", "MultiBinary") if role == "action" else ()
+        box = "`Box` (vector or image)"
+        return " or ".join(
+            f"1-D `{c.__name__}`" if c.__name__ in one_d else box if c.__name__ == "Box" else f"`{c.__name__}`"
+            for c in supports[role]
+        )
 
-    return f"Observations: {names('observation')}. Actions: {names('action')}."
+    masks = f" Action masks: {names('action_mask')}." if supports.get("action_mask") else ""
+    return f"Observations: {names('observation')}. Actions: {names('action')}.{masks}"
 
 
 def _words(items: list[str]) -> str:

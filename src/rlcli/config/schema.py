@@ -124,6 +124,16 @@ class EnvConfig(BaseModel):
         description="Clip the rewards an algorithm learns from to [-clip, clip] (1.0 on Atari, as "
         "Mnih et al. 2015); returns, stop_at_return and evaluation still count the env's own rewards.",
     )
+    action_mask: Literal["auto", "info", "observation", "none"] = Field(
+        "auto",
+        description="Which actions the env allows at each step (Discrete and MultiDiscrete actions; PPO, A2C, "
+        'REINFORCE and DQN): "info" reads info["action_mask"] (as Taxi gives it), "observation" the '
+        '"action_mask" key of a Dict observation (the key is then not fed to the encoder), "auto" the '
+        "observation's key when the space has one, else info's when the first reset gives one, else none "
+        '(also none for algorithms or actions that cannot use masks); "none" ignores masks. A mask is [A] '
+        "for Discrete(A), the flat concatenation [sum(nvec)] for MultiDiscrete, bool or 0/1 integers "
+        "(True or 1: allowed).",
+    )
 
     @field_validator("kwargs")
     @classmethod

@@ -10,6 +10,7 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlcli.config.errors import InputError, single
 from rlcli.envs.families import ATARI, GYMNASIUM_EXTRAS, env_family
+from rlcli.envs.masks import MaskFromObservation, VectorMaskFromObservation, observation_masks
 
 LIFE_LOST = "life_lost"
 """The info key of :class:`LifeLoss`: [N] bool, a life was lost in this step and the game goes on."""
@@ -74,6 +75,9 @@ def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
     # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
     except Exception as exc:  # noqa: BLE001
         raise _cannot_make(cfg, exc, source) from None
+    if observation_masks(cfg.action_mask, envs.single_observation_space):
+        # The mask is data beside the observation, never the encoder's input (rlcli.envs.masks).
+        envs = VectorMaskFromObservation(envs)
     lives = env_family(cfg.id) is ATARI and cfg.vectorization == "vector_entry_point" and kwargs.get("life_loss_info")
     return LifeLoss(envs) if lives else envs
 
@@ -177,12 +181,13 @@ def _make(cfg, render_mode: str | None, source: str | None) -> gym.Env:
         kwargs["render_mode"] = render_mode
     mujoco_warnings_once(cfg.id)
     try:
-        return gym.make(cfg.id, **kwargs)
+        env = gym.make(cfg.id, **kwargs)
     # As in make_envs: anything an env constructor raises is bad input here.
     except Exception as exc:  # noqa: BLE001
         if render_mode is not None:
             raise
         raise _cannot_make(cfg, exc, source) from None
+    return MaskFromObservation(env) if observation_masks(cfg.action_mask, env.observation_space) else env
 
 
 _MUJOCO_WARNED: set[str] | None = None

@@ -11,7 +11,7 @@ from torch import nn
 from rlcli import keys
 from rlcli.carry import Carry
 from rlcli.models.critics import ValueCritic
-from rlcli.models.heads import CategoricalHead, GaussianHead
+from rlcli.models.heads import BernoulliHead, CategoricalHead, GaussianHead, MultiCategoricalHead
 from rlcli.models.memory import MemoryCore
 from rlcli.models.mlp import mlp, policy_mlp
 from rlcli.normalization import ObservationNormalizer
@@ -141,7 +141,7 @@ def build_actor_critic(ctx: BuildContext) -> ActorCritic:
     both heads unless ``share_encoder`` is off; a memory core after the encoders when ``memory`` asks for
     one); observations normalized as its ``env`` section
     asks, with statistics pooled over its ranks."""
-    network, action_space = ctx.network, ctx.action_space
+    network = ctx.network
     encoder = ctx.encoder()
     value_encoder = None if network.share_encoder else ctx.encoder()
     orthogonal = network.init == "orthogonal"
@@ -152,13 +152,21 @@ def build_actor_critic(ctx: BuildContext) -> ActorCritic:
             inputs += ((value_encoder or encoder).out_features,)
         memory = MemoryCore(network.memory, inputs, size=network.memory_size, layers=network.memory_layers)
     obs_dim = encoder.out_features if memory is None else memory.out_features
-    if isinstance(action_space, spaces.Discrete):
-        net = policy_mlp(obs_dim, network, int(action_space.n))
-        policy: nn.Module = CategoricalHead(net)
-    else:
-        net = policy_mlp(obs_dim, network, ctx.act_dim)
-        policy = GaussianHead(net, action_space, network.log_std_init)
+    policy = _policy_head(ctx, obs_dim)
     value = ValueCritic(
         mlp(obs_dim, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0)
     )
     return ActorCritic(ctx.observation_normalizer(), encoder, policy, value, value_encoder, memory)
+
+
+def _policy_head(ctx: BuildContext, obs_dim: int) -> nn.Module:
+    """The policy MLP over ``obs_dim`` features and the head for ``ctx``'s action space: categorical
+    (Discrete), independent categoricals (MultiDiscrete), Bernoulli (MultiBinary) or Gaussian (Box)."""
+    network, space = ctx.network, ctx.action_space
+    if isinstance(space, spaces.Discrete):
+        return CategoricalHead(policy_mlp(obs_dim, network, int(space.n)))
+    if isinstance(space, spaces.MultiDiscrete):
+        return MultiCategoricalHead(policy_mlp(obs_dim, network, int(space.nvec.sum())), space)
+    if isinstance(space, spaces.MultiBinary):
+        return BernoulliHead(policy_mlp(obs_dim, network, ctx.act_dim))
+    return GaussianHead(policy_mlp(obs_dim, network, ctx.act_dim), space, network.log_std_init)

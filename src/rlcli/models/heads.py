@@ -1,11 +1,26 @@
-"""Policy heads: network outputs -> torch.distributions over env actions."""
+"""Policy heads: network outputs -> torch.distributions over env actions, under the env's action
+masks where it gives them (one masking helper per action space: :func:`masked_logits`)."""
 
 from __future__ import annotations
 
 import torch
 from gymnasium import spaces
 from torch import nn
-from torch.distributions import Categorical, Normal
+from torch.distributions import Bernoulli, Categorical, Normal
+
+MASKED_LOGIT = -1e8
+"""The logit of an action the mask forbids: finite, so that its term of the entropy is 0 * -1e8 = 0
+rather than 0 * -inf = NaN, and low enough that its probability is exactly 0 in float32 (the value of
+sb3-contrib's MaskableCategorical)."""
+
+
+def masked_logits(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """``logits`` ([B, A]) with the actions ``mask`` forbids ([B, A] bool, True: allowed) set to
+    :data:`MASKED_LOGIT`; ``logits`` itself without a mask. A categorical over the result is the
+    softmax over the allowed actions alone: its samples, log-probabilities and entropy ignore the others."""
+    if mask is None:
+        return logits
+    return torch.where(mask, logits, torch.tensor(MASKED_LOGIT, dtype=logits.dtype, device=logits.device))
 
 
 class CategoricalHead(nn.Module):
@@ -16,7 +31,8 @@ class CategoricalHead(nn.Module):
         self.net = net
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> Categorical:
-        return Categorical(logits=self.net(obs), validate_args=False)
+        """The policy at ``obs`` over the actions ``mask`` allows ([B, n] bool), or over all of them."""
+        return Categorical(logits=masked_logits(self.net(obs), mask), validate_args=False)
 
     @staticmethod
     def sample(dist: Categorical, generator: torch.Generator) -> torch.Tensor:
@@ -75,4 +91,71 @@ class GaussianHead(nn.Module):
 
     @staticmethod
     def entropy(dist: Normal) -> torch.Tensor:
+        return dist.entropy().sum(-1)
+
+
+class MultiCategoricalHead(nn.Module):
+    """Independent categorical policies over the sub-actions of a 1-D ``MultiDiscrete(nvec)`` (as
+    Stable-Baselines3's MultiCategoricalDistribution), from ``sum(nvec)`` logits: the log-probability
+    and the entropy of an action are the sums of its sub-actions'. A mask is the flat concatenation of
+    one mask per sub-action ([B, sum(nvec)], sb3-contrib MaskablePPO's convention)."""
+
+    def __init__(self, net: nn.Module, space: spaces.MultiDiscrete):
+        super().__init__()
+        self.net = net
+        self.sizes = [int(n) for n in space.nvec]
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> list[Categorical]:
+        logits = self.net(obs).split(self.sizes, -1)
+        masks = [None] * len(self.sizes) if mask is None else mask.split(self.sizes, -1)
+        return [Categorical(logits=masked_logits(lg, m), validate_args=False) for lg, m in zip(logits, masks)]
+
+    @staticmethod
+    def sample(dist: list[Categorical], generator: torch.Generator) -> torch.Tensor:
+        """One action per row ([B, k] int64), sub-action by sub-action, drawn with ``generator``."""
+        return torch.stack([CategoricalHead.sample(sub, generator) for sub in dist], -1)
+
+    @staticmethod
+    def mode(dist: list[Categorical]) -> torch.Tensor:
+        """Each sub-action's most probable value ([B, k] int64)."""
+        return torch.stack([CategoricalHead.mode(sub) for sub in dist], -1)
+
+    @staticmethod
+    def log_prob(dist: list[Categorical], action: torch.Tensor) -> torch.Tensor:
+        return sum(CategoricalHead.log_prob(sub, action[..., i]) for i, sub in enumerate(dist))
+
+    @staticmethod
+    def entropy(dist: list[Categorical]) -> torch.Tensor:
+        return sum(CategoricalHead.entropy(sub) for sub in dist)
+
+
+class BernoulliHead(nn.Module):
+    """Independent Bernoulli policies over the bits of a 1-D ``MultiBinary(k)`` (as Stable-Baselines3's
+    BernoulliDistribution), from ``k`` logits; actions are [B, k] int64 0/1. MultiBinary actions take
+    no masks (the config refuses them): ``mask`` is always None here."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> Bernoulli:
+        return Bernoulli(logits=self.net(obs), validate_args=False)
+
+    @staticmethod
+    def sample(dist: Bernoulli, generator: torch.Generator) -> torch.Tensor:
+        """One action per row ([B, k] int64), drawn with ``generator``."""
+        draw = torch.rand(dist.logits.shape, generator=generator, device=dist.logits.device, dtype=dist.logits.dtype)
+        return (draw < dist.probs).long()
+
+    @staticmethod
+    def mode(dist: Bernoulli) -> torch.Tensor:
+        """Each bit's more probable value ([B, k] int64)."""
+        return (dist.logits > 0).long()
+
+    @staticmethod
+    def log_prob(dist: Bernoulli, action: torch.Tensor) -> torch.Tensor:
+        return dist.log_prob(action.to(dist.logits.dtype)).sum(-1)
+
+    @staticmethod
+    def entropy(dist: Bernoulli) -> torch.Tensor:
         return dist.entropy().sum(-1)

@@ -20,6 +20,8 @@ from rlcli.config.load import load_config
 from rlcli.datasets import import_minari
 from rlcli.devices import resolve_device
 from rlcli.envs import check_run_packages, import_env_packages, make_env
+from rlcli.envs.masks import KEY
+from rlcli.masking import as_masks, env_mask
 from rlcli.playback import restored_agent
 from rlcli.recording.writing import Episode, Recorded, write_dataset
 
@@ -40,6 +42,8 @@ class Acting:
     epsilon: float = 0.0
     noise: float = 0.0
     seed: int = 0
+    masks: bool = True
+    """Whether the env's action masks (``info["action_mask"]``) constrain the policy and epsilon."""
 
     def describe(self) -> str:
         mode = "deterministic" if self.deterministic else "stochastic"
@@ -79,7 +83,7 @@ def record_policy(
     source = str(folder / "config.toml")
     target = resolve_device(device if device is not None else cfg.run.device, source=source)
     agent = restored_agent(cfg, weights, target, render=False, source=source)
-    acting = Acting(deterministic, epsilon, noise, seed)
+    acting = Acting(deterministic, epsilon, noise, seed, masks=cfg.env.action_mask != "none")
     episodes, spec = _played(cfg.env, agent, acting, steps=steps, device=target, progress=progress, source=source)
     written = write_dataset(
         out,
@@ -149,14 +153,18 @@ def play(
     rng = np.random.default_rng(acting.seed)
     generator = torch.Generator(device=device).manual_seed(acting.seed)
     episodes: list[Episode] = []
-    obs, _ = env.reset(seed=acting.seed)
+    obs, info = env.reset(seed=acting.seed)
     current = _new_episode(obs)
     carry = Carry.of(agent, 1, device)
+    # The env's masks reach the policy, and epsilon's random actions, as in training (rlcli.envs.masks).
+    masked = acting.masks and KEY in info
     for done_steps in range(1, steps + 1):
         batch = observations.batch_tensor(env.observation_space, [obs], device)
+        if masked:
+            carry.mask = env_mask(info)[None].to(device)
         chosen = agent.actions(batch, deterministic=acting.deterministic, generator=generator, carry=carry)
-        action = _perturbed(chosen[0].cpu().numpy(), space, acting, rng)
-        obs, reward, terminated, truncated, _ = env.step(action)
+        action = _perturbed(chosen[0].cpu().numpy(), space, acting, rng, info if masked else None)
+        obs, reward, terminated, truncated, info = env.step(action)
         carry.episode_starts(np.array([terminated or truncated]))
         for key, value in (
             ("observations", obs),
@@ -172,23 +180,35 @@ def play(
                 current["truncations"][-1] = True
             episodes.append(_arrays(current))
             if not last:
-                obs, _ = env.reset()
+                obs, info = env.reset()
                 current = _new_episode(obs)
         if progress is not None and (done_steps % 1000 == 0 or last):
             progress(done_steps, steps)
     return episodes
 
 
-def _perturbed(action: np.ndarray, space: spaces.Space, acting: Acting, rng: np.random.Generator) -> Any:
+def _perturbed(
+    action: np.ndarray, space: spaces.Space, acting: Acting, rng: np.random.Generator, info: dict | None = None
+) -> Any:
     """``action`` with ``acting``'s noise (Box: then clipped to the bounds) and, with probability epsilon,
-    replaced by a sample of ``space``."""
+    replaced by a sample of ``space`` (among the actions the mask of ``info`` allows, when given)."""
     if isinstance(space, spaces.Box):
         if acting.noise > 0:
             action = action + acting.noise * (space.high - space.low) / 2 * rng.standard_normal(action.shape)
         action = np.clip(action, space.low, space.high).astype(space.dtype)
     if acting.epsilon > 0 and rng.random() < acting.epsilon:
-        action = space.sample()
-    return action
+        action = space.sample() if info is None else space.sample(mask=_sample_mask(space, info))
+    # A Discrete env may index tables with its action (Taxi): a Python int, never a 0-d array.
+    return int(action) if isinstance(space, spaces.Discrete) else action
+
+
+def _sample_mask(space: spaces.Space, info: dict) -> Any:
+    """The mask of ``info`` as gymnasium's ``space.sample(mask=)`` takes it: int8, one per sub-action of a
+    MultiDiscrete."""
+    mask = as_masks(info[KEY]).astype(np.int8)
+    if isinstance(space, spaces.MultiDiscrete):
+        return tuple(np.split(mask, np.cumsum(space.nvec)[:-1]))
+    return mask
 
 
 def _new_episode(obs) -> dict[str, list]:

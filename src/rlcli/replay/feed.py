@@ -26,11 +26,16 @@ if TYPE_CHECKING:
 
 
 def transition_spec(
-    observation_space: spaces.Space, action: tuple[tuple[int, ...], torch.dtype], *, n_step: int
+    observation_space: spaces.Space,
+    action: tuple[tuple[int, ...], torch.dtype],
+    *,
+    n_step: int,
+    next_mask: int | None = None,
 ) -> Spec:
     """What a buffer stores per transition: raw observations in the space's own dtype (one entry
-    per key of a Dict), the action, the reward, the end flag, and with ``n_step`` > 1 the
-    bootstrap discount."""
+    per key of a Dict), the action, the reward, the end flag, with ``n_step`` > 1 the
+    bootstrap discount, and with ``next_mask`` (the mask's size, for a run with action masks) the
+    next observation's action mask, which a target's max ranges over."""
     spec: Spec = {
         **observations.spec_entries(keys.OBSERVATION, observation_space),
         **observations.spec_entries(keys.NEXT_OBSERVATION, observation_space),
@@ -40,6 +45,8 @@ def transition_spec(
     }
     if n_step > 1:
         spec[keys.DISCOUNT] = ((), torch.float32)
+    if next_mask is not None:
+        spec[keys.NEXT_ACTION_MASK] = ((next_mask,), torch.bool)
     return spec
 
 
@@ -213,6 +220,7 @@ class Replay:
             keys.TERMINATED,
             keys.TRUNCATED,
             keys.VALID,
+            *((keys.NEXT_ACTION_MASK,) if keys.NEXT_ACTION_MASK in batch.keys() else ()),
         )
         if self.carry is None:
             # Placeholder steps before the first batch: never valid, so never emitted.
@@ -236,6 +244,10 @@ class Replay:
             },
             batch_size=[starts, raw.batch_size[1]],
         )
+        if keys.NEXT_ACTION_MASK in raw.keys():
+            # The n-th next state's mask, beside its observation: the target's max ranges over it.
+            masks = joined[keys.NEXT_ACTION_MASK]
+            out[keys.NEXT_ACTION_MASK] = masks.gather(0, last.unsqueeze(-1).expand(-1, -1, masks.shape[-1]))
         self.carry = joined[starts:].clone()
         return out
 

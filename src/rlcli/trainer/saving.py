@@ -104,6 +104,8 @@ def write_status(state: TrainState) -> None:
             "algo": state.run.cfg.algo.name,
             "env": state.run.cfg.env.id,
             "device": str(state.run.device),
+            # Where the action masks came from ("info", "observation"), as [env] action_mask resolved.
+            "action_mask": getattr(state.run.source, "action_mask", None),
             "iterations": state.iteration,
             "frames": state.frames,
             "planned_iterations": state.run.iterations,

@@ -17,6 +17,9 @@ from rlcli.loggers import Row
 from rlcli.run import Run
 from rlcli.timing import Timer
 
+# Defined below the collector, which raises it too; the trainer's name for it stays.
+from rlcli.training_error import TrainingError as TrainingError
+
 # Row keys before the algorithm's own METRICS; the timing columns follow them.
 BASE_COLUMNS = (
     "iteration",
@@ -37,17 +40,6 @@ def columns(run: Run) -> list[str]:
     late (after an off-policy warm-up) still has its column, empty until then."""
     evaluated = EVAL_COLUMNS if run.evaluator is not None else ()
     return [*BASE_COLUMNS, *evaluated, *run.metrics, *(f"time/{phase}_ms" for phase in run.phases)]
-
-
-class TrainingError(Exception):
-    """Training cannot go on: a loss term or the weights became NaN or infinite."""
-
-    def __init__(self, iteration: int, term: str, value: float):
-        self.iteration, self.term, self.value = iteration, term, value
-        super().__init__(
-            f"iteration {iteration}: {term} is {value}; training stopped "
-            "(final.pt holds the weights of the iteration before)"
-        )
 
 
 @dataclass

@@ -97,3 +97,7 @@ gym.register(
     max_episode_steps=50,
     kwargs={"continuous": True},
 )
+
+# Envs with action masks (Dict observations with a mask, MultiDiscrete actions, a memory task, Taxi
+# counting forbidden actions): registered by importing their module.
+from rlcli_test_envs import masked as masked  # noqa: E402
