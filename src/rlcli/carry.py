@@ -48,7 +48,7 @@ class Carry:
 
     def __init__(self, n: int, device: torch.device | str, *, memory: Remembers | None = None):
         device = torch.device(device)
-        self.n = n
+        self.n, self.device = n, device
         self.memory = None if memory is None else memory.initial(n, device)
         self.first = None if memory is None else torch.ones(n, dtype=torch.bool, device=device)
         self.mask: torch.Tensor | None = None
@@ -71,7 +71,7 @@ class Carry:
         if self.memory is None and self.mask is None:
             return self
         sub = Carry.__new__(Carry)
-        sub.n = len(index)
+        sub.n, sub.device = len(index), self.device
         rows = torch.as_tensor(list(index), dtype=torch.long)
         sub.memory = None if self.memory is None else self.memory[rows.to(self.memory.device)]
         sub.first = None if self.first is None else self.first[rows.to(self.first.device)]
@@ -87,10 +87,8 @@ class Carry:
         return {"memory": self.memory, "first": self.first, "mask": self.mask}
 
     def load_state_dict(self, state: dict) -> None:
+        """Take the memory, episode starts and masks of :meth:`state_dict` (saved on the CPU) onto this
+        carry's device."""
         for name in ("memory", "first", "mask"):
             value = state.get(name)
-            setattr(self, name, None if value is None else value.to(self._device(value)))
-
-    def _device(self, value: torch.Tensor) -> torch.device:
-        current = self.memory if self.memory is not None else self.first
-        return current.device if current is not None else value.device
+            setattr(self, name, None if value is None else value.to(self.device))
