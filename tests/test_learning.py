@@ -5,7 +5,7 @@ algorithm on its cheapest task, the rolling training return. The variants and th
 
 import pytest
 
-from rlcli.config.load import load_config
+from rlcli.config.load import load_config, validate_data
 from rlcli.run import build_run
 from rlcli.trainer import train
 
@@ -96,3 +96,33 @@ def test_masked_ppo_taxi_reaches_8_on_seed_0_within_500k_frames_taking_no_invali
     state = train(run)
     assert state.status == "solved" and state.solved_at[0] <= 500_000
     assert sum(run.source.envs.unwrapped.get_attr("invalid_actions")) == 0
+
+
+def test_masks_and_memory_together_solve_the_masked_recall_task(tmp_path):
+    # Recall a cue after 4 blank steps, answering among two allowed actions (tests/envpkg): a GRU policy
+    # under masks scores 1 an episode; a memoryless one 0.5. Seed 0 solves it in about 12k frames, 4 s.
+    from runs import env_packages_importable
+
+    env_packages_importable()
+    import rlcli_test_envs  # noqa: F401
+
+    def recall(memory: str):
+        data = {
+            "run": {"seed": 0, "output_dir": str(tmp_path / memory), "stop_at_return": 0.99},
+            "env": {"id": "RlcliTest/MaskedRecall-v0", "num_envs": 16, "action_mask": "info"},
+            "network": {"hidden_sizes": [32], "memory": memory, "memory_size": 32},
+            "algo": {"name": "ppo", "epochs": 4, "minibatch_size": 192, "entropy_coef": 0.01},
+            "collector": {"frames_per_batch": 384, "total_frames": 60_000},
+            "optim": {"lr": 0.003},
+            "timing": {"enabled": False},
+            "eval": {"final_episodes": 100},
+        }
+        run = build_run(validate_data(data))
+        state = train(run)
+        return state, sum(run.source.envs.unwrapped.get_attr("invalid_actions"))
+
+    remembering, invalid = recall("gru")
+    assert remembering.status == "solved" and remembering.final_eval["mean"] == 1.0
+    assert invalid == 0
+    forgetting, _ = recall("none")
+    assert forgetting.status != "solved" and forgetting.final_eval["mean"] < 0.8
