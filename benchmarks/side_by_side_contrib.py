@@ -28,7 +28,8 @@ TASKS = {
     # task: (rlcli preset, its extra --set settings, peer script, the peer's arguments)
     "cartpolenovel": ("ppo_lstm_cartpolenovel", [], "sb3_contrib_recurrent.py", ["--env", "CartPoleNoVel-v1"]),
     "pendulumnovel": ("ppo_lstm_pendulumnovel", [], "sb3_contrib_recurrent.py", ["--env", "PendulumNoVel-v1"]),
-    "taxi": ("ppo_taxi_masked", [], "sb3_contrib_maskable.py", []),
+    # Both stop once the rolling return of 100 training episodes reaches 8 (gymnasium's threshold), as the preset does.
+    "taxi": ("ppo_taxi_masked", [], "sb3_contrib_maskable.py", ["--stop-at-return", "8"]),
 }
 
 
