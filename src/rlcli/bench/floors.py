@@ -38,26 +38,30 @@ def _bare_features(agent, obs: torch.Tensor) -> torch.Tensor:
 
 
 def _bare_lstm(agent, features: torch.Tensor, first: torch.Tensor, state: torch.Tensor):
-    """(policy features, value features) of LSTM cores over sequences as one writes backpropagation
-    through time by hand: for each core, torch's LSTM from the stored state, one call between two steps
-    where an episode starts, the state zeroed there.
+    """(policy features, value features) of LSTM cores over sequences, written plainly: each env's runs
+    between episode starts as columns of one call of torch's LSTM, padded at their ends (the first run of
+    each env from its stored state, the others from zeros), then the outputs gathered back in order.
+    The same computation as the library's, without its state layout or modules.
 
     Args:
         features: [L, C, F]; first: [L, C] bool; state: [C, cores, 2 * layers, size], as stored.
     """
-    steps = features.shape[0]
-    starts = sorted({0, *first.any(1).nonzero().flatten().tolist()})
+    steps, envs = first.shape
+    starts = first.t().clone()
+    starts[:, 0] = True
+    env_of, time_of = starts.nonzero(as_tuple=True)
+    piece = starts.reshape(-1).cumsum(0) - 1
+    offset = torch.arange(steps).repeat(envs) - time_of[piece]
+    padded = features.new_zeros(steps, env_of.numel(), features.shape[-1])
+    padded[offset, piece] = features.transpose(0, 1).reshape(-1, features.shape[-1])
+    carried = ((time_of == 0) & ~first[0, env_of]).float().view(1, -1, 1)
     outputs = []
     for i, rnn in enumerate(agent.memory.cores):
         layers = rnn.num_layers
-        h = state[:, i, :layers].transpose(0, 1).contiguous()
-        c = state[:, i, layers:].transpose(0, 1).contiguous()
-        pieces = []
-        for begin, end in zip(starts, starts[1:] + [steps]):
-            keep = (~first[begin]).float().view(1, -1, 1)
-            out, (h, c) = rnn(features[begin:end], (h * keep, c * keep))
-            pieces.append(out)
-        outputs.append(torch.cat(pieces))
+        h = state[env_of, i, :layers].transpose(0, 1) * carried
+        c = state[env_of, i, layers:].transpose(0, 1) * carried
+        out, _ = rnn(padded, (h.contiguous(), c.contiguous()))
+        outputs.append(out[offset, piece].view(envs, steps, -1).transpose(0, 1))
     return outputs[0], outputs[-1]
 
 
