@@ -96,7 +96,7 @@ KILLED = [
             "eval.every_frames=4096",
             "eval.episodes=3",
         ),
-        256,
+        512,
     ),
 ]
 
