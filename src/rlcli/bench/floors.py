@@ -34,7 +34,10 @@ def _bare_features(agent, obs: torch.Tensor) -> torch.Tensor:
     encoder = agent.encoder
     if not hasattr(encoder, "body"):
         return obs
-    return F.relu(encoder.head(encoder.body(obs.float() / 255.0)))
+    # Frames of sequences ([L, C, *frame], a recurrent minibatch) go through the CNN as one batch.
+    lead = obs.shape[: obs.dim() - 3]
+    frames = obs.reshape(-1, *obs.shape[-3:])
+    return F.relu(encoder.head(encoder.body(frames.float() / 255.0))).reshape(*lead, -1)
 
 
 def _bare_lstm(agent, features: torch.Tensor, first: torch.Tensor, state: torch.Tensor):
