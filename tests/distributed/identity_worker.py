@@ -24,6 +24,13 @@ CONFIGS = {
         "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 2},
         "collector": {"frames_per_batch": 64, "total_frames": 512},
     },
+    # A recurrent policy: each rank carries its own envs' memory; the averaged BPTT gradients agree.
+    "ppo_lstm": {
+        "env": {"id": "CartPoleNoVel-v1", "num_envs": 4},
+        "network": {"hidden_sizes": [16], "memory": "lstm", "memory_size": 8},
+        "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 2},
+        "collector": {"frames_per_batch": 64, "total_frames": 512},
+    },
     "dqn": {
         "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
         "algo": {"name": "dqn", "learning_starts": 64, "batch_size": 16, "target_update_interval": 4},

@@ -44,7 +44,8 @@ def two_ranks(worker: Path, out: Path, *args: str) -> list[dict]:
 
 
 @pytest.mark.parametrize(
-    ("algo", "parallel"), [("ppo", "replicate"), ("ppo", "split"), ("dqn", "replicate"), ("sac", "split")]
+    ("algo", "parallel"),
+    [("ppo", "replicate"), ("ppo", "split"), ("ppo_lstm", "split"), ("dqn", "replicate"), ("sac", "split")],
 )
 def test_every_update_leaves_the_ranks_identical(tmp_path, algo, parallel):
     ranks = two_ranks(WORKER, tmp_path, algo, parallel)
