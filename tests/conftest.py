@@ -3,6 +3,7 @@ process (``cli``, the default layer) and as the real command (``rlcli``, the int
 
 from __future__ import annotations
 
+import csv
 import importlib
 import os
 import shutil
@@ -129,6 +130,20 @@ def rlcli() -> RunCli:
         )
 
     return run
+
+
+# Columns that measure time, and so differ between any two runs; every other column must match.
+TIMING = ("wall_time_s", "fps")
+
+
+def rows_of(run_dir: Path) -> list[dict[str, str]]:
+    """The metrics rows of a run folder without the columns that measure time: what a resumed run must
+    write as an unbroken one did."""
+    with (run_dir / "metrics.csv").open(newline="", encoding="utf-8") as handle:
+        return [
+            {k: v for k, v in row.items() if k not in TIMING and not k.startswith("time/")}
+            for row in csv.DictReader(handle)
+        ]
 
 
 def assert_bad_input(result: subprocess.CompletedProcess, *fragments: str) -> str:

@@ -4,12 +4,11 @@ and evaluated in this process."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_bad_input
+from conftest import ROOT, assert_bad_input, rows_of
 from runs import env_packages_importable, only_run_folder
 
 PPO = """\
@@ -116,16 +115,6 @@ def test_validate_build_says_where_masks_come_from(cli):
 
 
 # Masked Taxi runs, trained here on tiny budgets.
-
-TIMING = ("wall_time_s", "fps")
-
-
-def rows_of(folder: Path) -> list[dict[str, str]]:
-    with (folder / "metrics.csv").open(newline="", encoding="utf-8") as handle:
-        return [
-            {k: v for k, v in row.items() if k not in TIMING and not k.startswith("time/")}
-            for row in csv.DictReader(handle)
-        ]
 
 
 # Tiny budgets, with schedules that do not stretch with total_frames (a resume raises it): the

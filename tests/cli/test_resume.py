@@ -8,7 +8,6 @@ a clear error that leaves it unchanged."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -20,18 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, assert_bad_input, rlcli_executable, sigint_default
-
-# Columns that measure time, and so differ between any two runs; every other column must match.
-TIMING = ("wall_time_s", "fps")
-
-
-def rows_of(run_dir: Path) -> list[dict[str, str]]:
-    with (run_dir / "metrics.csv").open(newline="", encoding="utf-8") as handle:
-        return [
-            {k: v for k, v in row.items() if k not in TIMING and not k.startswith("time/")}
-            for row in csv.DictReader(handle)
-        ]
+from conftest import ROOT, assert_bad_input, rlcli_executable, rows_of, sigint_default
 
 
 def start(preset: str, out: Path, *settings: str) -> subprocess.Popen:
