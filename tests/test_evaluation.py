@@ -166,7 +166,7 @@ def test_recording_sends_every_frame_of_the_first_episode_only(test_envs):
         run.algo.agent, run.cfg.env, episodes=3, deterministic=True, seed=0, device="cpu", render=True
     )
     try:
-        assert len(evaluator.envs) == 1
+        assert evaluator.num_envs == 1
         result = evaluator(frames_sink=frames.append)
     finally:
         evaluator.close()
@@ -195,3 +195,33 @@ def test_eval_result_figures_use_the_population_std():
     data = result.to_json()
     assert data["returns"] == [1.0, 3.0, 5.0, 7.0] and data["lengths"] == [10, 20, 30, 40]
     assert data["return_std"] == result.std
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "vector_entry_point"])
+@pytest.mark.parametrize("num_envs", [1, 3, 8])
+def test_a_vector_of_envs_plays_each_its_quota_and_counts_no_reset_step(vectorization, num_envs):
+    # CartPole pays 1 a step: a return equals its episode's length unless a reset step (NEXT_STEP
+    # autoreset, both kinds here) or a step past the quota were counted.
+    run = built({"id": "CartPole-v1", "vectorization": vectorization}, {"name": "ppo", "minibatch_size": 32})
+    evaluator = Evaluator(
+        run.algo.agent, run.cfg.env, episodes=7, deterministic=False, seed=3, device="cpu", num_envs=num_envs
+    )
+    try:
+        assert evaluator.num_envs == min(7, num_envs)
+        result = evaluator()
+        again = evaluator()
+    finally:
+        evaluator.close()
+        run.close()
+    assert result.episodes == 7 and result.returns == [float(n) for n in result.lengths]
+    assert all(1 <= n <= 500 for n in result.lengths) and len(set(result.lengths)) > 1
+    # The same seed offset plays the same episodes.
+    assert again.returns == result.returns
+
+
+def test_eval_num_envs_auto_takes_the_runs_envs_or_at_least_sixteen():
+    from rlcli.config.schedules import AUTO_EVAL_ENVS, EvalConfig
+
+    assert EvalConfig().envs(1) == AUTO_EVAL_ENVS == 16
+    assert EvalConfig().envs(64) == 64
+    assert EvalConfig(num_envs=3).envs(64) == 3

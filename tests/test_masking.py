@@ -103,7 +103,7 @@ def test_auto_finds_no_masks_for_an_algorithm_that_cannot_use_them():
 
 
 def invalid_actions(evaluator) -> int:
-    return sum(env.get_wrapper_attr("invalid_actions") for env in evaluator.envs)
+    return sum(env.get_wrapper_attr("invalid_actions") for env in evaluator.envs.envs)
 
 
 @pytest.mark.parametrize("deterministic", [True, False])

@@ -43,7 +43,7 @@ def test_evaluation_adds_its_phase_and_an_evaluator_on_envs_of_its_own():
     try:
         assert "eval" in run.phases and run.phases.index("eval") < run.phases.index("log")
         assert run.evaluator is not None and run.evaluator.agent is run.algo.agent
-        assert all(env.unwrapped is not run.source.envs.unwrapped for env in run.evaluator.envs)
+        assert run.evaluator.envs.unwrapped is not run.source.envs.unwrapped and run.evaluator.num_envs == 2
     finally:
         run.close()
 
@@ -109,5 +109,7 @@ def test_check_build_summarises_spaces_parameters_and_device():
         run.close()
     assert summary == (
         f"ppo on CartPole-v1: observation Box(4,), action Discrete(2), {params:,} parameters, cpu; "
-        "encoders: encoder flat -> 4; observation normalization off; no action masks (auto)"
+        "encoders: encoder flat -> 4; observation normalization off; no action masks (auto); "
+        f"{run.threads.describe()}; precision fp32"
     )
+    assert run.threads.describe().startswith("threads auto: acting 1 (")

@@ -11,17 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from rlcli import observations
 from rlcli.carry import Carry
 from rlcli.config.errors import InputError
-from rlcli.envs import make_env
+from rlcli.envs import autoreset_mode, eval_envs
 from rlcli.envs.masks import KEY
-from rlcli.masking import env_mask
+from rlcli.masking import as_masks
 
 if TYPE_CHECKING:
     from rlcli.algos import Agent
@@ -103,14 +103,16 @@ class EpisodeRecord:
 
 
 class Evaluator:
-    """Runs ``episodes`` episodes of ``agent.actions`` on env instances of its own.
+    """Runs ``episodes`` episodes of ``agent.actions`` on a vector env of its own.
 
     Nothing of training is touched: the envs are not the collector's, actions are drawn from
     the evaluator's own generator, and the policy changes no statistics. With ``render``,
     one env with ``render_mode="rgb_array"`` plays the episodes one after the other, so that
-    its frames form one video; otherwise ``min(episodes, env.num_envs)`` envs play side by
-    side, each a fixed quota of episodes. A fixed quota, rather than the first ``episodes``
-    to finish, keeps short episodes (which finish first) from being over-counted.
+    its frames form one video; otherwise ``min(episodes, num_envs)`` envs play side by side
+    (:func:`rlcli.envs.eval_envs`), one batched ``actions`` call a step, each env a fixed quota of
+    episodes. A fixed quota, rather than the first ``episodes`` to finish, keeps short episodes
+    (which finish first) from being over-counted; an env past its quota steps on with the others
+    and its further episodes are not counted.
     """
 
     def __init__(
@@ -124,8 +126,10 @@ class Evaluator:
         device: torch.device | str,
         render: bool = False,
         source: str | None = None,
+        num_envs: int | None = None,
     ):
-        """Make the envs; ``source`` names the config in errors.
+        """Make the envs: ``num_envs`` of them at most (default ``env_cfg.num_envs``); ``source`` names
+        the config in errors.
 
         Raises:
             ConfigError: gymnasium cannot make the env.
@@ -137,20 +141,17 @@ class Evaluator:
         self.episodes, self.deterministic, self.seed = episodes, deterministic, seed
         self.device = torch.device(device)
         self.render = render
-        copies = 1 if render else min(episodes, env_cfg.num_envs)
-        self.envs: list[gym.Env] = []
-        try:
-            for _ in range(copies):
-                self.envs.append(make_env(env_cfg, render=render, source=source))
-        except BaseException:
-            self.close()
-            raise
-        self.quota = [episodes // copies + (i < episodes % copies) for i in range(copies)]
-        self.observation_space = self.envs[0].observation_space
-        space = self.action_space = self.envs[0].action_space
+        copies = 1 if render else min(episodes, num_envs or env_cfg.num_envs)
+        self.envs = eval_envs(env_cfg, copies, render=render, source=source)
+        self.same_step = autoreset_mode(self.envs) is AutoresetMode.SAME_STEP
+        self.quota = np.array([episodes // copies + (i < episodes % copies) for i in range(copies)])
+        self.observation_space = self.envs.single_observation_space
+        space = self.action_space = self.envs.single_action_space
         self.bounds = (
             (space.low.astype(np.float32), space.high.astype(np.float32)) if isinstance(space, spaces.Box) else None
         )
+        # Made at the first evaluation: a space no algorithm reads is refused by the build after this.
+        self.to_device: observations.ToDevice | None = None
         self.generator = torch.Generator(device=self.device)
         self.masks = env_cfg.action_mask != "none"
         """Whether the agent acts under the masks the envs give in ``info`` (training sets it as it resolved
@@ -159,16 +160,21 @@ class Evaluator:
         """Every episode played so far (the newest ``episodes`` of them kept)."""
 
     @property
+    def num_envs(self) -> int:
+        """The envs that play side by side."""
+        return self.envs.num_envs
+
+    @property
     def metadata(self) -> dict[str, Any]:
         """The env's metadata (``render_fps`` for a video)."""
-        return self.envs[0].metadata
+        return self.envs.envs[0].metadata if self.render else self.envs.metadata
 
     def __call__(
         self, seed_offset: int = 0, *, frames_sink: FrameSink | None = None, stop: Callable[[], bool] | None = None
     ) -> EvalResult:
         """Play exactly ``episodes`` episodes; the same ``seed_offset`` plays the same episodes.
 
-        The envs are reset with seeds spawned from ``seed + seed_offset`` (numpy's SeedSequence,
+        The envs are reset with a seed spawned from ``seed + seed_offset`` (numpy's SeedSequence,
         so that rounds of nearby offsets share no env seed), and the action generator is re-seeded
         from it. ``frames_sink`` receives each rgb_array frame ([H, W, 3] uint8) of the first
         episode, from the reset on (the evaluator must have been made with ``render``).
@@ -181,77 +187,74 @@ class Evaluator:
         """
         if frames_sink is not None and not self.render:
             raise ValueError("frames_sink needs an Evaluator made with render=True")
+        n = self.num_envs
         obs, carry, masked = self._reset(self.seed + seed_offset)
-        returns: list[list[float]] = [[] for _ in self.envs]
-        lengths: list[list[int]] = [[] for _ in self.envs]
-        running = [0.0] * len(self.envs)
-        steps = [0] * len(self.envs)
+        returns: list[list[float]] = [[] for _ in range(n)]
+        lengths: list[list[int]] = [[] for _ in range(n)]
+        running = np.zeros(n)
+        steps = np.zeros(n, dtype=np.int64)
+        finished = np.zeros(n, dtype=np.int64)
+        # NEXT_STEP envs spend the step after an episode's end on their reset: nothing of it counts.
+        resetting = np.zeros(n, dtype=bool)
         recording = frames_sink is not None
         if recording:
             frames_sink(self._frame())
-        active = list(range(len(self.envs)))
-        while active:
+        while (finished < self.quota).any():
             if stop is not None and stop():
                 raise Stopped
-            actions = self._actions([obs[i] for i in active], active, carry)
-            still = []
-            ended = np.zeros(len(self.envs), dtype=bool)
-            for row, i in enumerate(active):
-                obs[i], reward, terminated, truncated, info = self.envs[i].step(actions[row])
-                if masked:
-                    # The mask of the observation acted on next (a reset below replaces it).
-                    carry.mask[i] = env_mask(info).to(self.device)
-                running[i] += float(reward)
-                steps[i] += 1
-                if recording:
-                    frames_sink(self._frame())
-                if not (terminated or truncated):
-                    still.append(i)
-                    continue
-                ended[i] = True
+            obs, reward, terminated, truncated, info = self.envs.step(self._actions(obs, carry))
+            if masked:
+                # The masks of the observations acted on next (a reset's, after a reset step).
+                carry.mask = torch.from_numpy(as_masks(info[KEY]).copy()).to(self.device)
+            counted = ~resetting
+            running += np.where(counted, reward, 0.0)
+            steps += counted
+            if recording:
+                frames_sink(self._frame())
+            ended = (terminated | truncated) & counted
+            for i in np.flatnonzero(ended):
+                if finished[i] < self.quota[i]:
+                    returns[i].append(float(running[i]))
+                    lengths[i].append(int(steps[i]))
+                finished[i] += 1
                 recording = False
-                returns[i].append(running[i])
-                lengths[i].append(steps[i])
-                running[i], steps[i] = 0.0, 0
-                if len(returns[i]) < self.quota[i]:
-                    obs[i], info = self.envs[i].reset()
-                    if masked:
-                        carry.mask[i] = env_mask(info).to(self.device)
-                    still.append(i)
-            active = still
-            carry.episode_starts(ended)
-        result = EvalResult([r for env in returns for r in env], [n for env in lengths for n in env])
+            running[ended], steps[ended] = 0.0, 0
+            # A memory starts afresh where the next observation starts an episode; in NEXT_STEP mode the
+            # reset step acts on a final observation, and the step after it starts the episode.
+            carry.episode_starts(ended | resetting)
+            resetting = np.zeros(n, dtype=bool) if self.same_step else ended
+        result = EvalResult([r for env in returns for r in env], [k for env in lengths for k in env])
         self.record.add(result)
         return result
 
-    def _reset(self, base: int) -> tuple[list, Carry, bool]:
+    def _reset(self, base: int) -> tuple[Any, Carry, bool]:
         """Reset the envs with seeds spawned from ``base`` and re-seed the action generator from it;
         returns their first observations, the carry of fresh envs (with their masks) and whether the
         agent acts under masks."""
         self.generator.manual_seed(base)
-        env_seeds = np.random.SeedSequence(base).generate_state(len(self.envs))
-        obs, infos = zip(*(env.reset(seed=int(s)) for env, s in zip(self.envs, env_seeds)))
-        carry = Carry.of(self.agent, len(self.envs), self.device)
-        masked = self.masks and KEY in infos[0]
+        # One seed for the vector (env i takes seed + i, or the vector entry point's own rule: ale-py's
+        # and CartPole's take no list), spawned so that nearby bases share no env seed.
+        obs, info = self.envs.reset(seed=int(np.random.SeedSequence(base).generate_state(1)[0]))
+        carry = Carry.of(self.agent, self.num_envs, self.device)
+        masked = self.masks and KEY in info
         if masked:
-            carry.mask = torch.stack([env_mask(info) for info in infos]).to(self.device)
-        return list(obs), carry, masked
+            carry.mask = torch.from_numpy(as_masks(info[KEY]).copy()).to(self.device)
+        return obs, carry, masked
 
-    def _actions(self, obs: list, active: list[int], carry: Carry) -> np.ndarray:
-        """The actions of the envs at ``active`` for their observations ``obs``, as the envs take them;
-        only their rows of ``carry`` are read and advanced."""
-        batch = observations.batch_tensor(self.observation_space, obs, self.device)
-        step = carry if len(active) == len(self.envs) else carry.select(active)
-        actions = self.agent.actions(batch, deterministic=self.deterministic, generator=self.generator, carry=step)
-        if step is not carry:
-            carry.put(active, step)
+    def _actions(self, obs, carry: Carry) -> np.ndarray:
+        """The envs' actions for their observations ``obs``, as the envs take them; ``carry`` advanced."""
+        if self.to_device is None:
+            self.to_device = observations.ToDevice(self.observation_space, self.num_envs, self.device)
+        actions = self.agent.actions(
+            self.to_device(obs), deterministic=self.deterministic, generator=self.generator, carry=carry
+        )
         actions = actions.cpu().numpy()
         # What the collector does too: a Gaussian policy's samples may leave the bounds.
         return actions if self.bounds is None else np.clip(actions, *self.bounds)
 
     def _frame(self) -> np.ndarray:
         try:
-            frame = self.envs[0].render()
+            frame = self.envs.envs[0].render()
         except Exception as exc:  # noqa: BLE001 - a missing renderer (pygame, mujoco's GL) is bad input
             raise InputError(
                 "--video", f"{self.env_id} failed to render a frame: {type(exc).__name__}: {exc}"
@@ -263,5 +266,4 @@ class Evaluator:
         return frame
 
     def close(self) -> None:
-        for env in self.envs:
-            env.close()
+        self.envs.close()

@@ -103,6 +103,7 @@ def evaluate_run(
         device=target,
         render=video is not None,
         source=source,
+        num_envs=cfg.eval.envs(cfg.env.num_envs),
     )
     try:
         result = evaluator() if video is None else _record(evaluator, video)

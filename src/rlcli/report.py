@@ -162,6 +162,7 @@ class ConsoleReport:
             f"{cfg.algo.name} on {cfg.env.id} x{cfg.env.num_envs} ({cfg.env.vectorization}), "
             f"device {state.run.device}, {frames}, seed {cfg.run.seed}"
         )
+        self.console.print(f"{state.run.threads.describe()}, precision {cfg.run.precision}")
         if self.console.is_terminal:
             self.progress = Progress(
                 TextColumn("[bold]training"),

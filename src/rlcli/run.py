@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from gymnasium import spaces
 
+from rlcli import observations
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces, uses_masks
 from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
 from rlcli.config.errors import ConfigError, ConfigIssue, single
 from rlcli.config.ranks import rank_config, rank_problems
 from rlcli.config.schema import RunConfig
+from rlcli.cores import physical_cores
 from rlcli.datasets import DatasetFile, DatasetSource, check_env, datasets_root
 from rlcli.datasets.find import recipe
 from rlcli.datasets.load import dataset_placement, load_for_run, open_for_run
@@ -28,8 +30,11 @@ from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
 from rlcli.models.compile import compile_networks
 from rlcli.models.encoders import describe, is_image, named_encoders
+from rlcli.models.precision import autocast_networks, bf16_problem
 from rlcli.run_folder import RunFolder
 from rlcli.sources import Source
+from rlcli.threads import ThreadPlan, fixed
+from rlcli.threads import plan as thread_plan
 
 if TYPE_CHECKING:
     pass
@@ -57,6 +62,8 @@ class Run:
     every rank but 0)."""
     group: Group = field(default_factory=Single)
     """The ranks of a data-parallel run (one, for a run in one process)."""
+    threads: ThreadPlan = field(default_factory=lambda: fixed(1))
+    """The torch threads of acting and of the update (``run.threads``); the loop sets them per phase."""
 
     @property
     def planned_progress(self) -> int:
@@ -92,8 +99,9 @@ def build_run(
 
     Networks are initialised from ``run.seed`` inside a forked RNG, and actions
     and minibatches are drawn from generators of their own, so torch's global
-    generator is neither used nor changed. Sets torch's thread count and turns on
-    flushing of denormal floats (both process-wide): Adam's second-moment estimates
+    generator is neither used nor changed. Leaves torch on the acting threads of ``run.threads``
+    (:mod:`rlcli.threads`; the loop sets each phase's) and turns on flushing of denormal floats
+    (both process-wide): Adam's second-moment estimates
     of small gradients sink into the denormal range, where CPU arithmetic is
     several times slower (measured: the DQN preset's fused Adam step, 560 -> 47 us).
 
@@ -113,7 +121,8 @@ def build_run(
     problems = rank_problems(cfg, world)
     if problems:
         raise ConfigError(source, [ConfigIssue(message, path=path) for path, message in problems])
-    torch.set_num_threads(cfg.run.threads)
+    _check_threads(cfg, source)
+    _check_precision(cfg, device, source)
     torch.set_flush_denormal(True)
     group = from_environment(device)
     try:
@@ -186,6 +195,7 @@ def _build(
             action_masks=masks is not None,
         )
         algo = _algorithm(cfg, local, ctx, group)
+        threads = _thread_plan(cfg, local, algo, obs_space, device)
         if evaluator is not None:
             evaluator.agent, evaluator.masks = algo.agent, masks is not None
         if dataset is not None:
@@ -206,7 +216,9 @@ def _build(
     module = ALGORITHMS[cfg.algo.name]
     phases = _phases(module, group, evaluator)
     metrics = tuple(module.METRICS)
-    return Run(cfg, device, data_source, algo, local.iterations, folder, phases, metrics, origin, evaluator, group)
+    return Run(
+        cfg, device, data_source, algo, local.iterations, folder, phases, metrics, origin, evaluator, group, threads
+    )
 
 
 def _evaluator(cfg: RunConfig, group: Group, device: torch.device, source: str | None) -> Evaluator | None:
@@ -223,6 +235,7 @@ def _evaluator(cfg: RunConfig, group: Group, device: torch.device, source: str |
         seed=cfg.run.seed + SEED_OFFSET,
         device=device,
         source=source,
+        num_envs=cfg.eval.envs(cfg.env.num_envs),
     )
 
 
@@ -268,9 +281,48 @@ def _algorithm(cfg: RunConfig, local: RunConfig, ctx: BuildContext, group: Group
         algo = ALGORITHMS[cfg.algo.name].build(local.algo, ctx)
     # Every rank starts from rank 0's weights (the same seed gives the same ones; this makes sure).
     group.broadcast(list(algo.agent.state_dict().values()))
+    if cfg.run.precision == "bf16":
+        autocast_networks(algo.agent, torch.bfloat16, ctx.device)
     if cfg.run.compile != "off":
         compile_networks(algo.agent, cfg.run.compile)
     return algo
+
+
+def _check_threads(cfg: RunConfig, source: str | None) -> None:
+    """A pinned ``run.threads`` above the cores this process may use is a ConfigError saying how many there are."""
+    threads, cores = cfg.run.threads, physical_cores()
+    if threads != "auto" and threads > cores:
+        raise single(
+            source,
+            f"{threads} threads, but this machine gives this process {cores} physical "
+            f"core{'s' if cores != 1 else ''}; allowed: auto, or 1 to {cores}",
+            path="run.threads",
+        )
+
+
+def _check_precision(cfg: RunConfig, device: torch.device, source: str | None) -> None:
+    """``run.precision = "bf16"`` where it cannot run well is a ConfigError saying what is supported."""
+    if cfg.run.precision != "bf16":
+        return
+    problem = bf16_problem(device)
+    if problem is not None:
+        raise single(source, f"bf16 on {device}: {problem}; supported here: fp32", path="run.precision")
+
+
+def _thread_plan(
+    cfg: RunConfig, local: RunConfig, algo: Algorithm, obs_space: spaces.Space, device: torch.device
+) -> ThreadPlan:
+    """The threads of each phase (:mod:`rlcli.threads`), counted on a batch of the rank's envs' observations
+    (made up from the space); torch is left on the acting ones."""
+    observation = None
+    if cfg.run.threads == "auto":
+        samples = [obs_space.sample() for _ in range(local.env.num_envs)]
+        observation = observations.batch_tensor(obs_space, samples, device)
+    # A whole-rollout update (A2C, REINFORCE: update_batch None) takes the rank's rollout in one step.
+    rows = local.algo.update_batch or local.collector.frames_per_batch
+    threads = thread_plan(cfg.run.threads, algo.agent, observation, rows=rows, device=device)
+    threads.acting()
+    return threads
 
 
 def _phases(module: Any, group: Group, evaluator: Evaluator | None) -> tuple[str, ...]:
@@ -304,6 +356,7 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
             f"{describe_space(run.source.action_space)}, {params:,} parameters, {run.device}; "
             f"encoders: {encoders}; observation normalization {normalize}; {_masks_note(run)}"
             + ("" if agent.memory is None else f"; memory: {agent.memory.describe()}")
+            + f"; {run.threads.describe()}; precision {cfg.run.precision}"
             + _stand_in_note(run)
         )
     finally:

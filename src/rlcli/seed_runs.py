@@ -21,6 +21,7 @@ from rlcli.child_runs import SeedRun, read_outcome, train_command
 from rlcli.config.errors import InputError
 from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset
+from rlcli.cores import share_for_jobs
 from rlcli.envs import import_env_packages
 from rlcli.interrupts import on_stop_signals
 
@@ -186,6 +187,7 @@ class _SeedProcesses:
         """Start ``runs`` in order, ``jobs`` at a time, until all have ended or a signal came and
         the running ones have ended; the ones not started then are left out."""
         pending = list(runs)
+        self.environment = {**os.environ, "COLUMNS": "200", **share_for_jobs(jobs)}
         # A signal is only noted here; the loop passes it on, so that one landing in the
         # middle of starting or reaping a seed cannot leave a seed unsignalled or half-recorded.
         with on_stop_signals(self.signals.append):
@@ -219,7 +221,7 @@ class _SeedProcesses:
             stdout=handle,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "COLUMNS": "200"},
+            env=self.environment,
         )
         run.status, run.log = "running", str(log)
         self.running[run.seed] = (proc, run, time.perf_counter(), handle)

@@ -137,8 +137,9 @@ SHORT = {
 }
 
 
-def train(cli, out: Path, preset: str, *settings: str) -> Path:
+def train(cli, out: Path, preset: str, *settings: str, env_package: str | None = None) -> Path:
     args = ["train", preset, "--out", out, "-q", "--set", "eval.final_episodes=2"]
+    args += [] if env_package is None else ["--env-package", env_package]
     for setting in (*SHORT[preset], *settings):
         args += ["--set", setting]
     result = cli(*args)
@@ -158,7 +159,12 @@ def test_a_masked_taxi_run_resumes_exactly(cli, tmp_path, preset):
 
 def test_a_masked_taxi_run_takes_no_invalid_action_and_evaluates_under_masks(cli, tmp_path):
     folder = train(
-        cli, tmp_path / "runs", "ppo_taxi_masked", "env.id=RlcliTest/CountedTaxi-v0", "env.max_episode_steps=50"
+        cli,
+        tmp_path / "runs",
+        "ppo_taxi_masked",
+        "env.id=RlcliTest/CountedTaxi-v0",
+        "env.max_episode_steps=50",
+        env_package="rlcli_test_envs",
     )
     result = cli("eval", folder, "--episodes", "3", "--env-package", "rlcli_test_envs")
     assert result.returncode == 0, result.stdout + result.stderr

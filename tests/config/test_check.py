@@ -48,4 +48,5 @@ def test_build_summary(write_toml, tmp_path, monkeypatch):
     assert result.ok, result.issues
     assert result.summary.startswith("ppo on CartPole-v1: observation Box(4,), action Discrete(2), ")
     assert " parameters, cpu; encoders: encoder flat -> " in result.summary
-    assert result.summary.endswith("; observation normalization off; no action masks (auto)")
+    assert "; observation normalization off; no action masks (auto); threads auto: acting 1 (" in result.summary
+    assert result.summary.endswith("; precision fp32")

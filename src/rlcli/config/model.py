@@ -76,3 +76,21 @@ def range_text(bounds: dict[str, Any], literal: Callable[[Any], str] = toml_valu
     if "ge" in bounds and "le" in bounds:
         return f"{literal(bounds['ge'])} to {literal(bounds['le'])}"
     return " and ".join(f"{_SIGNS[key]} {literal(value)}" for key, value in bounds.items())
+
+
+def auto_or_count(low: int, high: int, what: str) -> Callable[[Any], Any]:
+    """A before-validator of a field that takes ``"auto"`` or a whole number of ``what`` from ``low`` to
+    ``high``: anything else is one error saying so (not one per member of the union)."""
+
+    def check(value: Any) -> Any:
+        if value == "auto" and isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+            return value
+        try:
+            shown = toml_value(value)
+        except (TypeError, ValueError):
+            shown = repr(value)
+        raise ValueError(f"{shown} is not a number of {what}; allowed: auto, or {low} to {high}")
+
+    return check

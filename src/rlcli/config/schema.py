@@ -9,21 +9,31 @@ from __future__ import annotations
 import datetime
 import difflib
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import gymnasium as gym
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
 from rlcli.config.algos import AlgoConfig
 from rlcli.config.logger import LoggerConfig
 from rlcli.config.memory import memory_problems
-from rlcli.config.model import SECTION, cross_field_error
+from rlcli.config.model import SECTION, auto_or_count, cross_field_error
 from rlcli.config.schedules import CheckpointConfig, EvalConfig, TimingConfig, schedule_problems
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
 from rlcli.envs import register_family, vector_kwargs_problems
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:[0-9]+)?)$")
+
+
+def _no_fp16(value: Any) -> Any:
+    """``run.precision = "fp16"`` refused with the reason (the literal's own error would only list the values)."""
+    if value == "fp16":
+        raise ValueError(
+            '"fp16" is not offered: float16 needs loss scaling to train (gradients below 6e-8 vanish); bf16 '
+            'has float32\'s range and needs none, on CPUs and GPUs alike; allowed: "fp32" or "bf16"'
+        )
+    return value
 
 
 class RunSection(BaseModel):
@@ -54,11 +64,19 @@ class RunSection(BaseModel):
         le=100_000,
         description="Finished episodes that stop_at_return, the rolling-return column and the summary average over.",
     )
-    threads: int = Field(
-        1,
-        ge=1,
-        le=256,
-        description="torch intra-op threads; small MLPs run fastest on one.",
+    threads: Annotated[int | Literal["auto"], BeforeValidator(auto_or_count(1, 1024, "threads"))] = Field(
+        "auto",
+        description='torch intra-op threads. "auto": chosen for acting and for the update apart, from the FLOPs of '
+        "each (a CNN or a wide ensemble updates on every physical core, small MLPs on one), the same on every "
+        "run on a machine; a number pins every phase to it (at most the cores this process may use). "
+        "validate --build, the run's first line and run.json say what auto chose.",
+        json_schema_extra={"allowed": "auto, or 1 to the machine's cores"},
+    )
+    precision: Annotated[Literal["fp32", "bf16"], BeforeValidator(_no_fp16)] = Field(
+        "fp32",
+        description='"bf16": the networks\' forward passes (acting and the update, and their backward) run under '
+        "bfloat16 autocast, with fp32 weights, optimizer state, losses and everything outside the networks; "
+        "it pays for CNNs on CPUs with bf16 instructions (AVX512-BF16, AMX) and on CUDA, not for small MLPs.",
     )
     compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = Field(
         "off",

@@ -1,5 +1,5 @@
 """Environments from ``[env]``: the vector env of training, with episode statistics recorded by
-gymnasium, and single envs as evaluation plays them."""
+gymnasium, and the envs evaluation plays on."""
 
 from __future__ import annotations
 
@@ -28,6 +28,25 @@ def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> Ve
         ConfigError: when gymnasium cannot make the env (missing extra, bad kwargs).
     """
     return RecordEpisodeStatistics(_make_vector(cfg, cfg.num_envs, source), buffer_length=return_window)
+
+
+def eval_envs(cfg, num_envs: int, *, render: bool = False, source: str | None = None) -> VectorEnv:
+    """The vector env an evaluation plays on: ``num_envs`` envs of ``cfg`` (an EnvConfig) stepped side
+    by side, or with ``render`` one env drawing ``rgb_array`` frames (``envs.envs[0].render()``).
+
+    A vector entry point (ale-py's) is training's own, in its own autoreset mode; any other env is
+    stepped in this process (``async`` training envs too: a worker process per evaluation env would
+    cost more to start than the episodes take), resetting in the step after an episode ends
+    (``NEXT_STEP``), so that the frame drawn after the last step is the episode's last.
+
+    Raises:
+        ConfigError: gymnasium cannot make the env.
+        InputError: ``render`` for an env that cannot render ``rgb_array`` frames.
+    """
+    if not render and cfg.vectorization == "vector_entry_point":
+        return _make_vector(cfg, num_envs, source)
+    makers = [lambda: make_env(cfg, render=render, source=source)] * (1 if render else num_envs)
+    return gym.vector.SyncVectorEnv(makers, autoreset_mode=AutoresetMode.NEXT_STEP)
 
 
 class LifeLoss(VectorWrapper):

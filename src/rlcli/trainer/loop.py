@@ -221,10 +221,12 @@ def _iteration(
     timer = state.timer
     with timer.phase("iteration"):
         with timer.phase("collect"):
+            run.threads.acting()
             batch = run.source.next_batch(timer)
         # Kept so that a failed run saves the last weights that gave finite losses.
         snapshot.take()
         with timer.phase("update"):
+            run.threads.updating()
             terms = run.algo.learn(batch, timer)
         finite = _finite(run, terms)
         # Before the ranks gather: an offline run's episodes are its evaluation's, counted this iteration.

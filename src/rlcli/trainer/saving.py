@@ -111,6 +111,8 @@ def write_status(state: TrainState) -> None:
             "planned_iterations": state.run.iterations,
             "planned_frames": state.run.planned_progress,
             "world_size": state.run.group.world_size,
+            "threads": state.run.threads.to_json(),
+            "precision": state.run.cfg.run.precision,
             "wall_time_s": round(state.wall_time, 3),
             "fps": round(state.fps, 1),
             "best_return": None if math.isnan(state.best_return) else state.best_return,

@@ -20,6 +20,7 @@ def evaluate_if_due(run: Run, state: TrainState) -> bool:
     )
     if evaluated:
         with state.timer.phase("eval"):
+            run.threads.acting()
             # Seeded by the frame count: the same evaluation after a resume as without one.
             state.last_eval = run.evaluator(seed_offset=frames).row()
         state.eval_frames = frames
@@ -28,7 +29,7 @@ def evaluate_if_due(run: Run, state: TrainState) -> bool:
 
 def final_evaluation(run: Run, state: TrainState) -> None:
     """Play ``eval.final_episodes`` episodes with the final weights (``state.final_eval``): the episodes
-    ``rlcli eval RUN --episodes N`` plays (its default seed, one env per training env at most). A stop
+    ``rlcli eval RUN --episodes N`` plays (its default seed, ``eval.num_envs`` envs side by side). A stop
     signal ends it without a result; an env that fails is reported in ``error``."""
     cfg = run.cfg
     started = time.perf_counter()
@@ -40,12 +41,14 @@ def final_evaluation(run: Run, state: TrainState) -> None:
             deterministic=cfg.eval.deterministic,
             seed=cfg.run.seed + SEED_OFFSET,
             device=run.device,
+            num_envs=cfg.eval.envs(cfg.env.num_envs),
         )
     except Exception as exc:  # noqa: BLE001 - the run is complete; its evaluation is reported, not raised
         state.final_eval = {"error": f"{type(exc).__name__}: {exc}"}
         return
     training = run.algo.agent.training
     run.algo.agent.eval()
+    run.threads.acting()
     try:
         result = evaluator(stop=lambda: state.stop_requested)
         state.final_eval = {

@@ -25,6 +25,7 @@ from typing import Any
 from rlcli.child_runs import SeedRun, read_outcome, train_command
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import load_config
+from rlcli.cores import share_for_jobs
 from rlcli.interrupts import on_stop_signals
 from rlcli.tune import study as studies
 from rlcli.tune.reporter import TrialSpec
@@ -186,7 +187,7 @@ class Pool:
             stdout=running.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "COLUMNS": "200"},
+            env={**os.environ, "COLUMNS": "200", **share_for_jobs(self.jobs)},
         )
         running.started = time.perf_counter()
 
