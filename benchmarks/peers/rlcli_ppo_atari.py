@@ -1,7 +1,7 @@
 """rlcli's ppo_breakout timed as benchmarks/peers/sb3_ppo_atari.py times SB3: agent steps per second.
 
 ``rlcli train ppo_breakout`` (RL-Zoo's Atari PPO settings) for ``--steps`` agent steps after one
-warm-up iteration, on ``--threads`` torch threads (default 1) and the CPU, timed from the run's
+warm-up iteration, with ``run.threads = --threads`` (default ``auto``, as rlcli ships) on the CPU, timed from the run's
 metrics.csv; prints one JSON line in the peer script's shape.
 
 It runs, with rlcli's own Python (the one that has rlcli installed; never the SB3 venv):
@@ -15,7 +15,7 @@ agent steps/s = (frames of the last row - of the first) / (wall_time_s of the la
 (the ``fps`` column is the run's mean from its start, warm-up included, so it is not used);
 ``collect_s`` sums ``time/collect_ms`` of the timed rows, ``train_s`` is the rest.
 
-    python benchmarks/peers/rlcli_ppo_atari.py --steps 16384 --threads 1 [--set KEY=VALUE ...]
+    python benchmarks/peers/rlcli_ppo_atari.py --steps 16384 [--threads auto|N] [--set KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ WARM_UP = 1024  # ppo_breakout's collector.frames_per_batch: one iteration
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=16384, help="agent steps timed (default 16384)")
-    parser.add_argument("--threads", type=int, default=1, help="run.threads (default 1)")
+    parser.add_argument(
+        "--threads", default="auto", help='run.threads: "auto" (the default, as rlcli ships) or a number'
+    )
     parser.add_argument("--out", default="/tmp/peer-rlcli", help="each run gets a new folder under it")
     parser.add_argument(
         "--set",
@@ -48,7 +50,8 @@ def main() -> None:
     args = parser.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
     out = tempfile.mkdtemp(prefix="run-", dir=args.out)
-    sets = [f"collector.total_frames={args.steps + WARM_UP}", f"run.threads={args.threads}", *args.sets]
+    threads = json.dumps(args.threads) if args.threads == "auto" else int(args.threads)
+    sets = [f"collector.total_frames={args.steps + WARM_UP}", f"run.threads={threads}", *args.sets]
     command = [sys.executable, "-m", "rlcli", "train", "ppo_breakout", "--quiet", "--out", out, "--device", "cpu"]
     # rlcli's summary goes to stderr so that this script's stdout is the JSON line alone.
     subprocess.run(command + [arg for item in sets for arg in ("--set", item)], check=True, stdout=sys.stderr)

@@ -65,7 +65,13 @@ def test_the_loss_cases_of_the_pixel_presets_time_their_cnn(quick, monkeypatch):
     pixel = {cfg.algo.name for cfg in options.preset_configs(quick).values() if env_family(cfg.env.id) is not None}
     if not pixel:
         pytest.skip("no pixel preset's env is installed (the atari extra)")
-    assert check_loss_cases(cases, ratios) == pixel
+    # And again under bf16, with the first 256-wide SAC preset, where this CPU has bfloat16 arithmetic.
+    bf16 = learning.bf16_presets(quick, "bf16")
+    assert check_loss_cases(cases, ratios) == pixel | {cfg.algo.name for cfg in bf16}
+    # Each beside its fp32 twin: here the CNN presets' (the SAC preset's fp32 case is an algorithm_presets one).
+    speedups = {ratio.name for ratio in ratios if ratio.unit == "speedup"}
+    expected = {cfg.algo.name for cfg in bf16 if env_family(cfg.env.id) is not None}
+    assert speedups == {f"{name}.{kind}.bf16_speedup" for name in expected for kind in ("forward", "forward_backward")}
 
 
 def test_the_baseline_loop_computes_the_same_advantages():
@@ -116,9 +122,14 @@ def test_the_update_case_runs_learn_past_the_warm_up(quick, monkeypatch, preset)
     cases, _ = SUITES["update"](quick)
     if not cases:
         pytest.skip(f"the env of {preset} needs an extra that is not installed")
+    bf16 = [c for c in cases if c.params.get("precision") == "bf16"]
     try:
-        (case,) = cases
+        (case,) = [c for c in cases if c not in bf16]
         assert case.name == preset
+        # The CNN presets and the first 256-wide SAC one, again under bf16 where this CPU has it.
+        assert [c.name for c in bf16] == [
+            cfg.run.name for cfg in learning.bf16_presets(quick, "bf16") if cfg.run.name == preset
+        ]
         # A unit --compare does not know makes the report unreadable as a baseline.
         assert case.unit in UNITS
         # The suite itself ran learn until it reported a loss (off-policy ones past their warm-up), and
@@ -126,7 +137,8 @@ def test_the_update_case_runs_learn_past_the_warm_up(quick, monkeypatch, preset)
         if preset in ("ppo_cartpole", "dqn_cartpole"):
             case.run()
     finally:
-        case.close()
+        for made in cases:
+            made.close()
     if preset == "dqn_cartpole":
         assert case.run.__defaults__[0].updates > 0
 

@@ -26,15 +26,16 @@ def run_bench(
     *,
     device: str = "auto",
     repeat: int = 5,
-    threads: int = 1,
+    threads: int | str = 1,
     quick: bool = False,
     compile: bool = False,
     on_result: Callable[[Result], None] = lambda result: None,
 ) -> dict[str, Any]:
     """Run the named suites (all when empty) and return the report ``--json`` writes.
 
-    ``threads`` sets torch's intra-op threads for the whole process, as
-    ``run.threads`` does for training (one is fastest for small networks).
+    ``threads`` is every preset's ``run.threads``: a number sets torch's intra-op threads for the whole
+    process and every phase; "auto" times each phase on the threads auto chooses for it (the suites that
+    build no run, on one).
 
     A SIGINT or SIGTERM raises :class:`BenchStopped` where the bench is, in the main thread: every
     case's envs and processes are closed and the scratch folder (``rlcli-bench-*`` in the temp dir:
@@ -50,8 +51,10 @@ def run_bench(
             raise BenchStopped(signum)
 
     with on_stop_signals(stop), tempfile.TemporaryDirectory(prefix="rlcli-bench-") as scratch:
-        opts = BenchOptions(device=resolve_device(device), quick=quick, compile=compile, scratch=Path(scratch))
-        torch.set_num_threads(threads)
+        opts = BenchOptions(
+            device=resolve_device(device), quick=quick, compile=compile, scratch=Path(scratch), threads=threads
+        )
+        torch.set_num_threads(1 if threads == "auto" else threads)
         results = _run_suites(suites or list(SUITES), opts, repeat, on_result)
     return {
         "format": FORMAT,
@@ -75,6 +78,8 @@ def _run_suites(
     min_seconds = 0.05 if opts.quick else 0.1
     results: list[Result] = []
     for name in names:
+        # Each suite from the same start: a suite that built a run may have left torch on its threads.
+        torch.set_num_threads(1 if opts.threads == "auto" else opts.threads)
         cases, ratios = SUITES[name](opts)
         measured: dict[str, Result] = {}
         reached = 0

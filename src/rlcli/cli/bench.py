@@ -65,7 +65,14 @@ def bench(
     repeat: Annotated[
         int, typer.Option(min=1, metavar="N", help="Timed repetitions per figure (median reported).")
     ] = 5,
-    threads: Annotated[int, typer.Option(min=1, metavar="N", help="torch intra-op threads.")] = 1,
+    threads: Annotated[
+        str,
+        typer.Option(
+            metavar="N|auto",
+            help='Every preset\'s run.threads: N threads in every phase, or "auto" (each phase on what auto '
+            "chooses for it, as rlcli train does).",
+        ),
+    ] = "1",
     json_out: Annotated[
         Path | None, typer.Option("--json", metavar="FILE", help="Write figures and machine info here.")
     ] = None,
@@ -89,11 +96,20 @@ def bench(
         check_suites(suite or [])
         if json_out is not None and not json_out.parent.is_dir():
             raise InputError(f"--json {json_out}", f"folder {json_out.parent} does not exist")
+        if threads != "auto" and not (threads.isdigit() and int(threads) >= 1):
+            raise InputError(f"--threads {threads}", "allowed: auto, or a whole number from 1")
         old = load_report(baseline) if baseline is not None else None
         if max_regression is not None and old is None:
             err_console.print("[bold red]error:[/] --max-regression needs --compare BASELINE.json")
             raise typer.Exit(2)
-        report = _run(suite or [], device=device, repeat=repeat, threads=threads, quick=quick, compile=compile_)
+        report = _run(
+            suite or [],
+            device=device,
+            repeat=repeat,
+            threads=threads if threads == "auto" else int(threads),
+            quick=quick,
+            compile=compile_,
+        )
     if json_out is not None:
         # Atomic: a stop while it is written leaves no half report.
         from rlcli.checkpoint import write_json

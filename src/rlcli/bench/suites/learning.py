@@ -17,6 +17,7 @@ from rlcli.bench.suites.offline import offline_configs, offline_iterations
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs, short_warm_up
 from rlcli.config.schema import RunConfig
 from rlcli.envs import env_family
+from rlcli.models.precision import bf16_problem
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
@@ -38,36 +39,74 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
             generator = torch.Generator(device=batch.device).manual_seed(0)
             minibatch = algo.ingest_and_sample(batch.clone(), cfg.algo.update_batch, generator)
             _loss_cases(cases, ratios, opts, cfg.algo.name, cfg, algo, minibatch)
-    # One pixel preset per algorithm at the minibatch its update takes: the CNN's forward and backward.
-    for cfg in one_pixel_preset_per_algorithm(preset_configs(opts)).values():
-        if env_family(cfg.env.id) is None:
-            continue
+    # One pixel preset per algorithm at the minibatch its update takes: the CNN's forward and backward;
+    # these and the first 256-wide SAC preset again under bf16 (run.precision), where the device has it.
+    for cfg in [*bf16_presets(opts, "fp32"), *bf16_presets(opts, "bf16")]:
         algo, batch = _first_batch(short_warm_up(cfg))
         size = cfg.algo.update_batch
         minibatch = algo.ingest_and_sample(batch.clone(), size, torch.Generator(device=batch.device).manual_seed(0))
         _loss_cases(cases, ratios, opts, cfg.algo.name, cfg, algo, minibatch)
+    _bf16_ratios(cases, ratios, "loss")
     return cases, ratios
+
+
+def bf16_presets(opts: BenchOptions, precision: str) -> list[RunConfig]:
+    """The presets the bf16 columns cover, at ``precision``: one pixel preset per algorithm (with fp32, also
+    every one; the CNNs), and the first SAC preset with 256-wide critics; none at bf16 where the device
+    lacks bfloat16 arithmetic."""
+    if precision == "bf16" and bf16_problem(opts.device) is not None:
+        return []
+    sets = [f'run.precision="{precision}"']
+    pixels = [
+        cfg
+        for cfg in one_pixel_preset_per_algorithm(preset_configs(opts, *sets)).values()
+        if env_family(cfg.env.id) is not None
+    ]
+    if precision == "fp32":
+        return pixels
+    wide = [
+        cfg
+        for cfg in preset_configs(opts, *sets).values()
+        if cfg.algo.name == "sac" and env_family(cfg.env.id) is None and 256 in cfg.network.hidden_sizes
+    ]
+    return pixels + wide[:1]
+
+
+def _bf16_ratios(cases: list[Case], ratios: list[Ratio], suite: str) -> None:
+    """For each bf16 case, its speed-up over the same case in fp32 (rate over rate)."""
+    by_key = {case.key: case for case in cases}
+    for case in cases:
+        if case.params.get("precision") != "bf16" or "bare_torch" in case.name:
+            continue
+        params = {key: value for key, value in case.params.items() if key != "precision"}
+        twin = Case(case.suite, case.name, params, case.unit, 1, lambda: None).key
+        if twin in by_key:
+            ratios.append(Ratio(suite, f"{case.name}.bf16_speedup", params, "speedup", case.key, twin))
 
 
 def update_suite(opts: BenchOptions) -> SuiteOutput:
     """Everything ``learn`` does with one batch, per preset, as frames of batch consumed per second
     (off-policy presets are timed past their warm-up, with their gradient steps)."""
     cases = []
-    for name, cfg in one_pixel_preset_per_algorithm(preset_configs(opts)).items():
+    configs = [*one_pixel_preset_per_algorithm(preset_configs(opts)).values(), *bf16_presets(opts, "bf16")]
+    for cfg in configs:
         algo, batch = _first_batch(short_warm_up(cfg))
         timer = Timer(batch.device)
         _learning(algo, batch, timer)
+        bf16 = {"precision": "bf16"} if cfg.run.precision == "bf16" else {}
         cases.append(
             Case(
                 "update",
-                name,
-                {"frames_per_batch": cfg.collector.frames_per_batch},
+                cfg.run.name,
+                {"frames_per_batch": cfg.collector.frames_per_batch} | bf16,
                 "frames/s",
                 cfg.collector.frames_per_batch,
                 lambda algo=algo, batch=batch, timer=timer: algo.learn(batch.clone(), timer),
             )
         )
-    return cases + offline_iterations(opts), []
+    ratios: list[Ratio] = []
+    _bf16_ratios(cases, ratios, "update")
+    return cases + offline_iterations(opts), ratios
 
 
 def algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
@@ -90,11 +129,13 @@ def one_pixel_preset_per_algorithm(configs: dict[str, RunConfig]) -> dict[str, R
 
 
 def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
-    """The algorithm of ``cfg`` and a copy of one collected batch; the envs are closed."""
+    """The algorithm of ``cfg`` and a copy of one collected batch; the envs are closed, and torch is left on
+    the update's threads (``run.threads``) for the timing that follows."""
     run = build_run(cfg)
     try:
         return run.algo, run.source.next_batch(Timer(run.device)).clone()
     finally:
+        run.threads.updating()
         run.close()
 
 
@@ -119,6 +160,7 @@ def _loss_cases(
     loss = torch.compile(algo.loss) if opts.compile else algo.loss
     # Rows per call: a recurrent minibatch is [L, C] sequences.
     params = {"preset": cfg.run.name, "batch": minibatch.numel()} | ({"compile": True} if opts.compile else {})
+    params |= {"precision": "bf16"} if cfg.run.precision == "bf16" else {}
 
     def backward():
         algo.agent.zero_grad(set_to_none=True)

@@ -42,6 +42,7 @@ def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 
                     f'run.device="{opts.device}"',
                     "timing.enabled=false",
                     f"data.steps_per_iteration={steps_per_iteration}",
+                    opts.threads_setting,
                     *extra,
                 ],
             )

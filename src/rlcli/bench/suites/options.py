@@ -23,6 +23,14 @@ class BenchOptions:
     scratch: Path
     """The bench's own folder, removed however it ends: run folders, stand-in datasets (``stand_ins``, by env id)."""
     stand_ins: dict[str, str] = field(default_factory=dict)
+    threads: int | str = 1
+    """``run.threads`` of every preset the suites build (``--threads``): a number, or "auto" (each phase
+    on the threads auto chooses for it)."""
+
+    @property
+    def threads_setting(self) -> str:
+        """The ``run.threads`` override of :attr:`threads`."""
+        return 'run.threads="auto"' if self.threads == "auto" else f"run.threads={self.threads}"
 
 
 SuiteOutput = tuple[list[Case], list[Ratio]]
@@ -35,7 +43,9 @@ def preset_configs(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
     offline ones are :func:`rlcli.bench.suites.offline.offline_configs`)."""
     device = f'run.device="{opts.device}"'
     online = [name for name in available_presets() if not load_config(name).offline]
-    configs = {name: load_config(name, [device, "timing.enabled=false", *extra]) for name in online}
+    configs = {
+        name: load_config(name, [device, "timing.enabled=false", opts.threads_setting, *extra]) for name in online
+    }
     return {name: cfg for name, cfg in configs.items() if _env_available(cfg.env.id)}
 
 
