@@ -81,13 +81,23 @@ wrap(loop, "final_evaluation", "final evaluation")
 wrap(saving, "write_status", "run.json")
 wrap(loop, "_finish", "folder complete")
 import atexit
+import rlcli.cli as cli
 def write():
-    mark("atexit")
+    mark("exit handlers")
     with open(marks_file, "w") as handle:
         json.dump(marks, handle)
-atexit.register(write)
+leave = getattr(cli, "_leave", None)
+if leave is None:
+    # An rlcli that lets the interpreter tear itself down: the marks are written by the first exit
+    # handler to run (the last registered), and the teardown shows as the interpreter's exit.
+    atexit.register(write)
+else:
+    def leave_after_writing():
+        write()
+        leave()
+    cli._leave = leave_after_writing
 sys.argv = ["rlcli", *argv]
-app()
+cli.main()
 """
 
 

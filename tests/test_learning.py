@@ -4,20 +4,23 @@ algorithm on its cheapest task, the rolling training return. The variants and th
 ``benchmarks/time_to_solve.py`` and ``benchmarks/zoo_table.py``, whose figures docs/results.md shows."""
 
 import pytest
+import torch
 
 from rlcli.config.load import load_config, validate_data
+from rlcli.models.precision import bf16_problem
 from rlcli.run import build_run
 from rlcli.trainer import train
 
 pytestmark = pytest.mark.slow
 
 
-def solved_seeds(preset: str, threshold: float, max_frames: int, seeds: int, tmp_path) -> list[int]:
+def solved_seeds(preset: str, threshold: float, max_frames: int, seeds: int, tmp_path, *settings: str) -> list[int]:
     reached = []
     for seed in range(seeds):
         cfg = load_config(
             preset,
             [
+                *settings,
                 f"run.seed={seed}",
                 f"run.stop_at_return={threshold}",
                 f"collector.total_frames={max_frames}",
@@ -36,6 +39,12 @@ def solved_seeds(preset: str, threshold: float, max_frames: int, seeds: int, tmp
 def test_ppo_cartpole_reaches_475_on_3_of_3_seeds_within_200k_frames(tmp_path):
     # The preset's linear schedules are tuned for its own 200k-frame budget.
     assert len(solved_seeds("ppo_cartpole", 475, 200_000, 3, tmp_path)) == 3
+
+
+@pytest.mark.skipif(bf16_problem(torch.device("cpu")) is not None, reason="this CPU has no bfloat16 arithmetic")
+def test_ppo_cartpole_in_bf16_reaches_475_on_3_of_3_seeds_within_200k_frames(tmp_path):
+    # run.precision = "bf16": the networks under bfloat16 autocast, everything else float32 (issue 34).
+    assert len(solved_seeds("ppo_cartpole", 475, 200_000, 3, tmp_path, 'run.precision="bf16"')) == 3
 
 
 def test_a2c_cartpole_reaches_475_on_2_of_3_seeds_within_500k_frames(tmp_path):

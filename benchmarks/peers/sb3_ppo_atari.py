@@ -7,7 +7,8 @@ What runs: RL-Zoo's hyperparams/ppo.yml (atari), as SB3's users run it: ``CnnPol
 ``BreakoutNoFrameskip-v4`` (registered by ale-py) through ``make_atari_env(n_envs=8)`` (SB3's
 ``AtariWrapper``, its default DummyVecEnv) and ``VecFrameStack(n_stack=4)`` (PPO adds its own
 ``VecTransposeImage``); 128 steps per env, 4 epochs, batch 256, learning rate 2.5e-4 and clip range
-0.1 both decaying linearly, vf_coef 0.5, ent_coef 0.01; on the CPU, ``torch.set_num_threads(--threads)``.
+0.1 both decaying linearly, vf_coef 0.5, ent_coef 0.01; on the CPU, ``torch.set_num_threads(--threads)``
+(``--threads 0``: torch's default, every core, as SB3 ships).
 
 Timing: a first ``learn`` of 1,024 agent steps (one rollout of 8 x 128 and one update) warms up
 (allocation, first kernels); the timed ``learn`` follows on the same model and envs
@@ -142,10 +143,13 @@ def train(steps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=16384, help="agent steps timed (default 16384)")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch intra-op threads (default 1; 0: torch's default, as SB3 ships)"
+    )
     parser.add_argument("--env-only", action="store_true", help="time the wrapped vector env alone")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     gym.register_envs(ale_py)
     result = env_only(args.steps) if args.env_only else train(args.steps)
     result["threads"] = torch.get_num_threads()

@@ -1,5 +1,6 @@
 """Stable-Baselines3 on one RL-Zoo table cell with the Zoo's own hyperparameters: ``rl_zoo3.train`` as the
-Zoo runs it (its hyperparams/*.yml, one thread, no evaluation callback, no saving between), with the time
+Zoo runs it (its hyperparams/*.yml, torch's default threads unless SB3_THREADS=N pins them, no
+evaluation callback, no saving between), with the time
 of ``model.learn`` alone measured. Given EPISODES, the trained model is then scored as rlcli's zoo_table
 scores its own: the mean return of that many deterministic episodes on a fresh copy of the task
 (observation statistics copied over where the Zoo normalizes them); that play is not timed.
@@ -12,6 +13,7 @@ line: algo, env, timesteps, seed, learn_s, and with EPISODES final_eval, final_s
 """
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -61,8 +63,6 @@ with tempfile.TemporaryDirectory() as logs:
         str(steps),
         "--seed",
         str(seed),
-        "--num-threads",
-        "1",
         "--eval-freq",
         "-1",
         "--device",
@@ -72,5 +72,12 @@ with tempfile.TemporaryDirectory() as logs:
         "--verbose",
         "0",
     ]
+    # SB3_THREADS=N pins torch's threads as the Zoo's --num-threads does; unset, torch's default (every
+    # core), as SB3 and the Zoo ship.
+    if os.environ.get("SB3_THREADS"):
+        sys.argv += ["--num-threads", os.environ["SB3_THREADS"]]
     train()
+import torch  # noqa: E402 - after the run: the threads it ran on
+
+measured["threads"] = torch.get_num_threads()
 print(json.dumps({"algo": algo, "env": env, "timesteps": steps, "seed": seed, **measured}))

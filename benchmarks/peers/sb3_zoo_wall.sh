@@ -2,15 +2,19 @@
 # Wall time beside Stable-Baselines3 2.9.2 for one RL-Zoo table cell of each algorithm: for each cell,
 # rlcli's preset at the Zoo's budget (training seconds from run.json, no early stop), then SB3 with the
 # Zoo's hyperparameters (benchmarks/peers/sb3_zoo.py: the seconds of model.learn), one after the
-# other, one thread each, same seed. Writes benchmarks/results/sb3_wall.json, which zoo_table.py reads.
+# other, same seed. THREADS=shipped (the default): each as it ships, rlcli's run.threads = "auto" and
+# SB3 on torch's default threads (every core); THREADS=N pins both to N. Writes
+# benchmarks/results/sb3_wall.json, which zoo_table.py reads.
 # Venv: python -m venv /tmp/peer-rlzoo && /tmp/peer-rlzoo/bin/pip install -r benchmarks/peers/requirements-rlzoo.txt
 # REPEAT=N (default 1) runs each pair N times, alternating, and keeps the median of each side.
-# Usage: PEER=/tmp/peer-rlzoo REPEAT=3 bash benchmarks/peers/sb3_zoo_wall.sh [PRESET ...]
+# Usage: PEER=/tmp/peer-rlzoo REPEAT=3 [THREADS=shipped|N] bash benchmarks/peers/sb3_zoo_wall.sh [PRESET ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY="${PEER:-/tmp/peer-rlzoo}/bin/python"
 SEED="${SEED:-0}"
 REPEAT="${REPEAT:-1}"
+THREADS="${THREADS:-shipped}"
+if [ "$THREADS" = shipped ]; then RLCLI_THREADS='run.threads="auto"'; unset SB3_THREADS; else RLCLI_THREADS="run.threads=$THREADS"; export SB3_THREADS="$THREADS"; fi
 # preset  zoo-algo  env  timesteps
 CELLS="ppo_cartpole ppo CartPole-v1 100000
 a2c_cartpole a2c CartPole-v1 500000
@@ -26,19 +30,20 @@ echo "$CELLS" | while read -r preset algo env steps; do
     for _ in $(seq "$REPEAT"); do
         rm -rf "$OUT/$preset"
         rlcli train "$preset" --quiet --set "collector.total_frames=$steps" --set run.stop_at_return=1e9 \
-            --set "run.seed=$SEED" --set run.threads=1 --set eval.final_episodes=0 \
+            --set "run.seed=$SEED" --set "$RLCLI_THREADS" --set eval.final_episodes=0 \
             --set "run.output_dir=\"$OUT/$preset\"" > /dev/null
         rlcli_runs="$rlcli_runs $(python -c "import glob, json; print(json.load(open(glob.glob('$OUT/$preset/*/run.json')[0]))['wall_time_s'])")"
         sb3_runs="$sb3_runs $("$PY" benchmarks/peers/sb3_zoo.py "$algo" "$env" "$steps" "$SEED" | tail -1 | python -c "import json, sys; print(json.load(sys.stdin)['learn_s'])")"
     done
-    python - "$preset" "$steps" "$SEED" "$rlcli_runs" "$sb3_runs" <<'PY'
+    python - "$preset" "$steps" "$SEED" "$rlcli_runs" "$sb3_runs" "$THREADS" <<'PY'
 import datetime, json, pathlib, statistics, sys
-preset, steps, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+preset, steps, seed, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[6]
 rlcli_runs, sb3_runs = [float(x) for x in sys.argv[4].split()], [float(x) for x in sys.argv[5].split()]
 rlcli_s, sb3_s = statistics.median(rlcli_runs), statistics.median(sb3_runs)
 path = pathlib.Path("benchmarks/results/sb3_wall.json")
 table = json.loads(path.read_text()) if path.is_file() else {}
 table[preset] = {"rlcli_s": rlcli_s, "sb3_s": sb3_s, "timesteps": steps, "seed": seed, "ratio": round(rlcli_s / sb3_s, 3),
+                 "threads": threads,
                  "rlcli_runs": rlcli_runs, "sb3_runs": sb3_runs, "date": datetime.date.today().isoformat()}
 path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
 print(preset, table[preset])

@@ -26,8 +26,9 @@ noise tipped the choice. The rule gives the same count every time on the same ma
 
 The thresholds come from ``benchmarks/threads_rule.py`` (the speed-up of two threads over one
 for MLPs and the Nature CNN over a range of batch sizes, and each preset's phases), on a
-2-core Xeon (AMX): acting gained from 2 threads at 10.8 MFLOP a call and lost below 9;
-gradient steps gained from 86 MFLOP (DQN CartPole, 1.12x) and lost at 40 (SAC Pendulum, 0.96x).
+2-core Xeon (AMX): a forward gained from 2 threads from about 9 MFLOP a call (1.08x; 1.36x at
+10.8) and lost at 2.7 (0.88x); presets' gradient steps gained from 86 MFLOP (DQN CartPole, 1.12x)
+and lost at 40 (TD3 Pendulum, 0.82x) and 34 (SAC Pendulum, 0.97x).
 
 On CUDA the networks do not run on CPU threads: one thread for every phase.
 """

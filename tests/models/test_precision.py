@@ -45,7 +45,9 @@ def test_only_the_outermost_networks_are_wrapped_and_their_outputs_are_float32()
     assert torch.allclose(out, reference, rtol=0.05, atol=0.05) and not torch.equal(out, reference)
 
 
-def test_a_bf16_run_stores_float32_and_trains_with_finite_losses(tmp_path):
+def test_a_bf16_run_stores_float32_and_trains_with_finite_losses(tmp_path, monkeypatch):
+    # Emulated where the CPU has no bfloat16 instructions: slower, the same arithmetic.
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
     cfg = validate_data(small(output_dir=str(tmp_path)))
     run = build_run(cfg)
     batch = run.source.next_batch(Timer(run.device))
