@@ -12,7 +12,7 @@ not run again unless ``--rerun``. Cells whose budget takes more than about 15 mi
 
 The SB3 column comes from ``benchmarks/results/sb3_wall.json``, written by
 ``benchmarks/peers/sb3_zoo_wall.sh`` (Stable-Baselines3 with the Zoo's hyperparameters, same budget,
-same machine, one thread).
+same machine, each as it ships unless ``THREADS=N`` pins both).
 """
 
 from __future__ import annotations
@@ -187,16 +187,19 @@ def markdown(results: dict, sb3: dict, sb3_score: dict | None = None) -> str:
 
     machine = f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, Python {platform.python_version()}"
     dates = sorted({r["date"] for runs in results.values() for r in runs.values()})
+    peer_dates = sorted({entry["date"] for entry in sb3.values() if "date" in entry})
     return (
         "\n".join(lines) + f"\n\n{filled} of {len(CELLS)} cells run; at or above the Zoo's mean − std in "
-        f"{met_low}, at or above its mean in {met_mean}. Machine: {machine}; runs dated "
-        f"{dates[0] if dates else '-'} to {dates[-1] if dates else '-'}. The Zoo's figures are one training run "
+        f"{met_low}, at or above its mean in {met_mean}. rlcli's runs dated "
+        f"{dates[0] if dates else '-'} to {dates[-1] if dates else '-'}, the SB3 column's pairs "
+        f"{', '.join(peer_dates) or '-'} (each pair on one machine); table written on {machine}. The Zoo's figures are one training run "
         "each (its `benchmark.md`); rlcli's are the median over seeds of the mean return of 100 deterministic "
         "episodes after the same budget. Train s: `run.json`'s wall time with one torch thread, two or three "
         "runs side by side on the cores, so not a solo timing. SB3 column: Stable-Baselines3 2.9.2 with the "
         "Zoo's hyperparameters, "
-        "same budget, same machine, one thread, run one after the other with rlcli's own figure "
-        "(`benchmarks/peers/sb3_zoo_wall.sh`).\n" + sb3_scores(sb3_score or {})
+        "same budget, same machine, run one after the other with rlcli's own figure of that run, each "
+        "as it ships (rlcli's `run.threads = \"auto\"`, SB3 on torch's default threads; an entry made "
+        "before issue 34 ran both on one thread) (`benchmarks/peers/sb3_zoo_wall.sh`).\n" + sb3_scores(sb3_score or {})
     )
 
 

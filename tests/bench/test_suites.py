@@ -65,13 +65,14 @@ def test_the_loss_cases_of_the_pixel_presets_time_their_cnn(quick, monkeypatch):
     pixel = {cfg.algo.name for cfg in options.preset_configs(quick).values() if env_family(cfg.env.id) is not None}
     if not pixel:
         pytest.skip("no pixel preset's env is installed (the atari extra)")
-    # And again under bf16, with the first 256-wide SAC preset, where this CPU has bfloat16 arithmetic.
-    bf16 = learning.bf16_presets(quick, "bf16")
-    assert check_loss_cases(cases, ratios) == pixel | {cfg.algo.name for cfg in bf16}
-    # Each beside its fp32 twin: here the CNN presets' (the SAC preset's fp32 case is an algorithm_presets one).
+    # And the first 256-wide SAC preset, each again under bf16 where this CPU has bfloat16 arithmetic.
+    fp32, bf16 = learning.bf16_presets(quick, "fp32"), learning.bf16_presets(quick, "bf16")
+    assert check_loss_cases(cases, ratios) == pixel | {cfg.algo.name for cfg in fp32 + bf16}
+    # Each bf16 case beside its fp32 twin (algorithm_presets, which could time the SAC one, is empty here).
     speedups = {ratio.name for ratio in ratios if ratio.unit == "speedup"}
-    expected = {cfg.algo.name for cfg in bf16 if env_family(cfg.env.id) is not None}
-    assert speedups == {f"{name}.{kind}.bf16_speedup" for name in expected for kind in ("forward", "forward_backward")}
+    assert speedups == {
+        f"{cfg.algo.name}.{kind}.bf16_speedup" for cfg in bf16 for kind in ("forward", "forward_backward")
+    }
 
 
 def test_the_baseline_loop_computes_the_same_advantages():

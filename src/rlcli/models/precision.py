@@ -59,7 +59,8 @@ def _float32(value):
 def bf16_problem(device: torch.device) -> str | None:
     """Why ``device`` cannot run ``precision = "bf16"`` well, or None when it can."""
     if device.type == "cuda":
-        if torch.cuda.is_bf16_supported(including_emulation=False):
+        major, _ = torch.cuda.get_device_capability(device)
+        if major >= 8:
             return None
         return f"{torch.cuda.get_device_name(device)} has no bfloat16 arithmetic (it needs compute capability 8.0+)"
     native = (

@@ -51,9 +51,8 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
 
 
 def bf16_presets(opts: BenchOptions, precision: str) -> list[RunConfig]:
-    """The presets the bf16 columns cover, at ``precision``: one pixel preset per algorithm (with fp32, also
-    every one; the CNNs), and the first SAC preset with 256-wide critics; none at bf16 where the device
-    lacks bfloat16 arithmetic."""
+    """The presets the bf16 columns cover, at ``precision``: one pixel preset per algorithm (the CNNs) and
+    the first SAC preset with 256-wide critics; none at bf16 where the device lacks bfloat16 arithmetic."""
     if precision == "bf16" and bf16_problem(opts.device) is not None:
         return []
     sets = [f'run.precision="{precision}"']
@@ -62,14 +61,16 @@ def bf16_presets(opts: BenchOptions, precision: str) -> list[RunConfig]:
         for cfg in one_pixel_preset_per_algorithm(preset_configs(opts, *sets)).values()
         if env_family(cfg.env.id) is not None
     ]
-    if precision == "fp32":
-        return pixels
     wide = [
         cfg
         for cfg in preset_configs(opts, *sets).values()
         if cfg.algo.name == "sac" and env_family(cfg.env.id) is None and 256 in cfg.network.hidden_sizes
-    ]
-    return pixels + wide[:1]
+    ][:1]
+    if precision == "fp32":
+        # Its fp32 twin, unless the loss suite times that preset already as the algorithm's own.
+        timed = {cfg.run.name for cfg in algorithm_presets(opts).values()}
+        wide = [cfg for cfg in wide if cfg.run.name not in timed]
+    return pixels + wide
 
 
 def _bf16_ratios(cases: list[Case], ratios: list[Ratio], suite: str) -> None:
@@ -169,7 +170,12 @@ def _loss_cases(
     cases.append(Case("loss", f"{algo_name}.forward", params, "calls/s", 1, lambda: loss(minibatch)))
     cases.append(Case("loss", f"{algo_name}.forward_backward", params, "calls/s", 1, backward))
     # The floor covers the preset's PPO: categorical policy, no value clipping.
-    if algo_name == "ppo" and minibatch[keys.ACTION].dtype == torch.int64 and cfg.algo.clip_value is None:
+    if (
+        algo_name == "ppo"
+        and minibatch[keys.ACTION].dtype == torch.int64
+        and cfg.algo.clip_value is None
+        and cfg.run.precision == "fp32"
+    ):
 
         def floor():
             algo.agent.zero_grad(set_to_none=True)
