@@ -92,9 +92,9 @@ if leave is None:
     # handler to run (the last registered), and the teardown shows as the interpreter's exit.
     atexit.register(write)
 else:
-    def leave_after_writing():
+    def leave_after_writing(status):
         write()
-        leave()
+        leave(status)
     cli._leave = leave_after_writing
 sys.argv = ["rlcli", *argv]
 cli.main()

@@ -196,6 +196,9 @@ def _build(
         )
         algo = _algorithm(cfg, local, ctx, group)
         threads = _thread_plan(cfg, local, algo, obs_space, device)
+        # After the FLOPs are counted (eagerly): the first compilation belongs to training, which times it.
+        if cfg.run.compile != "off":
+            compile_networks(algo.agent, cfg.run.compile)
         if evaluator is not None:
             evaluator.agent, evaluator.masks = algo.agent, masks is not None
         if dataset is not None:
@@ -275,7 +278,8 @@ def _masks(cfg: RunConfig, local: RunConfig, envs: Any, action: spaces.Space, se
 
 def _algorithm(cfg: RunConfig, local: RunConfig, ctx: BuildContext, group: Group) -> Algorithm:
     """The rank's algorithm, its networks initialised from ``run.seed`` inside a forked RNG (torch's global
-    generator is neither used nor changed) and made rank 0's, then compiled when ``run.compile`` asks."""
+    generator is neither used nor changed) and made rank 0's, under bf16 autocast when ``run.precision``
+    asks (``run.compile`` is applied by the caller, after the thread plan has counted FLOPs)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.run.seed)
         algo = ALGORITHMS[cfg.algo.name].build(local.algo, ctx)
@@ -283,8 +287,6 @@ def _algorithm(cfg: RunConfig, local: RunConfig, ctx: BuildContext, group: Group
     group.broadcast(list(algo.agent.state_dict().values()))
     if cfg.run.precision == "bf16":
         autocast_networks(algo.agent, torch.bfloat16, ctx.device)
-    if cfg.run.compile != "off":
-        compile_networks(algo.agent, cfg.run.compile)
     return algo
 
 

@@ -4,6 +4,7 @@ import atexit
 import os
 import signal
 import sys
+import threading
 
 from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 
@@ -25,39 +26,42 @@ def _terminated(signum, frame):
     raise Terminated
 
 
-_STATUS = [1]
-"""The exit status :func:`_leave` exits with: the command's, once it is known (1 until then: a traceback)."""
+def _leave(status: int) -> None:
+    """Exit with ``status`` once every exit handler has run, without the interpreter's teardown.
 
-
-def _leave() -> None:
-    """The last exit handler: exit with the command's status without the interpreter's teardown.
-
-    Registered before anything else is imported, so that it runs after every other exit handler (they
-    run last-registered first: multiprocessing's, weakref finalizers, the trackers'). What it skips is
-    the freeing of every module and object one by one, which after torch and tensordict (with
-    ``torch._dynamo``) are loaded took longer than a CartPole run's final evaluation (measured in
-    issue 34). Every file rlcli writes is closed by then; standard output and error are flushed here.
+    Python's own exit runs the exit handlers (multiprocessing's, weakref finalizers, the trackers',
+    any a caller registered) and then frees every module and object one by one, which after torch and
+    tensordict (with ``torch._dynamo``) are loaded took longer than a CartPole run's final evaluation
+    (measured in issue 34). Here the handlers run as Python would run them, standard output and error
+    are flushed, and the process ends. Every file rlcli writes is closed by then. While a thread that
+    Python would wait for is still running, the exit is Python's own.
     """
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(status)
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(_STATUS[0])
+    os._exit(status)
 
 
 def main() -> None:
     """Run the ``rlcli`` command; Ctrl-C or SIGTERM at any moment exits 130 or 143 without a traceback."""
-    atexit.register(_leave)
     try:
         _main()
-        _STATUS[0] = 0
+        status = 0
     except SystemExit as exc:
-        _STATUS[0] = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-        raise
+        if isinstance(exc.code, str):
+            # What Python does with a message: print it, exit 1.
+            sys.stderr.write(exc.code + "\n")
+        status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    _leave(status)
 
 
 def _main() -> None:
+    """The command itself: the app, with Ctrl-C and SIGTERM turned into their exit statuses."""
     # Not in a rank that torchrun started: its agent ends the other ranks with SIGTERM once one has failed,
     # and a rank must then die of it (the launcher reports the rank that failed first, not a stop).
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and "TORCHELASTIC_RUN_ID" not in os.environ:
