@@ -17,13 +17,10 @@ with the same memory.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 
 class Remembers(Protocol):
@@ -64,24 +61,6 @@ class Carry:
         without memory."""
         if self.first is not None:
             self.first.copy_(torch.as_tensor(rows), non_blocking=True)
-
-    def select(self, index: Sequence[int]) -> Carry:
-        """The carry of the envs at ``index`` (a copy: write it back with :meth:`put`); itself when it
-        carries nothing."""
-        if self.memory is None and self.mask is None:
-            return self
-        sub = Carry.__new__(Carry)
-        sub.n, sub.device = len(index), self.device
-        rows = torch.as_tensor(list(index), dtype=torch.long)
-        sub.memory = None if self.memory is None else self.memory[rows.to(self.memory.device)]
-        sub.first = None if self.first is None else self.first[rows.to(self.first.device)]
-        sub.mask = None if self.mask is None else self.mask[rows.to(self.mask.device)]
-        return sub
-
-    def put(self, index: Sequence[int], sub: Carry) -> None:
-        """Write the memory of :meth:`select`'s ``sub`` back into the rows at ``index``."""
-        if self.memory is not None:
-            self.memory[torch.as_tensor(list(index), dtype=torch.long, device=self.memory.device)] = sub.memory
 
     def state_dict(self) -> dict:
         return {"memory": self.memory, "first": self.first, "mask": self.mask}

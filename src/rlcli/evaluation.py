@@ -21,7 +21,7 @@ from rlcli.carry import Carry
 from rlcli.config.errors import InputError
 from rlcli.envs import autoreset_mode, eval_envs
 from rlcli.envs.masks import KEY
-from rlcli.masking import as_masks
+from rlcli.masking import env_mask
 
 if TYPE_CHECKING:
     from rlcli.algos import Agent
@@ -205,7 +205,7 @@ class Evaluator:
             obs, reward, terminated, truncated, info = self.envs.step(self._actions(obs, carry))
             if masked:
                 # The masks of the observations acted on next (a reset's, after a reset step).
-                carry.mask = torch.from_numpy(as_masks(info[KEY]).copy()).to(self.device)
+                carry.mask = env_mask(info).to(self.device)
             counted = ~resetting
             running += np.where(counted, reward, 0.0)
             steps += counted
@@ -238,7 +238,7 @@ class Evaluator:
         carry = Carry.of(self.agent, self.num_envs, self.device)
         masked = self.masks and KEY in info
         if masked:
-            carry.mask = torch.from_numpy(as_masks(info[KEY]).copy()).to(self.device)
+            carry.mask = env_mask(info).to(self.device)
         return obs, carry, masked
 
     def _actions(self, obs, carry: Carry) -> np.ndarray:

@@ -21,7 +21,8 @@ def as_masks(value) -> np.ndarray:
 
 
 def env_mask(info: dict) -> torch.Tensor:
-    """[A] bool on the CPU: the mask of one env's ``info`` (an evaluator's or ``collect``'s single env)."""
+    """The masks of an ``info`` on the CPU, as bool: [A] of one env's (``collect``'s single env), [N, A] of a
+    vector env's (an evaluation's)."""
     return torch.from_numpy(as_masks(info[KEY]).copy())
 
 

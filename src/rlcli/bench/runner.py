@@ -54,7 +54,6 @@ def run_bench(
         opts = BenchOptions(
             device=resolve_device(device), quick=quick, compile=compile, scratch=Path(scratch), threads=threads
         )
-        torch.set_num_threads(1 if threads == "auto" else threads)
         results = _run_suites(suites or list(SUITES), opts, repeat, on_result)
     return {
         "format": FORMAT,

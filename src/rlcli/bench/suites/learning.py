@@ -55,15 +55,11 @@ def bf16_presets(opts: BenchOptions, precision: str) -> list[RunConfig]:
     the first SAC preset with 256-wide critics; none at bf16 where the device lacks bfloat16 arithmetic."""
     if precision == "bf16" and bf16_problem(opts.device) is not None:
         return []
-    sets = [f'run.precision="{precision}"']
-    pixels = [
-        cfg
-        for cfg in one_pixel_preset_per_algorithm(preset_configs(opts, *sets)).values()
-        if env_family(cfg.env.id) is not None
-    ]
+    configs = preset_configs(opts, f'run.precision="{precision}"')
+    pixels = [cfg for cfg in one_pixel_preset_per_algorithm(configs).values() if env_family(cfg.env.id) is not None]
     wide = [
         cfg
-        for cfg in preset_configs(opts, *sets).values()
+        for cfg in configs.values()
         if cfg.algo.name == "sac" and env_family(cfg.env.id) is None and 256 in cfg.network.hidden_sizes
     ][:1]
     if precision == "fp32":
