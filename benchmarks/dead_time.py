@@ -29,21 +29,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from startup import SINCE_START
+
 ROOT = Path(__file__).resolve().parents[1]
 BARS = {"ppo_cartpole": 2.8, "sac_pendulum": 3.0}
 
-PROBE = r"""
+PROBE = (
+    SINCE_START
+    + r"""
 import json, os, sys, time
 src, marks_file, *argv = sys.argv[1:]
 if src:
     sys.path.insert(0, src)
-def since_start():
-    with open("/proc/self/stat") as handle:
-        ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
-    with open("/proc/uptime") as handle:
-        uptime = float(handle.read().split()[0])
-    # /proc's start is in clock ticks; perf_counter gives the rest of the resolution.
-    return uptime - ticks / os.sysconf("SC_CLK_TCK")
+# /proc's start is in clock ticks; perf_counter gives the rest of the resolution.
 marks = [("interpreter", since_start())]
 base = time.perf_counter() - marks[0][1]
 def mark(name):
@@ -99,6 +97,7 @@ else:
 sys.argv = ["rlcli", *argv]
 cli.main()
 """
+)
 
 
 def one_run(preset: str, src: str, sets: list[str]) -> dict[str, float]:

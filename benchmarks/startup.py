@@ -24,20 +24,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BARS = {"rlcli --version": 0.5, "rlcli validate presets/": 0.5, "train: process start to first iteration": 2.5}
 
+# The probes' clock (this script's and dead_time.py's): seconds since the process started, read from /proc
+# as rlcli.timing.since_process_start reads them, without importing torch with that module.
+SINCE_START = """
+import os
+def since_start():
+    with open("/proc/self/stat") as handle:
+        ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as handle:
+        uptime = float(handle.read().split()[0])
+    return uptime - ticks / os.sysconf("SC_CLK_TCK")
+"""
+
 # Runs the CLI's Typer app with argv; `--first-iteration` stops the process when the loop's
 # first iteration begins and prints the seconds since the process started.
-LAUNCH = """
+LAUNCH = (
+    SINCE_START
+    + """
 import os, sys
 src, mode, *argv = sys.argv[1:]
 if src:
     sys.path.insert(0, src)
 if mode == "first-iteration":
-    def since_start():
-        with open("/proc/self/stat") as handle:
-            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as handle:
-            uptime = float(handle.read().split()[0])
-        return uptime - ticks / os.sysconf("SC_CLK_TCK")
     import rlcli.trainer.loop as trainer
     def first(*args, **kwargs):
         sys.stderr.write(f"FIRST_ITERATION {since_start():.3f}\\n")
@@ -48,6 +56,7 @@ sys.argv = ["rlcli", *argv]
 from rlcli.cli.app import app
 app()
 """
+)
 
 
 def wall(src: str, argv: list[str]) -> float:
