@@ -34,16 +34,18 @@ if TYPE_CHECKING:
 
 class CQLAgent(nn.Module):
     """SAC's networks (actor, critic ensemble, its target, log-temperature, observation statistics) and
-    the log of the conservative weight (tuned with ``lagrange`` only)."""
+    ``log_weight``, the log of the Lagrange multiplier (tuned with ``lagrange`` only) that scales
+    ``conservative_weight``: it starts at 0, so that the effective weight starts at ``conservative_weight``
+    itself, as in Kumar et al.'s code (``log_alpha_prime`` from 0) and TorchRL's ``CQLLoss``."""
 
     # Memoryless: its policy reads only the carry's mask (rlcli.carry).
     memory = None
 
-    def __init__(self, sac: SACAgent, conservative_weight: float):
+    def __init__(self, sac: SACAgent):
         super().__init__()
         self.obs_norm, self.actor, self.critic = sac.obs_norm, sac.actor, sac.critic
         self.critic_target, self.log_alpha = sac.critic_target, sac.log_alpha
-        self.log_weight = nn.Parameter(torch.tensor(math.log(conservative_weight) if conservative_weight > 0 else 0.0))
+        self.log_weight = nn.Parameter(torch.tensor(0.0))
 
     @torch.no_grad()
     def actions(
@@ -100,9 +102,15 @@ def cql_critic_loss(
     agent: CQLAgent, batch: TensorDict, *, gamma: float, alpha: torch.Tensor, cfg: CQLConfig, generator: torch.Generator
 ) -> dict[str, torch.Tensor]:
     """The Bellman loss of every critic plus the conservative term, and with ``lagrange`` the
-    weight's loss. Reads what :func:`rlcli.algos.sac.sac_critic_loss` reads. Returns ``loss/critic``
+    multiplier's loss. Reads what :func:`rlcli.algos.sac.sac_critic_loss` reads. Returns ``loss/critic``
     (both terms), ``loss/conservative``, ``stats/gap``, ``stats/q_mean``, ``stats/td_abs`` and, with
-    ``lagrange``, ``loss/weight``."""
+    ``lagrange``, ``loss/weight``.
+
+    With ``lagrange`` the conservative term is ``sum_e m * w * (gap_e - target_action_gap)`` for the
+    multiplier ``m = exp(log_weight)`` (starting at 1) and ``w = conservative_weight``, and the
+    multiplier's loss ``-mean_e m * w * (gap_e - target_action_gap)``: its gradient step raises ``m``
+    while the critics' mean gap is above the target and lowers it below. The mean over critics is
+    Kumar et al.'s ``0.5 * (-l1 - l2)`` for their two critics, for any ensemble size."""
     with torch.no_grad():
         next_action, next_log_prob = agent.actor(batch[keys.NEXT_INPUT], generator)
         q_next = agent.critic_target(batch[keys.NEXT_INPUT], next_action).min(0).values
@@ -119,9 +127,9 @@ def cql_critic_loss(
         agent, batch, q_data, samples=cfg.num_random_actions, temperature=cfg.temperature, generator=generator
     )
     if cfg.lagrange:
-        weight = agent.log_weight.exp().clamp(0.0, 1e6)
-        conservative = (weight.detach() * cfg.conservative_weight * (gap - cfg.target_action_gap)).sum()
-        terms["loss/weight"] = -(weight * cfg.conservative_weight * (gap.detach() - cfg.target_action_gap)).sum()
+        weight = agent.log_weight.exp().clamp(0.0, 1e6) * cfg.conservative_weight
+        conservative = (weight.detach() * (gap - cfg.target_action_gap)).sum()
+        terms["loss/weight"] = -(weight * (gap.detach() - cfg.target_action_gap)).mean()
     else:
         conservative = cfg.conservative_weight * gap.sum()
     terms["loss/critic"] = terms["loss/critic"] + conservative
@@ -238,7 +246,7 @@ TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
 
 def build_agent(cfg: CQLConfig, ctx: BuildContext) -> CQLAgent:
     """SAC's agent (:func:`rlcli.algos.sac.build_agent`) and the conservative weight, on the device."""
-    return CQLAgent(sac_agent(cfg, ctx), cfg.conservative_weight).to(ctx.device)
+    return CQLAgent(sac_agent(cfg, ctx)).to(ctx.device)
 
 
 def build(cfg: CQLConfig, ctx: BuildContext) -> CQL:

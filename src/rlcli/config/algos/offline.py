@@ -83,14 +83,28 @@ class CQLConfig(BaseModel):
     )
     temperature: float = Field(1.0, gt=0, le=100, description="Temperature of the logsumexp.")
     lagrange: bool = Field(
-        False, description="Tune the conservative weight to keep the gap at target_action_gap (CQL's Lagrange version)."
+        False,
+        description="Tune a multiplier of conservative_weight (starting at 1) to keep the gap at "
+        "target_action_gap (CQL's Lagrange version).",
     )
     target_action_gap: float = Field(10.0, ge=0, le=1000, description="With lagrange: the gap the weight aims for.")
     backup_entropy: bool = Field(
         False, description="Subtract the entropy term in the critic's target (SAC's); CORL's CQL leaves it out."
     )
 
-    check = no_problems
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between fields, as (dotted field, message) pairs: the Lagrange multiplier scales
+        ``conservative_weight``, so with ``lagrange`` a weight of 0 would leave nothing to tune."""
+        if self.lagrange and self.conservative_weight == 0:
+            return [
+                (
+                    "algo.conservative_weight",
+                    "conservative_weight is 0 with lagrange = true: the tuned multiplier scales this weight, "
+                    "so nothing would be tuned; allowed: a weight above 0, or lagrange = false",
+                )
+            ]
+        return []
+
     per_rank = unsplit
     warm_up = property(no_warm_up)
     update_batch = property(sampled_batch)
