@@ -81,6 +81,11 @@ CELLS = [
     Cell("LunarLanderContinuous-v3", "SAC", "sac_lunarlandercontinuous", 260.4, 65.5, 500_000, one_seed=True),
     Cell("LunarLanderContinuous-v3", "TD3", "td3_lunarlandercontinuous", 207.5, 67.6, 300_000, one_seed=True),
     Cell("LunarLanderContinuous-v3", "DDPG", "ddpg_lunarlandercontinuous", 230.2, 92.4, 300_000, one_seed=True),
+    # sb3-contrib's algorithms in the same table (issue 35).
+    Cell("CartPole-v1", "QR-DQN", "qrdqn_cartpole", 500.0, 0.0, 50_000),
+    Cell("Acrobot-v1", "QR-DQN", "qrdqn_acrobot", -69.1, 10.0, 100_000),
+    Cell("MountainCar-v0", "QR-DQN", "qrdqn_mountaincar", -106.0, 15.5, 120_000),
+    Cell("LunarLander-v3", "QR-DQN", "qrdqn_lunarlander", 70.2, 225.5, 100_000),
 ]
 
 

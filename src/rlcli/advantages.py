@@ -339,8 +339,12 @@ def bootstrapped_target(batch: TensorDict, next_value: torch.Tensor, *, gamma: f
 
     Reads ``reward`` and ``terminated`` [B] and, when present, ``discount`` [B] (gamma to the
     n-step window's length); otherwise ``gamma``. Truncation bootstraps like any other step:
-    only termination drops ``next_value`` ([B] float32).
+    only termination drops ``next_value`` ([B] float32, or [B, K] for K values per row, such as a
+    return distribution's quantiles: the target is then [B, K]).
     """
-    discount = batch.get(keys.DISCOUNT, None)
+    reward, alive, discount = batch[keys.REWARD], ~batch[keys.TERMINATED], batch.get(keys.DISCOUNT, None)
+    if next_value.dim() > 1:
+        reward, alive = reward.unsqueeze(-1), alive.unsqueeze(-1)
+        discount = None if discount is None else discount.unsqueeze(-1)
     discount = gamma if discount is None else discount
-    return batch[keys.REWARD] + discount * (~batch[keys.TERMINATED]) * next_value
+    return reward + discount * alive * next_value

@@ -171,18 +171,27 @@ class RolloutLearner:
     """What an on-policy ``learn`` does around the algorithm's loss, and the state it keeps.
 
     Builds the actor-critic and reward scaler of ``cfg`` for ``ctx`` and one gradient step over
-    every weight; :meth:`rows` makes a fresh rollout ready for the loss, :meth:`finish` ends the
+    every weight (or over the weights ``trained`` picks of the actor-critic); :meth:`rows` makes a fresh rollout ready for the loss, :meth:`finish` ends the
     iteration. ``names`` are the keys the algorithm's loss reads. Without ``baseline`` the
     critic takes no part in the targets (see :func:`prepare_rollout`) and the steps of episodes
     the rollout cut are left out of the loss.
     """
 
-    def __init__(self, cfg, ctx: BuildContext, *, names: tuple[str, ...], baseline: bool = True):
+    def __init__(
+        self,
+        cfg,
+        ctx: BuildContext,
+        *,
+        names: tuple[str, ...],
+        baseline: bool = True,
+        trained: Callable[[ActorCritic], list[torch.nn.Parameter]] | None = None,
+    ):
         self.agent = build_agent(cfg, ctx)
         self.reward_scaler = RewardScaler(
             ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward, group=ctx.group
         ).to(ctx.device)
-        self.step = ctx.gradient_step(self.agent.parameters())
+        # The weights the gradient step moves: every one, or those ``trained`` picks (TRPO: the value's).
+        self.step = ctx.gradient_step(self.agent.parameters() if trained is None else trained(self.agent))
         self.gamma, self.lam, self.names = cfg.gamma, cfg.return_lambda, names
         self.value_target, self.baseline = cfg.value_target, baseline
         self.clip_reward = ctx.env.clip_reward

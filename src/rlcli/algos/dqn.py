@@ -4,6 +4,7 @@ n-step returns and optional prioritized replay, on the shared replay buffer."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -97,13 +98,22 @@ def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, hu
     }
 
 
+Objective = Callable[[QAgent, TensorDict], dict[str, torch.Tensor]]
+"""A Q-learner's loss terms of one replay minibatch: ``loss/q`` and ``td_error`` ([B], detached, for
+priorities) among them, as :func:`dqn_loss` returns them."""
+
+
 class DQN:
     """Epsilon-greedy collection; each batch extends the buffer, then ``utd_ratio`` gradient
-    steps per frame once ``learning_starts`` frames are in, and target updates on schedule."""
+    steps per frame once ``learning_starts`` frames are in, and target updates on schedule.
 
-    def __init__(self, cfg: DQNConfig, ctx: BuildContext, *, agent: QAgent, replay: Replay):
+    ``objective`` is the loss of a minibatch: :func:`dqn_loss` for DQN, the quantile regression
+    loss for QR-DQN (:mod:`rlcli.algos.qrdqn`), which shares everything else."""
+
+    def __init__(self, cfg, ctx: BuildContext, *, agent: QAgent, replay: Replay, objective: Objective):
         self.cfg = cfg
         self.agent = agent
+        self.objective = objective
         self.step = ctx.gradient_step(agent.q.parameters())
         self.learner = ReplayLearner(replay, {"step": self.step}, batch_size=cfg.batch_size, seed=ctx.seed, total=TOTAL)
         self.replay = replay
@@ -134,9 +144,8 @@ class DQN:
         return masked_argmax(self.agent.q(self.agent.obs_norm(observation)), mask)
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
-        """:func:`dqn_loss` terms plus ``loss/total``, the scalar to minimise."""
-        cfg = self.cfg
-        terms = dqn_loss(self.agent, batch, gamma=cfg.gamma, double=cfg.double, huber=cfg.loss == "huber")
+        """The objective's terms plus ``loss/total``, the scalar to minimise."""
+        terms = self.objective(self.agent, batch)
         terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
@@ -200,20 +209,25 @@ def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:
     """The Q-network (the encoder, then ``network.value_sizes``) for ``ctx``'s Discrete actions, its target and the
     observation statistics, on the device: what evaluation plays."""
     num_actions = int(ctx.action_space.n)
+    q = q_network(ctx, num_actions)
+    return QAgent(ctx.observation_normalizer(), q, num_actions=num_actions, epsilon_end=cfg.epsilon_end).to(ctx.device)
+
+
+def q_network(ctx: BuildContext, outputs: int) -> nn.Sequential:
+    """``ctx``'s encoder, then an MLP of ``network.value_sizes`` to ``outputs`` linear outputs."""
     encoder = ctx.encoder()
     # The encoder is part of the Q-network: the target copies it with the rest.
-    q = nn.Sequential(
+    return nn.Sequential(
         encoder,
         mlp(
             encoder.out_features,
             ctx.network.value_sizes,
-            num_actions,
+            outputs,
             activation=ctx.network.activation,
             orthogonal=ctx.network.init == "orthogonal",
             out_gain=1.0,
         ),
     )
-    return QAgent(ctx.observation_normalizer(), q, num_actions=num_actions, epsilon_end=cfg.epsilon_end).to(ctx.device)
 
 
 def build(cfg: DQNConfig, ctx: BuildContext) -> DQN:
@@ -223,10 +237,17 @@ def build(cfg: DQNConfig, ctx: BuildContext) -> DQN:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = build_agent(cfg, ctx)
-    spec = transition_spec(
+    spec = q_transitions(cfg, ctx)
+    objective = partial(dqn_loss, gamma=cfg.gamma, double=cfg.double, huber=cfg.loss == "huber")
+    return DQN(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm), objective=objective)
+
+
+def q_transitions(cfg, ctx: BuildContext) -> dict:
+    """The replay's transition spec of a Q-learner on ``ctx``'s Discrete actions: int64 actions, and the
+    next state's action mask where the run has masks (the target's max ranges over legal actions)."""
+    return transition_spec(
         ctx.observation_space,
         ((), torch.int64),
         n_step=cfg.n_step,
         next_mask=int(ctx.action_space.n) if ctx.action_masks else None,
     )
-    return DQN(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm))

@@ -5,6 +5,7 @@ and a high ``utd_ratio`` it is REDQ (Chen et al., 2021)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -105,21 +106,36 @@ def sac_actor_loss(
     """
     with agent.critic.frozen():
         q = agent.critic(batch[keys.INPUT], action)
+    if q.dim() == 3:
+        # Quantile critics (TQC): each critic's value is the mean of its quantiles.
+        q = q.mean(-1)
     q_pi = q.min(0).values if actor_q == "min" else q.mean(0)
     actor = (alpha * log_prob - q_pi).mean()
     temperature = -(agent.log_alpha * (log_prob.detach() + target_entropy)).mean()
     return {"loss/actor": actor, "loss/alpha": temperature, "stats/entropy": -log_prob.detach().mean()}
 
 
+CriticLoss = Callable[..., dict[str, torch.Tensor]]
+"""A critic ensemble's loss of a minibatch, called as :func:`sac_critic_loss` is: ``(agent, batch,
+next_action, next_log_prob, *, gamma, alpha, subset)``, returning ``loss/critic`` and ``td_error``
+among its terms."""
+
+
 class SAC:
     """Uniform actions during warm-up, then the actor's samples; each batch extends the buffer,
     then ``utd_ratio`` critic steps per frame, an actor and temperature step every
-    ``policy_delay`` of them, and Polyak updates of the target critics."""
+    ``policy_delay`` of them, and Polyak updates of the target critics.
 
-    def __init__(self, cfg: SACConfig, ctx: BuildContext, *, agent: SACAgent, replay: Replay):
+    ``critic_loss`` is :func:`sac_critic_loss` for SAC and REDQ, the truncated quantile loss for TQC
+    (:mod:`rlcli.algos.tqc`), which shares everything else."""
+
+    def __init__(
+        self, cfg, ctx: BuildContext, *, agent: SACAgent, replay: Replay, critic_loss: CriticLoss = sac_critic_loss
+    ):
         self.cfg = cfg
         self.agent = agent
         self.replay = replay
+        self.critic_loss = critic_loss
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
         # The actor and temperature losses touch disjoint parameters (alpha is detached in the
         # actor's loss), so one backward of their sum and one optimizer serve both.
@@ -193,7 +209,7 @@ class SAC:
         cfg = self.cfg
         alpha = self.alpha
         next_action, next_log_prob, action, log_prob = self._samples(batch, with_actor=True)
-        terms = sac_critic_loss(
+        terms = self.critic_loss(
             self.agent, batch, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha, subset=self._subset()
         )
         terms |= sac_actor_loss(
@@ -216,7 +232,7 @@ class SAC:
         actor_due = (self.updates + 1) % cfg.policy_delay == 0
         with timer.phase("update.forward"):
             next_action, next_log_prob, action, log_prob = self._samples(sample, actor_due)
-            terms = sac_critic_loss(
+            terms = self.critic_loss(
                 self.agent, sample, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha, subset=self._subset()
             )
         td_error = terms.pop("td_error")
@@ -280,6 +296,12 @@ TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
 def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:
     """The squashed-Gaussian actor (``network.policy_sizes``), the critic ensemble (``value_sizes``
     each), its target, the temperature and the observation statistics, on the device."""
+    return squashed_agent(cfg, ctx)
+
+
+def squashed_agent(cfg, ctx: BuildContext, *, critic_outputs: int = 1) -> SACAgent:
+    """:func:`build_agent` for any config with ``num_critics`` and ``alpha``, its critics of
+    ``critic_outputs`` outputs each (TQC's quantiles)."""
     network = ctx.network
     encoder = ctx.encoder()
     actor = SquashedGaussianActor(
@@ -287,7 +309,14 @@ def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:
         policy_mlp(encoder.out_features, network, 2 * ctx.act_dim),
         ctx.action_space,
     )
-    critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
+    critic = QEnsemble(
+        cfg.num_critics,
+        ctx.encoder(),
+        ctx.act_dim,
+        network.value_sizes,
+        activation=network.activation,
+        outputs=critic_outputs,
+    )
     return SACAgent(ctx.observation_normalizer(), actor, critic, cfg.alpha).to(ctx.device)
 
 
@@ -299,5 +328,11 @@ def build(cfg: SACConfig, ctx: BuildContext) -> SAC:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = build_agent(cfg, ctx)
+    return SAC(cfg, ctx, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm))
+
+
+def box_replay(cfg, ctx: BuildContext, obs_norm: ObservationNormalizer) -> Replay:
+    """The replay of an off-policy learner of ``ctx``'s Box actions (float32), with ``cfg``'s n-step window,
+    its samples normalized by ``obs_norm``."""
     spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=cfg.n_step)
-    return SAC(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm))
+    return build_replay(cfg, ctx, spec, obs_norm)

@@ -280,6 +280,13 @@ class OptimConfig(BaseModel):
     name: Literal["adam", "adamw", "sgd", "rmsprop"] = Field("adam", description="Optimizer.")
     lr: float = Field(3e-4, gt=0, le=1, description="Learning rate (at the start of the schedule).")
     eps: float = Field(1e-5, gt=0, le=1, description="Numerical epsilon of adam, adamw and rmsprop.")
+    betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(
+        [0.9, 0.999],
+        min_length=2,
+        max_length=2,
+        description="Decay rates of adam's and adamw's first and second moment estimates.",
+        json_schema_extra={"allowed": "two numbers, each from 0 to below 1"},
+    )
     weight_decay: float = Field(0.0, ge=0, le=1, description="L2 penalty (decoupled for adamw).")
     max_grad_norm: float = Field(
         0.5, ge=0, description="Clip the global gradient norm to this value; 0 turns clipping off."

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from rlcli import keys
+from rlcli.models.batch_renorm import Renorm
 from rlcli.models.ensemble import EnsembleMLP
 
 if TYPE_CHECKING:
@@ -29,16 +30,31 @@ class ValueCritic(nn.Module):
 
 
 class QEnsemble(nn.Module):
-    """E critics Q(s, a), each an MLP over the concatenated encoded observation and action.
+    """E critics Q(s, a), each an MLP over the concatenated encoded observation and action, with one
+    output (an action value) or ``outputs`` of them (TQC: quantiles of the return's distribution), and
+    with ``renorm`` batch renormalization before each layer (CrossQ).
 
     The members share one encoder (as Stable-Baselines3's critics share their features
     extractor): a CNN runs once per batch, not once per member.
     """
 
-    def __init__(self, members: int, encoder: nn.Module, act_dim: int, hidden_sizes: Sequence[int], *, activation: str):
+    def __init__(
+        self,
+        members: int,
+        encoder: nn.Module,
+        act_dim: int,
+        hidden_sizes: Sequence[int],
+        *,
+        activation: str,
+        outputs: int = 1,
+        renorm: Renorm | None = None,
+    ):
         super().__init__()
         self.encoder = encoder
-        self.net = EnsembleMLP(members, encoder.out_features + act_dim, hidden_sizes, 1, activation=activation)
+        self.outputs = outputs
+        self.net = EnsembleMLP(
+            members, encoder.out_features + act_dim, hidden_sizes, outputs, activation=activation, renorm=renorm
+        )
 
     @contextmanager
     def frozen(self) -> Iterator[None]:
@@ -61,8 +77,10 @@ class QEnsemble(nn.Module):
         return self.net.members
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Q-values [E, B] of normalized ``obs`` [B, *obs] and ``action`` [B, act_dim] under every member."""
-        return self.net(torch.cat([self.encoder(obs), action], -1)).squeeze(-1)
+        """Q-values [E, B] (or with ``outputs`` > 1, [E, B, outputs]) of normalized ``obs`` [B, *obs] and
+        ``action`` [B, act_dim] under every member."""
+        out = self.net(torch.cat([self.encoder(obs), action], -1))
+        return out.squeeze(-1) if self.outputs == 1 else out
 
 
 def critic_regression(q: torch.Tensor, target: torch.Tensor, batch: TensorDict) -> dict[str, torch.Tensor]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from rlcli.models.batch_renorm import BatchRenorm, Renorm
 from rlcli.models.mlp import ACTIVATIONS
 
 
@@ -40,16 +41,29 @@ class EnsembleLinear(nn.Module):
 
 
 class EnsembleMLP(nn.Module):
-    """E MLPs ``in -> hidden... -> out`` with no activation after the last layer, run together."""
+    """E MLPs ``in -> hidden... -> out`` with no activation after the last layer, run together; with
+    ``renorm``, a :class:`~rlcli.models.batch_renorm.BatchRenorm` layer before each linear one."""
 
     def __init__(
-        self, members: int, in_features: int, hidden_sizes: Sequence[int], out_features: int, *, activation: str
+        self,
+        members: int,
+        in_features: int,
+        hidden_sizes: Sequence[int],
+        out_features: int,
+        *,
+        activation: str,
+        renorm: Renorm | None = None,
     ):
         super().__init__()
         self.members = members
         sizes = [in_features, *hidden_sizes, out_features]
         layers: list[nn.Module] = []
         for index, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+            if renorm is not None:
+                # CrossQ's critics: batch renormalization before every linear layer, per member.
+                layers.append(
+                    BatchRenorm(fan_in, members=members, momentum=renorm.momentum, eps=renorm.eps, warmup=renorm.warmup)
+                )
             layers.append(EnsembleLinear(members, fan_in, fan_out))
             if index < len(sizes) - 2:
                 layers.append(ACTIVATIONS[activation]())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from gymnasium import spaces
 from torch import nn
-from torch.distributions import Bernoulli, Categorical, Normal
+from torch.distributions import Bernoulli, Categorical, Normal, kl_divergence
 
 MASKED_LOGIT = -1e8
 """The logit of an action the mask forbids: finite, so that its term of the entropy is 0 * -1e8 = 0
@@ -55,6 +55,11 @@ class CategoricalHead(nn.Module):
     def entropy(dist: Categorical) -> torch.Tensor:
         return -(dist.logits.exp() * dist.logits).sum(-1)
 
+    @staticmethod
+    def kl(old: Categorical, new: Categorical) -> torch.Tensor:
+        """KL(old || new) of each row ([B]): a forbidden action (probability 0 under ``old``) adds 0."""
+        return (old.probs * (old.logits - new.logits)).sum(-1)
+
 
 class GaussianHead(nn.Module):
     """A diagonal Gaussian over ``Box`` actions with a state-independent log-std.
@@ -93,6 +98,11 @@ class GaussianHead(nn.Module):
     def entropy(dist: Normal) -> torch.Tensor:
         return dist.entropy().sum(-1)
 
+    @staticmethod
+    def kl(old: Normal, new: Normal) -> torch.Tensor:
+        """KL(old || new) of each row ([B]), summed over the action's dimensions."""
+        return kl_divergence(old, new).sum(-1)
+
 
 class MultiCategoricalHead(nn.Module):
     """Independent categorical policies over the sub-actions of a 1-D ``MultiDiscrete(nvec)`` (as
@@ -128,6 +138,11 @@ class MultiCategoricalHead(nn.Module):
     def entropy(dist: list[Categorical]) -> torch.Tensor:
         return sum(CategoricalHead.entropy(sub) for sub in dist)
 
+    @staticmethod
+    def kl(old: list[Categorical], new: list[Categorical]) -> torch.Tensor:
+        """KL(old || new) of each row ([B]), summed over the independent categoricals."""
+        return sum(CategoricalHead.kl(a, b) for a, b in zip(old, new))
+
 
 class BernoulliHead(nn.Module):
     """Independent Bernoulli policies over the bits of a 1-D ``MultiBinary(k)`` (as Stable-Baselines3's
@@ -159,3 +174,8 @@ class BernoulliHead(nn.Module):
     @staticmethod
     def entropy(dist: Bernoulli) -> torch.Tensor:
         return dist.entropy().sum(-1)
+
+    @staticmethod
+    def kl(old: Bernoulli, new: Bernoulli) -> torch.Tensor:
+        """KL(old || new) of each row ([B]), summed over the independent bits."""
+        return kl_divergence(old, new).sum(-1)

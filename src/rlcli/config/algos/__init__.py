@@ -13,10 +13,10 @@ from typing import Annotated, Union
 
 from pydantic import BaseModel, Field
 
-from rlcli.config.algos.actor_critic import DDPGConfig, SACConfig, TD3Config
+from rlcli.config.algos.actor_critic import CrossQConfig, DDPGConfig, SACConfig, TD3Config, TQCConfig
 from rlcli.config.algos.offline import BCConfig, CQLConfig, IQLConfig
-from rlcli.config.algos.on_policy import A2CConfig, PPOConfig, REINFORCEConfig
-from rlcli.config.algos.value_based import DQNConfig
+from rlcli.config.algos.on_policy import A2CConfig, PPOConfig, REINFORCEConfig, TRPOConfig
+from rlcli.config.algos.value_based import DQNConfig, QRDQNConfig
 
 ALGO_CONFIGS: dict[str, type[BaseModel]] = {
     "ppo": PPOConfig,
@@ -29,6 +29,10 @@ ALGO_CONFIGS: dict[str, type[BaseModel]] = {
     "bc": BCConfig,
     "iql": IQLConfig,
     "cql": CQLConfig,
+    "qrdqn": QRDQNConfig,
+    "tqc": TQCConfig,
+    "trpo": TRPOConfig,
+    "crossq": CrossQConfig,
 }
 """Config model of each algorithm, by its ``name``: the one list of algorithms. ``rlcli.algos.ALGORITHMS``
 takes its modules, ``rlcli.algos.<name>``, from it in this order."""
@@ -49,11 +53,15 @@ __all__ = [
     "AlgoConfig",
     "BCConfig",
     "CQLConfig",
+    "CrossQConfig",
     "DDPGConfig",
     "DQNConfig",
     "IQLConfig",
     "PPOConfig",
+    "QRDQNConfig",
     "REINFORCEConfig",
     "SACConfig",
     "TD3Config",
+    "TQCConfig",
+    "TRPOConfig",
 ]

@@ -1,11 +1,11 @@
 """Config models of the off-policy actor-critics for Box actions, which learn from replay: SAC (REDQ a
-critic ensemble), TD3 (TD3+BC a weight, learning from a dataset too) and DDPG."""
+critic ensemble), TQC, CrossQ, TD3 (TD3+BC a weight, learning from a dataset too) and DDPG."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from rlcli.config.fields import (
     BatchSize,
@@ -164,6 +164,155 @@ class DDPGConfig(BaseModel):
     @property
     def bc_alpha(self) -> None:
         return None
+
+    check = off_policy_problems
+    per_rank = off_policy_per_rank
+    warm_up = property(replay_warm_up)
+    update_batch = property(sampled_batch)
+
+
+class TQCConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow sb3-contrib's TQC defaults (Kuznetsov et al., 2020): 2 critics of 25 quantiles, the
+    # top 2 of each dropped from the pooled target, SAC's temperature; lr 3e-4 in [optim]. Presets
+    # override them with RL-Zoo's tuned values (hyperparams/tqc.yml).
+    model_config = SECTION
+
+    name: Literal["tqc"] = Field(
+        description="Truncated Quantile Critics (Kuznetsov et al., 2020), for Box actions: SAC's actor and "
+        "temperature with an ensemble of quantile critics; the target pools every critic's quantiles of the next "
+        "state and drops the largest."
+    )
+    gamma: Discount = 0.99
+    tau: float = Field(0.005, gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
+    target_update_interval: int = Field(1, ge=1, description="Gradient steps between target-critic updates.")
+    n_step: NStep = 1
+    batch_size: BatchSize = 256
+    learning_starts: LearningStarts = 100
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    num_critics: int = Field(2, ge=1, le=64, description="Quantile critics in the ensemble.")
+    quantiles: int = Field(25, ge=1, le=1000, description="Quantiles each critic estimates.")
+    top_quantiles_to_drop_per_net: int = Field(
+        2,
+        ge=0,
+        description="Largest quantiles dropped from the pooled target, per critic: the target keeps "
+        "num_critics * (quantiles - top_quantiles_to_drop_per_net) of them.",
+    )
+    policy_delay: int = Field(1, ge=1, description="Critic updates per actor and temperature update.")
+    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
+    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
+    target_entropy: float | None = Field(
+        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
+    )
+    exploration_hold: int = Field(
+        1,
+        ge=1,
+        le=100_000,
+        description="Collection steps for which each env keeps its standard-normal draw, as SAC's.",
+    )
+    replay: Replay
+
+    # What SAC's machinery reads: no random critic subsets, and the actor maximises the mean over every
+    # critic's quantiles (Kuznetsov et al., eq. 8). Not fields, so a config cannot set them.
+    @property
+    def critic_subset(self) -> int:
+        return self.num_critics
+
+    @property
+    def actor_q(self) -> str:
+        return "mean"
+
+    @property
+    def kept_quantiles(self) -> int:
+        """Quantiles the pooled target keeps."""
+        return self.num_critics * (self.quantiles - self.top_quantiles_to_drop_per_net)
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        """Problems between this section and others, as (dotted field, message) pairs."""
+        problems = []
+        if self.top_quantiles_to_drop_per_net >= self.quantiles:
+            problems.append(
+                (
+                    "algo.top_quantiles_to_drop_per_net",
+                    f"top_quantiles_to_drop_per_net ({self.top_quantiles_to_drop_per_net}) drops "
+                    f"{self.top_quantiles_to_drop_per_net * self.num_critics} of the {self.num_critics} x "
+                    f"{self.quantiles} pooled quantiles, leaving the target none; the largest allowed is "
+                    f"{self.quantiles - 1} (quantiles - 1)",
+                )
+            )
+        problems += off_policy_problems(self, collector=collector, env=env)
+        return problems
+
+    per_rank = off_policy_per_rank
+    warm_up = property(replay_warm_up)
+    update_batch = property(sampled_batch)
+
+
+# What CrossQ lacks, and a config may still name from SAC or TQC: each key with what to do instead.
+_NO_TARGET = {
+    "tau": "it has no target network to average into (its critics bootstrap from themselves, through batch "
+    "renormalization); remove tau",
+    "target_update_interval": "it has no target network to update; remove target_update_interval",
+    "target": "it has no target network; remove target",
+}
+
+
+class CrossQConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow sb3-contrib's CrossQ defaults (Bhatt et al., 2024): 2 critics, an actor step every 3
+    # critic steps, batch renormalization (momentum 0.01, eps 0.001, 100k warm-up steps) in critics and actor,
+    # SAC's tuned temperature; lr 1e-3 and Adam betas (0.5, 0.999) in [optim], 256x256 actor and 1024x1024
+    # critics in [network]. Presets override them with RL-Zoo's values (hyperparams/crossq.yml).
+    model_config = SECTION
+
+    name: Literal["crossq"] = Field(
+        description="CrossQ (Bhatt et al., 2024), for Box actions: SAC without target networks; batch-renormalized "
+        "critics evaluate (s, a) and (s', a') in one joint forward pass, whose batch statistics cover both."
+    )
+    gamma: Discount = 0.99
+    n_step: NStep = 1
+    batch_size: BatchSize = 256
+    learning_starts: LearningStarts = 100
+    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    num_critics: int = Field(2, ge=1, le=64, description="Critics whose minimum is the target and the actor's value.")
+    policy_delay: int = Field(3, ge=1, description="Critic updates per actor and temperature update.")
+    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
+    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
+    target_entropy: float | None = Field(
+        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
+    )
+    batch_norm_momentum: float = Field(
+        0.01, gt=0, le=1, description="Weight of each batch in the running statistics of batch renormalization."
+    )
+    batch_norm_eps: float = Field(0.001, gt=0, le=1, description="Added to the variance before its square root.")
+    renorm_warmup_steps: int = Field(
+        100_000,
+        ge=0,
+        description="Learning forward passes of a layer that normalize by the batch alone, before the "
+        "renormalization toward the running statistics begins.",
+    )
+    replay: Replay
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_target_network(cls, data: Any) -> Any:
+        """A key of SAC's target network refused with the reason, not the bare "extra input" message."""
+        if isinstance(data, dict):
+            for key, why in _NO_TARGET.items():
+                if key in data:
+                    raise ValueError(f"crossq takes no {key}: {why}")
+        return data
+
+    # What SAC's shared pieces read: no random critic subsets, the actor maximises the minimum.
+    @property
+    def critic_subset(self) -> int:
+        return self.num_critics
+
+    @property
+    def actor_q(self) -> str:
+        return "min"
 
     check = off_policy_problems
     per_rank = off_policy_per_rank

@@ -1,5 +1,5 @@
-"""Config models of the on-policy algorithms, which learn from the rollout just collected: PPO, A2C
-and REINFORCE."""
+"""Config models of the on-policy algorithms, which learn from the rollout just collected: PPO, A2C,
+REINFORCE and TRPO."""
 
 from __future__ import annotations
 
@@ -152,3 +152,48 @@ class REINFORCEConfig(BaseModel):
     warm_up = property(no_warm_up)
     update_batch = property(whole_rollout)
     sequence = whole_sequences
+
+
+class TRPOConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow sb3-contrib's TRPO defaults (Schulman et al., 2015, with GAE): KL bound 0.01, 15
+    # conjugate-gradient iterations damped by 0.1, a line search of 10 steps shrinking by 0.8, and 10 passes
+    # of 128-sample minibatches for the value function (its lr 1e-3 in [optim]); presets override them with
+    # RL-Zoo's tuned values (hyperparams/trpo.yml).
+    model_config = SECTION
+
+    name: Literal["trpo"] = Field(
+        description="Trust Region Policy Optimization (Schulman et al., 2015): a natural-gradient policy step by "
+        "conjugate gradients, found by a line search within a KL bound; the value function by regression."
+    )
+    gamma: Discount = 0.99
+    return_lambda: ReturnLambda = 0.95
+    value_target: ValueTarget = "gae"
+    normalize_advantage: bool = Field(True, description="Normalize advantages over the rollout.")
+    max_kl: float = Field(
+        0.01,
+        gt=0,
+        le=10,
+        description="Trust region: the largest mean KL(old || new) of the policy over the rollout that a step "
+        "may take (sb3-contrib's target_kl).",
+    )
+    cg_iterations: int = Field(
+        15, ge=1, le=1000, description="Conjugate-gradient iterations that solve for the natural gradient."
+    )
+    cg_damping: float = Field(
+        0.1, ge=0, le=100, description="Added to the Fisher matrix's diagonal (times the identity) for the solve."
+    )
+    backtracks: int = Field(
+        10, ge=1, le=100, description="Line-search tries, each shrinking the step, before the update is dropped."
+    )
+    backtrack_ratio: float = Field(0.8, gt=0, lt=1, description="What each line-search try shrinks the step by.")
+    value_epochs: int = Field(10, ge=1, le=1000, description="Passes of value-function steps over each rollout.")
+    value_minibatch_size: int = Field(
+        128, ge=1, description="Samples per value-function step (a larger one than the rollout takes it whole)."
+    )
+
+    check = no_problems
+    per_rank = unsplit
+    warm_up = property(no_warm_up)
+    update_batch = property(whole_rollout)

@@ -1,9 +1,9 @@
 """Config models of the value-based algorithms, which act by an argmax over learned action values
-(epsilon-greedy while collecting) and learn from replay: DQN (double DQN a field)."""
+(epsilon-greedy while collecting) and learn from replay: DQN (double DQN a field) and QR-DQN."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +21,20 @@ from rlcli.config.fields import (
 )
 from rlcli.config.model import SECTION
 
+# The fields of the epsilon-greedy, target-network Q-learners, defined once (defaults stay at each use).
+DoubleQ = Annotated[
+    bool, Field(description="Double DQN: the online network picks the next action, the target network values it.")
+]
+UpdateToData = Annotated[
+    float, Field(gt=0, le=1024, description="Gradient steps per collected frame (update-to-data ratio).")
+]
+TargetInterval = Annotated[int, Field(ge=1, description="Gradient steps between target-network updates.")]
+EpsilonStart = Annotated[float, Field(ge=0, le=1, description="Exploration rate at the start.")]
+EpsilonEnd = Annotated[float, Field(ge=0, le=1, description="Exploration rate after the decay.")]
+ExplorationFraction = Annotated[
+    float, Field(ge=0, le=1, description="Fraction of total_frames over which epsilon decays linearly.")
+]
+
 
 class DQNConfig(BaseModel):
     SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
@@ -31,23 +45,50 @@ class DQNConfig(BaseModel):
 
     name: Literal["dqn"] = Field(description="Deep Q-Network, for discrete actions.")
     gamma: Discount = 0.99
-    double: bool = Field(
-        True, description="Double DQN: the online network picks the next action, the target network values it."
-    )
+    double: DoubleQ = True
     loss: Literal["huber", "mse"] = Field("huber", description="TD loss: huber (smooth L1) or mse.")
     n_step: NStep = 1
     batch_size: BatchSize = 32
     learning_starts: LearningStarts = 100
-    utd_ratio: float = Field(
-        0.25, gt=0, le=1024, description="Gradient steps per collected frame (update-to-data ratio)."
-    )
-    target_update_interval: int = Field(10_000, ge=1, description="Gradient steps between target-network updates.")
+    utd_ratio: UpdateToData = 0.25
+    target_update_interval: TargetInterval = 10_000
     tau: TargetWeight = 1.0
-    epsilon_start: float = Field(1.0, ge=0, le=1, description="Exploration rate at the start.")
-    epsilon_end: float = Field(0.05, ge=0, le=1, description="Exploration rate after the decay.")
-    exploration_fraction: float = Field(
-        0.1, ge=0, le=1, description="Fraction of total_frames over which epsilon decays linearly."
+    epsilon_start: EpsilonStart = 1.0
+    epsilon_end: EpsilonEnd = 0.05
+    exploration_fraction: ExplorationFraction = 0.1
+    replay: Replay
+
+    check = off_policy_problems
+    per_rank = off_policy_per_rank
+    warm_up = property(replay_warm_up)
+    update_batch = property(sampled_batch)
+
+
+class QRDQNConfig(BaseModel):
+    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+
+    # Defaults follow sb3-contrib's QR-DQN defaults (200 quantiles, no double Q-learning, epsilon 1 -> 0.01
+    # over 0.5% of the run; lr 5e-5 and no gradient clipping in [optim]); presets override them with
+    # RL-Zoo's tuned values (hyperparams/qrdqn.yml).
+    model_config = SECTION
+
+    name: Literal["qrdqn"] = Field(
+        description="Quantile-regression DQN (Dabney et al., 2018), for discrete actions: each action's return "
+        "distribution as quantiles, regressed with the quantile Huber loss (kappa 1); the greedy action maximises "
+        "their mean."
     )
+    quantiles: int = Field(200, ge=1, le=10_000, description="Quantiles of each action's return distribution.")
+    gamma: Discount = 0.99
+    double: DoubleQ = False
+    n_step: NStep = 1
+    batch_size: BatchSize = 32
+    learning_starts: LearningStarts = 100
+    utd_ratio: UpdateToData = 0.25
+    target_update_interval: TargetInterval = 10_000
+    tau: TargetWeight = 1.0
+    epsilon_start: EpsilonStart = 1.0
+    epsilon_end: EpsilonEnd = 0.01
+    exploration_fraction: ExplorationFraction = 0.005
     replay: Replay
 
     check = off_policy_problems

@@ -1,0 +1,220 @@
+"""CrossQ (Bhatt et al., 2024): SAC without target networks. Its critics and actor carry batch
+renormalization (:mod:`rlcli.models.batch_renorm`); each critic step evaluates the replay's (s, a) and the
+actor's (s', a') in one forward pass, so that the batch statistics cover both distributions, and the
+TD target is the same pass's (detached) values at (s', a'). The actor and temperature step every
+``policy_delay`` critic steps, as SAC's (sb3-contrib's ordering: the actor's sample is drawn after the
+critic step, normalizing the actor's layers by that batch; the critics judge it with their running
+statistics)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from gymnasium import spaces as gspaces
+from tensordict import TensorDict
+from torch import nn
+
+from rlcli import keys
+from rlcli.advantages import bootstrapped_target
+from rlcli.algos.sac import box_replay, sac_actor_loss
+from rlcli.build_context import BuildContext
+from rlcli.config.algos import CrossQConfig
+from rlcli.models.actors import SquashedGaussianActor
+from rlcli.models.batch_renorm import Renorm, learning, renormed_mlp
+from rlcli.models.critics import QEnsemble, critic_regression
+from rlcli.normalization import ObservationNormalizer
+from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, total_loss
+from rlcli.timing import Timer
+
+if TYPE_CHECKING:
+    from rlcli.carry import Carry
+
+
+class CrossQAgent(nn.Module):
+    """The batch-renormalized actor and critic ensemble and the log-temperature over one observation
+    normalizer; no target critics. Acting reads every layer's running statistics."""
+
+    # Memoryless: its policy reads only the carry's mask (rlcli.carry).
+    memory = None
+
+    def __init__(self, obs_norm: ObservationNormalizer, actor: SquashedGaussianActor, critic: QEnsemble, alpha: float):
+        super().__init__()
+        self.obs_norm = obs_norm
+        self.actor = actor
+        self.critic = critic
+        self.log_alpha = nn.Parameter(torch.tensor(float(np.log(alpha))))
+
+    @torch.no_grad()
+    def actions(
+        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+    ) -> torch.Tensor:
+        """Evaluation actions [N, A] in the Box bounds for raw ``observation`` [N, obs]: the squashed
+        mean, or a squashed sample."""
+        action, _ = self.actor(self.obs_norm(observation), generator, deterministic=deterministic)
+        return action
+
+
+def crossq_critic_loss(
+    agent: CrossQAgent,
+    batch: TensorDict,
+    next_action: torch.Tensor,
+    next_log_prob: torch.Tensor,
+    *,
+    gamma: float,
+    alpha: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """``0.5 * sum_e mean_b (Q_e(s, a) - y)^2`` with ``y = r + discount * (1 - terminated) * (min_e
+    Q_e(s', a') - alpha * log pi(a'|s'))``, both Q's from one forward pass over the 2B rows [s, s'] x
+    [a, a'] in which the critics' batch renormalization learns (the target's half detached).
+
+    Reads ``input``, ``action``, ``reward``, ``next_input``, ``terminated`` and, when present, ``discount``
+    and ``weight``; ``next_action`` [B, A] and ``next_log_prob`` [B] are the actor's sample at s'. Returns
+    what :func:`rlcli.models.critics.critic_regression` returns.
+    """
+    size = batch.batch_size[0]
+    inputs = torch.cat([batch[keys.INPUT], batch[keys.NEXT_INPUT]])
+    with learning(agent.critic):
+        q = agent.critic(inputs, torch.cat([batch[keys.ACTION], next_action.detach()]))
+    with torch.no_grad():
+        q_next = q[:, size:].min(0).values
+        target = bootstrapped_target(batch, q_next - alpha * next_log_prob.detach(), gamma=gamma)
+    return critic_regression(q[:, :size], target, batch)
+
+
+class CrossQ:
+    """Uniform actions during warm-up, then the actor's samples; each batch extends the buffer, then
+    ``utd_ratio`` critic steps per frame and an actor and temperature step every ``policy_delay`` of them."""
+
+    def __init__(self, cfg: CrossQConfig, ctx: BuildContext, *, agent: CrossQAgent, replay: Replay):
+        self.cfg = cfg
+        self.agent = agent
+        self.replay = replay
+        self.critic_step = ctx.gradient_step(agent.critic.parameters())
+        tuned = [agent.log_alpha] if cfg.autotune_alpha else []
+        self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned])
+        self.learner = ReplayLearner(
+            replay,
+            {"critic_step": self.critic_step, "actor_step": self.actor_step},
+            batch_size=cfg.batch_size,
+            seed=ctx.seed,
+            total=TOTAL,
+        )
+        self.ingest_and_sample = self.learner.ingest_and_sample
+        self.target_entropy = float(cfg.target_entropy) if cfg.target_entropy is not None else -float(ctx.act_dim)
+        self.bounds = ctx.action_bounds()
+        self.noise_generator = torch.Generator(device=ctx.device)
+        self.noise_generator.manual_seed(ctx.seed + 1)
+        self.updates = 0
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        return self.agent.log_alpha.detach().exp()
+
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
+        """``action`` [N, A] in the Box bounds for raw ``observation`` [N, obs]: uniform in the bounds
+        during the warm-up, then sampled from the squashed Gaussian (running statistics)."""
+        agent = self.agent
+        return self.learner.act(
+            observation, generator, self.bounds, lambda obs: agent.actor(agent.obs_norm(obs), generator)[0]
+        )
+
+    def _critic_terms(self, batch: TensorDict, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
+        with torch.no_grad():
+            next_action, next_log_prob = self.agent.actor(batch[keys.NEXT_INPUT], self.noise_generator)
+        return crossq_critic_loss(self.agent, batch, next_action, next_log_prob, gamma=self.cfg.gamma, alpha=alpha)
+
+    def _actor_terms(self, batch: TensorDict, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
+        with learning(self.agent.actor):
+            action, log_prob = self.agent.actor(batch[keys.INPUT], self.noise_generator)
+        return sac_actor_loss(
+            self.agent, batch, action, log_prob, alpha=alpha, actor_q="min", target_entropy=self.target_entropy
+        )
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """Critic, actor and temperature losses of one minibatch; ``loss/total`` is their sum."""
+        alpha = self.alpha
+        terms = self._critic_terms(batch, alpha) | self._actor_terms(batch, alpha)
+        terms["loss/total"] = total_loss(terms, TOTAL)
+        return terms
+
+    def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
+        """Store the batch, then the gradient steps it pays for; returns means over those steps."""
+        stats = self.learner.learn(batch, timer, self.update)
+        stats["stats/alpha"] = float(self.alpha)
+        return stats
+
+    def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
+        """One critic step on a normalized replay ``sample`` and, when due, the actor and temperature
+        step; returns the loss terms."""
+        cfg = self.cfg
+        alpha = self.alpha
+        with timer.phase("update.forward"):
+            terms = self._critic_terms(sample, alpha)
+        td_error = terms.pop("td_error")
+        self.critic_step(terms["loss/critic"], timer)
+        self.replay.prioritize(sample, td_error, timer)
+        self.updates += 1
+        if self.updates % cfg.policy_delay == 0:
+            with timer.phase("update.forward"):
+                terms |= self._actor_terms(sample, alpha)
+            loss = terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"]
+            self.actor_step(loss, timer)
+        return terms
+
+    def state_dict(self, *, replay: bool = True) -> dict:
+        return self.learner.state_dict(replay=replay) | {
+            "noise_generator": self.noise_generator.get_state(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.learner.load_state_dict(state)
+        self.noise_generator.set_state(state["noise_generator"])
+        self.updates = state["updates"]
+
+
+CONFIG = CrossQConfig
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
+# No target update: the replay's phases without update.target.
+PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.target")
+METRICS = (
+    "loss/critic",
+    "loss/actor",
+    "loss/alpha",
+    "loss/total",
+    "stats/q_mean",
+    "stats/entropy",
+    "stats/alpha",
+    "stats/td_abs",
+    *REPLAY_METRICS,
+)
+# loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
+TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
+
+
+def build_agent(cfg: CrossQConfig, ctx: BuildContext) -> CrossQAgent:
+    """The batch-renormalized squashed-Gaussian actor (``network.policy_sizes``), the critic ensemble
+    (``value_sizes`` each), the temperature and the observation statistics, on the device."""
+    network = ctx.network
+    renorm = Renorm(momentum=cfg.batch_norm_momentum, eps=cfg.batch_norm_eps, warmup=cfg.renorm_warmup_steps)
+    encoder = ctx.encoder()
+    net = renormed_mlp(
+        encoder.out_features, network.policy_sizes, 2 * ctx.act_dim, activation=network.activation, renorm=renorm
+    )
+    actor = SquashedGaussianActor(encoder, net, ctx.action_space)
+    critic = QEnsemble(
+        cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation, renorm=renorm
+    )
+    return CrossQAgent(ctx.observation_normalizer(), actor, critic, cfg.alpha).to(ctx.device)
+
+
+def build(cfg: CrossQConfig, ctx: BuildContext) -> CrossQ:
+    """CrossQ for ``ctx``'s spaces (a Box action space): the agent, its optimizers and replay.
+
+    Raises:
+        ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
+    """
+    agent = build_agent(cfg, ctx)
+    return CrossQ(cfg, ctx, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm))

@@ -1,0 +1,95 @@
+"""Truncated Quantile Critics (Kuznetsov et al., 2020): SAC's squashed-Gaussian actor and tuned
+temperature over an ensemble of critics that each estimate ``quantiles`` quantiles of the return. The
+target pools the target critics' quantiles at the next state, drops the largest
+``top_quantiles_to_drop_per_net`` per critic (the truncation that controls overestimation), and every
+critic regresses all of its quantiles onto the rest with the quantile Huber loss. Everything else (the
+replay, the actor's and the temperature's steps, target updates, warm-up) is SAC's
+(:class:`rlcli.algos.sac.SAC`), with this module's critic loss; the critics are the same batched
+ensemble, with ``quantiles`` outputs each."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from gymnasium import spaces as gspaces
+from tensordict import TensorDict
+
+from rlcli import keys
+from rlcli.advantages import bootstrapped_target
+from rlcli.algos.sac import METRICS, SAC, SACAgent, box_replay, squashed_agent
+from rlcli.build_context import BuildContext
+from rlcli.config.algos import TQCConfig
+from rlcli.quantiles import quantile_huber
+from rlcli.replay import REPLAY_PHASES
+
+
+def truncated_target(next_quantiles: torch.Tensor, kept: int) -> torch.Tensor:
+    """The ``kept`` smallest of every critic's quantiles pooled per row ([B, kept], ascending), from the
+    target critics' ``next_quantiles`` ([E, B, N])."""
+    pooled = next_quantiles.transpose(0, 1).reshape(next_quantiles.shape[1], -1)
+    return pooled.sort(-1).values[:, :kept]
+
+
+def tqc_critic_loss(
+    agent: SACAgent,
+    batch: TensorDict,
+    next_action: torch.Tensor,
+    next_log_prob: torch.Tensor,
+    *,
+    gamma: float,
+    alpha: torch.Tensor,
+    subset: torch.Tensor | None,
+    kept: int,
+) -> dict[str, torch.Tensor]:
+    """The truncated quantile loss of every critic (Kuznetsov et al., 2020, eq. 10-11).
+
+    Targets: ``y_j = r + discount * (1 - terminated) * (z_j(s', a') - alpha * log pi(a'|s'))`` for the
+    ``kept`` smallest ``z_j`` of the E x N target quantiles at the actor's ``next_action``. The loss is
+    the quantile Huber loss of each critic's N estimates against the ``kept`` targets, averaged over
+    critics, estimates, targets and rows (as sb3-contrib's ``quantile_huber_loss(sum_over_quantiles=False)``),
+    rows weighted by ``weight``. ``subset`` is always None here (every critic takes part).
+
+    Reads what :func:`rlcli.algos.sac.sac_critic_loss` reads. Returns ``loss/critic``, ``stats/q_mean``
+    (of every estimate), ``stats/td_abs`` and ``td_error`` ([B], detached: the mean over critics of the
+    distance between the means of the estimates and of the targets, for priorities).
+    """
+    with torch.no_grad():
+        pooled = truncated_target(agent.critic_target(batch[keys.NEXT_INPUT], next_action.detach()), kept)
+        target = bootstrapped_target(batch, pooled - alpha * next_log_prob.detach().unsqueeze(-1), gamma=gamma)
+    current = agent.critic(batch[keys.INPUT], batch[keys.ACTION])  # [E, B, N]
+    per_row = quantile_huber(current, target.unsqueeze(0)).mean((0, 2, 3))
+    weight = batch.get(keys.WEIGHT, None)
+    loss = per_row.mean() if weight is None else (weight * per_row).mean()
+    distance = (current.detach().mean(-1) - target.mean(-1)).abs()
+    return {
+        "loss/critic": loss,
+        "stats/q_mean": current.detach().mean(),
+        "stats/td_abs": distance.mean(),
+        "td_error": distance.mean(0),
+    }
+
+
+CONFIG = TQCConfig
+SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
+PHASES = REPLAY_PHASES
+# SAC's rows: loss/critic is the truncated quantile loss here.
+__all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "build_agent"]
+
+
+def build_agent(cfg: TQCConfig, ctx: BuildContext) -> SACAgent:
+    """SAC's actor and temperature, ``num_critics`` critics of ``quantiles`` outputs each (``value_sizes``),
+    their target and the observation statistics, on the device."""
+    return squashed_agent(cfg, ctx, critic_outputs=cfg.quantiles)
+
+
+def build(cfg: TQCConfig, ctx: BuildContext) -> SAC:
+    """TQC for ``ctx``'s spaces (a Box action space): the agent, its optimizers and replay, on SAC's
+    learner with :func:`tqc_critic_loss`.
+
+    Raises:
+        ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
+    """
+    agent = build_agent(cfg, ctx)
+    critic_loss = partial(tqc_critic_loss, kept=cfg.kept_quantiles)
+    return SAC(cfg, ctx, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm), critic_loss=critic_loss)

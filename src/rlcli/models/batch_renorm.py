@@ -1,0 +1,120 @@
+"""Batch renormalization (Ioffe, 2017), as CrossQ's critics and actor use it (Bhatt et al., 2024).
+
+A layer normalizes its input by the statistics of the batch while it learns, and by running averages
+of them otherwise. After ``warmup`` learning steps the batch's statistics are corrected toward the
+running ones (the renormalization ``r`` and ``d``, clipped to ``rmax`` and ``dmax``), so that a batch
+unlike the others moves the layer less. Which statistics a layer reads is set explicitly by
+:func:`learning`, never by ``nn.Module.train()``: acting, evaluation and targets always read the
+running statistics, and only the forward passes an algorithm names update them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from rlcli.models.mlp import ACTIVATIONS
+
+
+@dataclass(frozen=True)
+class Renorm:
+    """The settings of a network's :class:`BatchRenorm` layers."""
+
+    momentum: float = 0.01
+    eps: float = 0.001
+    warmup: int = 100_000
+
+
+class BatchRenorm(nn.Module):
+    """Batch renormalization of ``features`` features over the batch dimension (the second to last), with a
+    learned scale and shift; with ``members``, one set of statistics and affine weights per member of an
+    ensemble (inputs ``[E, B, features]``), otherwise inputs ``[B, features]``."""
+
+    def __init__(
+        self,
+        features: int,
+        *,
+        members: int | None = None,
+        momentum: float = 0.01,
+        eps: float = 0.001,
+        warmup: int = 100_000,
+        rmax: float = 3.0,
+        dmax: float = 5.0,
+    ):
+        super().__init__()
+        shape = (features,) if members is None else (members, 1, features)
+        self.register_buffer("running_mean", torch.zeros(shape))
+        self.register_buffer("running_var", torch.ones(shape))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+        self.scale = nn.Parameter(torch.ones(shape))
+        self.shift = nn.Parameter(torch.zeros(shape))
+        self.momentum, self.eps, self.warmup, self.rmax, self.dmax = momentum, eps, warmup, rmax, dmax
+        self.ensemble = members is not None
+        self.learning = False
+        """Whether a forward normalizes by the batch (and updates the running statistics): set by
+        :func:`learning`."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.learning:
+            mean, var = self._renormalized(x)
+        else:
+            mean, var = self.running_mean, self.running_var
+        return self.scale * (x - mean) / (var + self.eps).sqrt() + self.shift
+
+    def _renormalized(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean and variance a learning forward normalizes ``x`` by, after which the running statistics
+        take in the batch's."""
+        mean = x.mean(-2, keepdim=self.ensemble)
+        var = x.var(-2, keepdim=self.ensemble)
+        running_std = (self.running_var + self.eps).sqrt()
+        # Renormalization, once past the warm-up: the batch's statistics corrected by the running ones,
+        # the corrections constants of the step (no gradient through them).
+        r = ((var + self.eps).sqrt() / running_std).detach().clamp(1 / self.rmax, self.rmax)
+        d = ((mean - self.running_mean) / running_std).detach().clamp(-self.dmax, self.dmax)
+        renorm = self.steps > self.warmup
+        used_mean = torch.where(renorm, mean - d * var.sqrt() / r, mean)
+        used_var = torch.where(renorm, var / r.square(), var)
+        with torch.no_grad():
+            self.running_mean.lerp_(mean, self.momentum)
+            self.running_var.lerp_(var, self.momentum)
+            self.steps += 1
+        return used_mean, used_var
+
+    def extra_repr(self) -> str:
+        return f"{self.running_mean.shape[-1]}, momentum={self.momentum}, eps={self.eps}, warmup={self.warmup}"
+
+
+@contextmanager
+def learning(module: nn.Module) -> Iterator[None]:
+    """Within it, every :class:`BatchRenorm` layer of ``module`` normalizes by its batch and updates its
+    running statistics; outside, it reads the running statistics only."""
+    layers = [layer for layer in module.modules() if isinstance(layer, BatchRenorm)]
+    for layer in layers:
+        layer.learning = True
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.learning = False
+
+
+def renormed_mlp(
+    in_features: int, hidden_sizes: Sequence[int], out_features: int, *, activation: str, renorm: Renorm
+) -> nn.Sequential:
+    """An MLP ``in -> hidden... -> out`` with a :class:`BatchRenorm` layer before every linear one, as
+    sb3-contrib's CrossQ actor builds it (its input, each hidden layer, and the last hidden layer's output
+    before the head)."""
+    sizes = [in_features, *hidden_sizes]
+    layers: list[nn.Module] = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        layers += [_layer(fan_in, None, renorm), nn.Linear(fan_in, fan_out), ACTIVATIONS[activation]()]
+    layers += [_layer(sizes[-1], None, renorm), nn.Linear(sizes[-1], out_features)]
+    return nn.Sequential(*layers)
+
+
+def _layer(features: int, members: int | None, renorm: Renorm) -> BatchRenorm:
+    return BatchRenorm(features, members=members, momentum=renorm.momentum, eps=renorm.eps, warmup=renorm.warmup)
