@@ -18,6 +18,7 @@ same machine, each as it ships unless ``THREADS=N`` pins both).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -46,8 +47,10 @@ class Cell:
     task: str
     algo: str
     preset: str
-    mean: float
-    std: float
+    mean: float | None
+    """The Zoo's mean; None where the Zoo has no row: the cell is then measured against its peer (sb3-contrib)
+    scored here the same way (benchmarks/peers/sb3_zoo_score.sh), its median and spread over seeds."""
+    std: float | None
     budget: int
     one_seed: bool = False
     """The budget takes more than ~15 minutes a seed here: one seed."""
@@ -86,6 +89,18 @@ CELLS = [
     Cell("Acrobot-v1", "QR-DQN", "qrdqn_acrobot", -69.1, 10.0, 100_000),
     Cell("MountainCar-v0", "QR-DQN", "qrdqn_mountaincar", -106.0, 15.5, 120_000),
     Cell("LunarLander-v3", "QR-DQN", "qrdqn_lunarlander", 70.2, 225.5, 100_000),
+    Cell("MountainCarContinuous-v0", "TQC", "tqc_mountaincarcontinuous", 63.6, 45.3, 50_000),
+    Cell("Pendulum-v1", "TQC", "tqc_pendulum", None, None, 20_000),
+    Cell("LunarLanderContinuous-v3", "TQC", "tqc_lunarlandercontinuous", 278.0, 25.5, 500_000, one_seed=True),
+    Cell("CartPole-v1", "TRPO", "trpo_cartpole", 500.0, 0.0, 100_000),
+    Cell("Acrobot-v1", "TRPO", "trpo_acrobot", -83.1, 18.6, 100_000),
+    Cell("MountainCar-v0", "TRPO", "trpo_mountaincar", -107.3, 13.2, 100_000),
+    Cell("MountainCarContinuous-v0", "TRPO", "trpo_mountaincarcontinuous", 92.5, 0.4, 50_000),
+    Cell("Pendulum-v1", "TRPO", "trpo_pendulum", -174.6, 127.6, 100_000),
+    Cell("LunarLander-v3", "TRPO", "trpo_lunarlander", 133.2, 112.2, 200_000),
+    Cell("LunarLanderContinuous-v3", "TRPO", "trpo_lunarlandercontinuous", 262.4, 21.4, 200_000),
+    Cell("Pendulum-v1", "CrossQ", "crossq_pendulum", None, None, 20_000),
+    Cell("LunarLanderContinuous-v3", "CrossQ", "crossq_lunarlandercontinuous", None, None, 200_000, one_seed=True),
 ]
 
 
@@ -127,6 +142,17 @@ def run_one(cell: Cell, seed: int, out: Path, extra: list[str]) -> dict:
     }
 
 
+def reference(cell: Cell, scores: dict) -> Cell:
+    """``cell`` itself where the Zoo has a row; otherwise the cell measured against sb3-contrib's own runs
+    scored here (the median and the standard deviation over its seeds), or as it is before they exist."""
+    runs = scores.get(cell.preset)
+    if cell.mean is not None or not runs:
+        return cell
+    values = [row["final_eval"] for row in runs.values()]
+    spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return dataclasses.replace(cell, mean=round(statistics.median(values), 1), std=round(spread, 1))
+
+
 def cell_rows(results: dict, cell: Cell) -> list[dict]:
     return sorted(
         (r for r in results.get(cell.preset, {}).values() if r.get("final_eval") is not None), key=lambda r: r["seed"]
@@ -146,7 +172,7 @@ def sb3_scores(scores: dict) -> str:
         lines.append(
             f"- {cell.task} {cell.algo} @ {cell.budget:,}: SB3 {statistics.median(values):.1f} "
             f"({min(values):.1f} – {max(values):.1f}) over seeds {', '.join(seeds)}; "
-            f"the Zoo's one run {cell.mean:g}"
+            + (f"the Zoo's one run {cell.mean:g}" if cell.mean is not None else "no Zoo row: the reference above")
         )
     if not lines:
         return ""
@@ -167,7 +193,12 @@ def markdown(results: dict, sb3: dict, sb3_score: dict | None = None) -> str:
     met_low = met_mean = filled = 0
     for cell in CELLS:
         rows = cell_rows(results, cell)
-        zoo = f"{cell.mean:g} ± {cell.std:g} @ {cell.budget:,}"
+        cell = reference(cell, sb3_score or {})
+        if cell.mean is None:
+            zoo = f"no Zoo row; its peer not scored yet @ {cell.budget:,}"
+            lines.append(f"| {cell.task} | {cell.algo} | {zoo} | {'scored' if rows else 'not run'} | {len(rows)} | | | | |")
+            continue
+        zoo = f"{cell.mean:g} ± {cell.std:g} @ {cell.budget:,}" + ("" if cell in CELLS else " (sb3-contrib here)")
         if not rows:
             lines.append(f"| {cell.task} | {cell.algo} | {zoo} | not run | 0 | | | | |")
             continue

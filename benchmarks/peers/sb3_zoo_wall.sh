@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Wall time beside Stable-Baselines3 2.9.2 for one RL-Zoo table cell of each algorithm: for each cell,
+# Wall time beside Stable-Baselines3 2.9.2 (sb3-contrib 2.9.2 for QR-DQN, TQC, TRPO and CrossQ) for one
+# RL-Zoo table cell of each algorithm: for each cell,
 # rlcli's preset at the Zoo's budget (training seconds from run.json, no early stop), then SB3 with the
 # Zoo's hyperparameters (benchmarks/peers/sb3_zoo.py: the seconds of model.learn), one after the
 # other, same seed. THREADS=shipped (the default): each as it ships, rlcli's run.threads = "auto" and
@@ -21,7 +22,11 @@ a2c_cartpole a2c CartPole-v1 500000
 dqn_cartpole dqn CartPole-v1 50000
 sac_pendulum sac Pendulum-v1 20000
 td3_pendulum td3 Pendulum-v1 20000
-ddpg_pendulum ddpg Pendulum-v1 20000"
+ddpg_pendulum ddpg Pendulum-v1 20000
+qrdqn_cartpole qrdqn CartPole-v1 50000
+tqc_pendulum tqc Pendulum-v1 20000
+trpo_cartpole trpo CartPole-v1 100000
+crossq_pendulum crossq Pendulum-v1 20000"
 OUT="$(mktemp -d /tmp/sb3-wall-XXXX)"
 echo "$CELLS" | while read -r preset algo env steps; do
     if [ "$#" -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$preset"; then continue; fi
