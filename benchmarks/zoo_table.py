@@ -196,7 +196,9 @@ def markdown(results: dict, sb3: dict, sb3_score: dict | None = None) -> str:
         cell = reference(cell, sb3_score or {})
         if cell.mean is None:
             zoo = f"no Zoo row; its peer not scored yet @ {cell.budget:,}"
-            lines.append(f"| {cell.task} | {cell.algo} | {zoo} | {'scored' if rows else 'not run'} | {len(rows)} | | | | |")
+            lines.append(
+                f"| {cell.task} | {cell.algo} | {zoo} | {'scored' if rows else 'not run'} | {len(rows)} | | | | |"
+            )
             continue
         zoo = f"{cell.mean:g} ± {cell.std:g} @ {cell.budget:,}" + ("" if cell in CELLS else " (sb3-contrib here)")
         if not rows:

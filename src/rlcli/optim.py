@@ -15,11 +15,15 @@ from rlcli.distributed import Group, Single
 # Fused kernels (one call for every parameter) run on CPU and CUDA alike; for
 # small networks they cut the optimizer step to a third of the foreach one.
 def _adam(cfg, params):
-    return torch.optim.Adam(params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True)
+    return torch.optim.Adam(
+        params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True
+    )
 
 
 def _adamw(cfg, params):
-    return torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True)
+    return torch.optim.AdamW(
+        params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True
+    )
 
 
 def _sgd(cfg, params):

@@ -13,7 +13,7 @@ from rlcli.algos.qrdqn import QuantileQ, qrdqn_loss
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
 from rlcli.normalization import ObservationNormalizer
-from rlcli.quantiles import midpoints, quantile_huber
+from rlcli.quantiles import midpoints, quantile_huber, quantile_huber_pairs
 from rlcli.run import build_run
 
 ACTIONS, QUANTILES, OBS = 3, 4, 2
@@ -22,7 +22,7 @@ ACTIONS, QUANTILES, OBS = 3, 4, 2
 def test_quantile_huber_matches_the_papers_formula_pair_by_pair():
     g = torch.Generator().manual_seed(0)
     current, target = torch.randn(5, 3, generator=g) * 2, torch.randn(5, 7, generator=g) * 2
-    out = quantile_huber(current, target)
+    out = quantile_huber_pairs(current, target)
     assert out.shape == (5, 3, 7)
     for row in range(5):
         expected = torch.tensor(plain_quantile_huber(current[row].tolist(), target[row].tolist()))
@@ -30,18 +30,38 @@ def test_quantile_huber_matches_the_papers_formula_pair_by_pair():
     torch.testing.assert_close(midpoints(4), torch.tensor([0.125, 0.375, 0.625, 0.875]))
 
 
+@pytest.mark.parametrize(
+    ("sets", "count", "targets", "scale"), [(1, 10, 10, 1.0), (2, 25, 46, 300.0), (1, 40, 170, 3.0)]
+)
+def test_the_prefix_sum_loss_and_its_gradient_equal_the_pairs(sets, count, targets, scale):
+    """Below and above SORTED_FROM targets, with returns far from 0 (Pendulum's hundreds): the same values
+    and gradients as the pair by pair form, with ties and targets at exactly +-1 from an estimate."""
+    g = torch.Generator().manual_seed(3)
+    current = (torch.randn(16, sets, count, generator=g) * scale).requires_grad_()
+    target = torch.randn(16, targets, generator=g) * scale - 2 * scale
+    target[:, :4] = current.detach()[:, 0, :4] + torch.tensor([1.0, -1.0, 0.0, 0.5])
+    target[:, 4] = target[:, 5]
+    ours = quantile_huber(current, target)
+    pairs = quantile_huber_pairs(current, target.unsqueeze(1)).mean(-1)
+    torch.testing.assert_close(ours, pairs, rtol=1e-5, atol=1e-5 * scale)
+    weights = torch.rand(ours.shape, generator=g)
+    (ours_grad,) = torch.autograd.grad((weights * ours).sum(), current)
+    (pairs_grad,) = torch.autograd.grad((weights * pairs).sum(), current)
+    torch.testing.assert_close(ours_grad, pairs_grad, rtol=1e-5, atol=1e-6)
+
+
 def test_quantile_regression_converges_to_the_targets_quantiles():
     """Minimising the loss against samples of a known distribution finds its quantiles at the midpoints
     (up to the Huber region of +-1, small beside a spread of 100)."""
     g = torch.Generator().manual_seed(1)
-    samples = torch.rand(4000, generator=g) * 100
-    theta = torch.zeros(5, requires_grad=True)
+    samples = torch.rand(1, 4000, generator=g) * 100
+    theta = torch.zeros(1, 1, 5, requires_grad=True)
     optimizer = torch.optim.Adam([theta], lr=0.5)
     for _ in range(1000):
         optimizer.zero_grad()
-        quantile_huber(theta, samples).sum(-2).mean().backward()
+        quantile_huber(theta, samples).sum().backward()
         optimizer.step()
-    torch.testing.assert_close(theta.detach(), torch.quantile(samples, midpoints(5)), atol=0.6, rtol=0)
+    torch.testing.assert_close(theta.detach().view(5), torch.quantile(samples[0], midpoints(5)), atol=0.6, rtol=0)
 
 
 def random_agent(seed: int) -> QAgent:

@@ -225,3 +225,24 @@ def test_the_torch_free_suite_names_match_the_suites():
     from rlcli.bench.suites import SUITES
 
     assert tuple(SUITES) == SUITE_NAMES
+
+
+def test_contrib_cases_time_each_algorithms_step_beside_its_floor(quick):
+    cases, ratios = SUITES["contrib"](quick)
+    try:
+        names = [case.name for case in cases]
+        for algo in ("qrdqn", "tqc", "crossq", "trpo"):
+            assert {f"{algo}.update", f"{algo}.bare_torch_update"} <= set(names)
+        assert {"tqc.update_5_critics", "redq.update_5_critics"} <= set(names)
+        for case in cases:
+            case.run()
+    finally:
+        for case in cases:
+            case.close()
+    assert {r.name for r in ratios} == {
+        "qrdqn.update.slowdown_vs_bare_torch",
+        "tqc.update.slowdown_vs_bare_torch",
+        "crossq.update.slowdown_vs_bare_torch",
+        "trpo.update.slowdown_vs_bare_torch",
+        "tqc.update_5_critics_vs_redq",
+    }

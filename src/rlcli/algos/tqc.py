@@ -58,7 +58,7 @@ def tqc_critic_loss(
         pooled = truncated_target(agent.critic_target(batch[keys.NEXT_INPUT], next_action.detach()), kept)
         target = bootstrapped_target(batch, pooled - alpha * next_log_prob.detach().unsqueeze(-1), gamma=gamma)
     current = agent.critic(batch[keys.INPUT], batch[keys.ACTION])  # [E, B, N]
-    per_row = quantile_huber(current, target.unsqueeze(0)).mean((0, 2, 3))
+    per_row = quantile_huber(current.transpose(0, 1), target).mean((1, 2))
     weight = batch.get(keys.WEIGHT, None)
     loss = per_row.mean() if weight is None else (weight * per_row).mean()
     distance = (current.detach().mean(-1) - target.mean(-1)).abs()

@@ -9,7 +9,18 @@ from rlcli.config.errors import InputError
 
 # Torch-free facts that `rlcli bench` checks its arguments and baselines against before the
 # suites (and torch) load; tests check them against the suites and the measurements.
-SUITE_NAMES = ("env", "collector", "advantage", "loss", "update", "buffer", "offpolicy", "distributed", "train")
+SUITE_NAMES = (
+    "env",
+    "collector",
+    "advantage",
+    "loss",
+    "update",
+    "buffer",
+    "offpolicy",
+    "contrib",
+    "distributed",
+    "train",
+)
 """The suites of :mod:`rlcli.bench.suites`, in their order."""
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rlcli.bench.suites import components, distributed, learning, offpolicy, training
+from rlcli.bench.suites import components, contrib, distributed, learning, offpolicy, training
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput
 
 SUITES: dict[str, Callable[[BenchOptions], SuiteOutput]] = {
@@ -17,6 +17,7 @@ SUITES: dict[str, Callable[[BenchOptions], SuiteOutput]] = {
     "update": learning.update_suite,
     "buffer": offpolicy.buffer_suite,
     "offpolicy": offpolicy.offpolicy_suite,
+    "contrib": contrib.contrib_suite,
     "distributed": distributed.distributed_suite,
     "train": training.train_suite,
 }
