@@ -128,4 +128,4 @@ def test_target_network_keys_are_refused_saying_crossq_has_none(field):
             }
         )
     message = info.value.render()
-    assert f"crossq takes no {field}" in message and "no target network" in message
+    assert f"algo.{field}: crossq takes no {field}" in message and "no target network" in message

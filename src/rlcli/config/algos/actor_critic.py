@@ -22,7 +22,7 @@ from rlcli.config.fields import (
     replay_warm_up,
     sampled_batch,
 )
-from rlcli.config.model import SECTION
+from rlcli.config.model import SECTION, cross_field_error
 
 
 class SACConfig(BaseModel):
@@ -300,9 +300,11 @@ class CrossQConfig(BaseModel):
     def _no_target_network(cls, data: Any) -> Any:
         """A key of SAC's target network refused with the reason, not the bare "extra input" message."""
         if isinstance(data, dict):
-            for key, why in _NO_TARGET.items():
-                if key in data:
-                    raise ValueError(f"crossq takes no {key}: {why}")
+            problems = [
+                (f"algo.{key}", f"crossq takes no {key}: {why}") for key, why in _NO_TARGET.items() if key in data
+            ]
+            if problems:
+                raise cross_field_error(problems)
         return data
 
     # What SAC's shared pieces read: no random critic subsets, the actor maximises the minimum.
