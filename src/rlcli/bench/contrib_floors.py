@@ -140,27 +140,6 @@ class BareTQC:
             torch._foreach_lerp_(self.target_params, self.critic_params, self.tau)
 
 
-def _renormed_member(ensemble, e: int) -> nn.Sequential:
-    """Member ``e`` of a batch-renormalized :class:`EnsembleMLP` as a plain Sequential of
-    :class:`BatchRenorm` and ``nn.Linear`` layers."""
-    layers: list[nn.Module] = []
-    for layer in ensemble.layers:
-        if isinstance(layer, BatchRenorm):
-            plain = BatchRenorm(
-                layer.running_mean.shape[-1], momentum=layer.momentum, eps=layer.eps, warmup=layer.warmup
-            )
-            layers.append(plain)
-        elif hasattr(layer, "weight"):
-            linear = nn.Linear(layer.weight.shape[1], layer.weight.shape[2])
-            with torch.no_grad():
-                linear.weight.copy_(layer.weight[e].T)
-                linear.bias.copy_(layer.bias[e, 0])
-            layers.append(linear)
-        else:
-            layers.append(type(layer)())
-    return nn.Sequential(*layers)
-
-
 def _learning(modules, on: bool) -> None:
     for module in modules:
         for layer in module.modules():
@@ -176,7 +155,7 @@ class BareCrossQ:
     def __init__(self, algo, *, gamma: float):
         agent = algo.agent
         self.policy = _Policy(agent.actor, torch.Generator().manual_seed(0))
-        self.critics = [_renormed_member(agent.critic.net, e) for e in range(agent.critic.members)]
+        self.critics = [ensemble_member(agent.critic.net, e) for e in range(agent.critic.members)]
         self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
         self.critic_opt = torch.optim.Adam([p for c in self.critics for p in c.parameters()], lr=1e-3, fused=True)
         self.actor_opt = torch.optim.Adam([*self.policy.net.parameters(), self.log_alpha], lr=1e-3, fused=True)

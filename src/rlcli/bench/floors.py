@@ -13,6 +13,7 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
+from rlcli.models.batch_renorm import BatchRenorm
 
 
 def gae_loop(reward, value, next_value, terminated, truncated, *, gamma, lam):
@@ -163,7 +164,12 @@ def ensemble_member(ensemble, e: int) -> nn.Sequential:
     ``nn.Linear`` layers with a copy of its weights (the tests check the ensemble against it)."""
     layers: list = []
     for layer in ensemble.layers:
-        if hasattr(layer, "weight"):
+        if isinstance(layer, BatchRenorm):
+            # CrossQ's critics: a layer of the member's own, with fresh statistics.
+            layers.append(
+                BatchRenorm(layer.running_mean.shape[-1], momentum=layer.momentum, eps=layer.eps, warmup=layer.warmup)
+            )
+        elif hasattr(layer, "weight"):
             linear = nn.Linear(layer.weight.shape[1], layer.weight.shape[2])
             with torch.no_grad():
                 linear.weight.copy_(layer.weight[e].T)
