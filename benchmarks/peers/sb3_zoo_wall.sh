@@ -7,7 +7,9 @@
 # SB3 on torch's default threads (every core); THREADS=N pins both to N. Writes
 # benchmarks/results/sb3_wall.json, which zoo_table.py reads.
 # Venv: python -m venv /tmp/peer-rlzoo && /tmp/peer-rlzoo/bin/pip install -r benchmarks/peers/requirements-rlzoo.txt
-# REPEAT=N (default 1) runs each pair N times, alternating, and keeps the median of each side.
+# REPEAT=N (default 1) runs each pair N times, alternating, and keeps the median of each side; with
+# SEEDS_VARY=1 the N pairs take seeds SEED, SEED+1, ... (each pair one seed on both sides), and with SCORE=1
+# each SB3 run is also scored (100 deterministic episodes, after its timing) into sb3_score.json.
 # Usage: PEER=/tmp/peer-rlzoo REPEAT=3 [THREADS=shipped|N] bash benchmarks/peers/sb3_zoo_wall.sh [PRESET ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,14 +34,29 @@ echo "$CELLS" | while read -r preset algo env steps; do
     if [ "$#" -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$preset"; then continue; fi
     rlcli_runs=""
     sb3_runs=""
+    FIRST_SEED="$SEED"
     for _ in $(seq "$REPEAT"); do
         rm -rf "$OUT/$preset"
         rlcli train "$preset" --quiet --set "collector.total_frames=$steps" --set run.stop_at_return=1e9 \
             --set "run.seed=$SEED" --set "$RLCLI_THREADS" --set eval.final_episodes=0 \
             --set "run.output_dir=\"$OUT/$preset\"" > /dev/null
         rlcli_runs="$rlcli_runs $(python -c "import glob, json; print(json.load(open(glob.glob('$OUT/$preset/*/run.json')[0]))['wall_time_s'])")"
-        sb3_runs="$sb3_runs $("$PY" benchmarks/peers/sb3_zoo.py "$algo" "$env" "$steps" "$SEED" | tail -1 | python -c "import json, sys; print(json.load(sys.stdin)['learn_s'])")"
+        row=$("$PY" benchmarks/peers/sb3_zoo.py "$algo" "$env" "$steps" "$SEED" ${SCORE:+100} | tail -1)
+        sb3_runs="$sb3_runs $(echo "$row" | python -c "import json, sys; print(json.load(sys.stdin)['learn_s'])")"
+        # SCORE=1: the same SB3 run, once timed, is scored (100 deterministic episodes) into sb3_score.json.
+        if [ -n "${SCORE:-}" ]; then
+            python - "$preset" "$SEED" "$row" <<'PY'
+import datetime, json, pathlib, sys
+preset, seed, row = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+path = pathlib.Path("benchmarks/results/sb3_score.json")
+table = json.loads(path.read_text()) if path.is_file() else {}
+table.setdefault(preset, {})[seed] = {**row, "date": datetime.date.today().isoformat()}
+path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+PY
+        fi
+        if [ -n "${SEEDS_VARY:-}" ]; then SEED=$((SEED + 1)); fi
     done
+    SEED="$FIRST_SEED"
     python - "$preset" "$steps" "$SEED" "$rlcli_runs" "$sb3_runs" "$THREADS" <<'PY'
 import datetime, json, pathlib, statistics, sys
 preset, steps, seed, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[6]

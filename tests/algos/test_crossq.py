@@ -129,3 +129,14 @@ def test_target_network_keys_are_refused_saying_crossq_has_none(field):
         )
     message = info.value.render()
     assert f"algo.{field}: crossq takes no {field}" in message and "no target network" in message
+
+
+def test_batch_renorm_keeps_float32_statistics_under_bf16_autocast():
+    """run.precision = "bf16" runs the networks under autocast: the layer normalizes in float32, as torch's
+    own normalization layers do there, and its running statistics stay float32."""
+    layer = BatchRenorm(4, members=2)
+    linear = torch.nn.Linear(3, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16), learning(layer):
+        out = layer(linear(torch.randn(2, 8, 3)))
+    assert out.dtype == torch.float32 and layer.running_mean.dtype == torch.float32
+    assert not torch.equal(layer.running_mean, torch.zeros_like(layer.running_mean))

@@ -59,6 +59,9 @@ class BatchRenorm(nn.Module):
         :func:`learning`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # In float32 under bf16 autocast too, as torch's autocast runs its own normalization layers: the
+        # statistics are sums over the batch, and the running ones are float32 buffers.
+        x = x.float()
         if self.learning:
             mean, var = self._renormalized(x)
         else:
