@@ -188,7 +188,7 @@ class CQL:
         stats = self.learner.learn(batch, timer, self.update)
         stats["stats/alpha"] = float(self.alpha)
         stats["stats/conservative_weight"] = (
-            float(self.agent.log_weight.exp()) * self.cfg.conservative_weight
+            float(self.agent.log_weight.detach().exp()) * self.cfg.conservative_weight
             if self.cfg.lagrange
             else self.cfg.conservative_weight
         )
