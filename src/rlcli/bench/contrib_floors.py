@@ -6,15 +6,13 @@ prices each library step against its floor."""
 from __future__ import annotations
 
 import copy
-import math
 
 import torch
-import torch.nn.functional as F
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.bench.floors import ensemble_member
+from rlcli.bench.floors import SquashedPolicy, ensemble_member
 from rlcli.models.batch_renorm import BatchRenorm
 
 
@@ -57,26 +55,7 @@ class BareQRDQN:
         self.optimizer.step()
 
 
-class _Policy:
-    """A squashed Gaussian over a plain copy of an actor's MLP, as a hand-written SAC keeps it."""
-
-    def __init__(self, actor, generator: torch.Generator):
-        self.net = copy.deepcopy(actor.net)
-        self.center, self.half = actor.rescale.center, actor.rescale.half_range
-        self.generator = generator
-
-    def __call__(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, log_std = self.net(obs).chunk(2, -1)
-        log_std = log_std.clamp(-20, 2)
-        noise = torch.randn(mean.shape, generator=self.generator)
-        u = mean + log_std.exp() * noise
-        log_prob = (
-            -0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi) - 2 * (math.log(2) - u - F.softplus(-2 * u))
-        ).sum(-1)
-        return self.center + self.half * torch.tanh(u), log_prob
-
-
-def _actor_step(policy: _Policy, log_alpha, optimizer, critics, obs, alpha, target_entropy, reduce) -> None:
+def _actor_step(policy: SquashedPolicy, log_alpha, optimizer, critics, obs, alpha, target_entropy, reduce) -> None:
     """The actor and temperature step of a hand-written SAC: ``reduce`` turns the critics' outputs at
     the policy's actions into the value it maximises."""
     action, log_prob = policy(obs)
@@ -99,7 +78,7 @@ class BareTQC:
 
     def __init__(self, algo, *, kept: int, gamma: float, tau: float):
         agent = algo.agent
-        self.policy = _Policy(agent.actor, torch.Generator().manual_seed(0))
+        self.policy = SquashedPolicy(agent.actor, torch.Generator().manual_seed(0))
         self.critics = [ensemble_member(agent.critic.net, e) for e in range(agent.critic.members)]
         self.targets = [copy.deepcopy(c).requires_grad_(False) for c in self.critics]
         self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
@@ -154,7 +133,7 @@ class BareCrossQ:
 
     def __init__(self, algo, *, gamma: float):
         agent = algo.agent
-        self.policy = _Policy(agent.actor, torch.Generator().manual_seed(0))
+        self.policy = SquashedPolicy(agent.actor, torch.Generator().manual_seed(0))
         self.critics = [ensemble_member(agent.critic.net, e) for e in range(agent.critic.members)]
         self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
         self.critic_opt = torch.optim.Adam([p for c in self.critics for p in c.parameters()], lr=1e-3, fused=True)

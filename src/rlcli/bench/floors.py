@@ -95,28 +95,17 @@ def bare_ppo_loss(agent, batch: TensorDict, clip_epsilon: float, value_coef: flo
     return policy + value_coef * value_loss - entropy_coef * entropy.mean(), approx_kl, clip_fraction
 
 
-class BareSAC:
-    """SAC's gradient step written plainly in torch, as one would by hand: two separate critic
-    MLPs and their targets, an actor MLP, a log-temperature, fused Adams (one for the critics, one
-    for the actor and temperature), foreach Polyak updates. The floor that the library's
-    batched-ensemble update is priced against."""
+class SquashedPolicy:
+    """A squashed Gaussian over a plain copy of an actor's MLP, as a hand-written SAC keeps it: the floors'
+    actor (SAC, TQC, CrossQ)."""
 
-    def __init__(self, algo, target_entropy: float, gamma: float, tau: float):
-        agent = algo.agent
-        self.actor = copy.deepcopy(agent.actor.net)
-        self.center, self.half = agent.actor.rescale.center, agent.actor.rescale.half_range
-        self.critics = [ensemble_member(agent.critic.net, e) for e in range(agent.critic.members)]
-        self.targets = [copy.deepcopy(c).requires_grad_(False) for c in self.critics]
-        self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
-        critic_params = [p for c in self.critics for p in c.parameters()]
-        self.critic_params, self.target_params = critic_params, [p for t in self.targets for p in t.parameters()]
-        self.critic_opt = torch.optim.Adam(critic_params, lr=1e-3, fused=True)
-        self.actor_opt = torch.optim.Adam([*self.actor.parameters(), self.log_alpha], lr=1e-3, fused=True)
-        self.target_entropy, self.gamma, self.tau = target_entropy, gamma, tau
-        self.generator = torch.Generator().manual_seed(0)
+    def __init__(self, actor, generator: torch.Generator):
+        self.net = copy.deepcopy(actor.net)
+        self.center, self.half = actor.rescale.center, actor.rescale.half_range
+        self.generator = generator
 
-    def _policy(self, obs):
-        mean, log_std = self.actor(obs).chunk(2, -1)
+    def __call__(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self.net(obs).chunk(2, -1)
         log_std = log_std.clamp(-20, 2)
         noise = torch.randn(mean.shape, generator=self.generator)
         u = mean + log_std.exp() * noise
@@ -125,12 +114,32 @@ class BareSAC:
         ).sum(-1)
         return self.center + self.half * torch.tanh(u), log_prob
 
+
+class BareSAC:
+    """SAC's gradient step written plainly in torch, as one would by hand: two separate critic
+    MLPs and their targets, an actor MLP, a log-temperature, fused Adams (one for the critics, one
+    for the actor and temperature), foreach Polyak updates. The floor that the library's
+    batched-ensemble update is priced against."""
+
+    def __init__(self, algo, target_entropy: float, gamma: float, tau: float):
+        agent = algo.agent
+        self.policy = SquashedPolicy(agent.actor, torch.Generator().manual_seed(0))
+        self.actor = self.policy.net
+        self.critics = [ensemble_member(agent.critic.net, e) for e in range(agent.critic.members)]
+        self.targets = [copy.deepcopy(c).requires_grad_(False) for c in self.critics]
+        self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
+        critic_params = [p for c in self.critics for p in c.parameters()]
+        self.critic_params, self.target_params = critic_params, [p for t in self.targets for p in t.parameters()]
+        self.critic_opt = torch.optim.Adam(critic_params, lr=1e-3, fused=True)
+        self.actor_opt = torch.optim.Adam([*self.actor.parameters(), self.log_alpha], lr=1e-3, fused=True)
+        self.target_entropy, self.gamma, self.tau = target_entropy, gamma, tau
+
     def step(self, batch: TensorDict) -> None:
         """One gradient step of the critics, then of the actor and temperature, then the targets."""
         obs, action, next_obs = batch[keys.INPUT], batch[keys.ACTION], batch[keys.NEXT_INPUT]
         alpha = self.log_alpha.detach().exp()
         with torch.no_grad():
-            next_action, next_log_prob = self._policy(next_obs)
+            next_action, next_log_prob = self.policy(next_obs)
             x = torch.cat([next_obs, next_action], -1)
             q_next = torch.min(self.targets[0](x), self.targets[1](x)).squeeze(-1)
             y = batch[keys.REWARD] + self.gamma * (~batch[keys.TERMINATED]) * (q_next - alpha * next_log_prob)
@@ -143,7 +152,7 @@ class BareSAC:
 
     def actor_and_targets(self, obs: torch.Tensor, alpha: torch.Tensor) -> None:
         """The actor and temperature step on ``obs``, then the targets' Polyak update."""
-        new_action, log_prob = self._policy(obs)
+        new_action, log_prob = self.policy(obs)
         x = torch.cat([obs, new_action], -1)
         for c in self.critics:
             c.requires_grad_(False)
@@ -255,14 +264,16 @@ class BareCQL:
         act_dim = action.shape[-1]
         alpha = sac.log_alpha.detach().exp()
         with torch.no_grad():
-            next_action, _ = sac._policy(next_obs)
+            next_action, _ = sac.policy(next_obs)
             x = torch.cat([next_obs, next_action], -1)
             q_next = torch.min(sac.targets[0](x), sac.targets[1](x)).squeeze(-1)
             y = batch[keys.REWARD] + sac.gamma * (~batch[keys.TERMINATED]) * q_next
             states = obs.repeat_interleave(n, 0)
             both = torch.cat([obs, next_obs]).repeat_interleave(n, 0)
-            pi_action, pi_log_prob = sac._policy(both)
-            uniform = (torch.rand(size * n, act_dim, generator=sac.generator) * 2 - 1) * sac.half + sac.center
+            pi_action, pi_log_prob = sac.policy(both)
+            uniform = (
+                torch.rand(size * n, act_dim, generator=sac.policy.generator) * 2 - 1
+            ) * sac.policy.half + sac.policy.center
             density = torch.cat([torch.full((size * n,), -act_dim * math.log(2.0)), pi_log_prob])
             sampled = torch.cat([uniform, pi_action])
         x = torch.cat([obs, action], -1)
