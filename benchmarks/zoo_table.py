@@ -278,9 +278,13 @@ def main() -> int:
                     f"train {row['train_s']} s" + (f" ({row['error']})" if row["error"] else ""),
                     flush=True,
                 )
+                # Read the file again before writing: another zoo_table.py may be filling other cells.
+                results = load(args.results)
                 results.setdefault(cell.preset, {})[str(seed)] = row
                 args.results.parent.mkdir(parents=True, exist_ok=True)
-                args.results.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+                partial = args.results.with_suffix(".partial")
+                partial.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+                partial.replace(args.results)
     table = markdown(results, load(SB3), load(SB3_SCORE))
     print(table)
     if args.write is not None:

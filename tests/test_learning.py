@@ -162,7 +162,7 @@ def test_masks_and_memory_together_solve_the_masked_recall_task(tmp_path):
 
 # The algorithms of sb3-contrib's part of RL-Zoo's table (issue 35).
 def test_qrdqn_cartpole_scores_475_in_its_final_evaluation_on_3_of_3_seeds_at_50k_frames(tmp_path):
-    # RL-Zoo's measure and budget (its table: 500.0); about a minute a seed on 2 cores.
+    # RL-Zoo's measure and budget (its table: 500.0); about 15 s a seed on 2 cores.
     scores = final_evaluations("qrdqn_cartpole", 3, tmp_path)
     assert all(score >= 475 for score in scores), scores
 
