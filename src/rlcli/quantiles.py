@@ -75,8 +75,10 @@ class _SortedQuantileHuber(torch.autograd.Function):
     def forward(ctx, current: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         rows, sets, count = current.shape
         # About the row's median, in float64: the runs' sums of squares then cancel without rounding.
-        center = target.median(-1, keepdim=True).values
-        y = (target - center).double().sort(-1).values
+        # (The median read off the sorted targets: torch.median's lower median, without a second pass.)
+        ordered = target.sort(-1).values
+        center = ordered[:, (target.shape[-1] - 1) // 2 :][:, :1]
+        y = (ordered - center).double()
         theta = (current - center.unsqueeze(-1)).double().reshape(rows, sets * count)
         zero = y.new_zeros(rows, 1)
         counts = torch.arange(y.shape[-1] + 1, dtype=y.dtype, device=y.device).expand(rows, -1)
