@@ -3,7 +3,7 @@ critic ensemble), TQC, CrossQ, TD3 (TD3+BC a weight, learning from a dataset too
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -24,6 +24,30 @@ from rlcli.config.fields import (
 )
 from rlcli.config.model import SECTION, cross_field_error
 
+# SAC's fields that TQC and CrossQ take as they are, defined once: the default stays at each use.
+CriticTargetWeight = Annotated[
+    float, Field(gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
+]
+CriticTargetInterval = Annotated[int, Field(ge=1, description="Gradient steps between target-critic updates.")]
+CriticUpdateToData = Annotated[float, Field(gt=0, le=1024, description="Critic gradient steps per collected frame.")]
+PolicyDelay = Annotated[int, Field(ge=1, description="Critic updates per actor and temperature update.")]
+Temperature = Annotated[float, Field(gt=0, le=1000, description="Entropy temperature: its start value when tuned.")]
+AutotuneTemperature = Annotated[bool, Field(description="Tune the temperature to reach target_entropy.")]
+TargetEntropy = Annotated[
+    float | None, Field(ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A)).")
+]
+ExplorationHold = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=100_000,
+        description=(
+            "Collection steps for which each env keeps its standard-normal draw: 1 draws afresh every step (SAC); above "
+            "1 the noise is held, a temporally correlated exploration like gSDE's sde_sample_freq, for sparse rewards."
+        ),
+    ),
+]
+
 
 class SACConfig(BaseModel):
     SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
@@ -34,12 +58,12 @@ class SACConfig(BaseModel):
 
     name: Literal["sac"] = Field(description="Soft Actor-Critic, for Box actions (REDQ with a critic ensemble).")
     gamma: Discount = 0.99
-    tau: float = Field(0.005, gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
-    target_update_interval: int = Field(1, ge=1, description="Gradient steps between target-critic updates.")
+    tau: CriticTargetWeight = 0.005
+    target_update_interval: CriticTargetInterval = 1
     n_step: NStep = 1
     batch_size: BatchSize = 256
     learning_starts: LearningStarts = 100
-    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    utd_ratio: CriticUpdateToData = 1.0
     num_critics: int = Field(2, ge=1, le=64, description="Critics in the ensemble (2: SAC's twin critics).")
     critic_subset: int = Field(
         2, ge=1, le=64, description="Critics drawn at random for each target's minimum (REDQ's M)."
@@ -47,21 +71,11 @@ class SACConfig(BaseModel):
     actor_q: Literal["min", "mean"] = Field(
         "min", description='The actor maximises the "min" (SAC) or the "mean" (REDQ) over the critics.'
     )
-    policy_delay: int = Field(1, ge=1, description="Critic updates per actor and temperature update.")
-    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
-    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
-    target_entropy: float | None = Field(
-        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
-    )
-    exploration_hold: int = Field(
-        1,
-        ge=1,
-        le=100_000,
-        description=(
-            "Collection steps for which each env keeps its standard-normal draw: 1 draws afresh every step (SAC); above "
-            "1 the noise is held, a temporally correlated exploration like gSDE's sde_sample_freq, for sparse rewards."
-        ),
-    )
+    policy_delay: PolicyDelay = 1
+    alpha: Temperature = 1.0
+    autotune_alpha: AutotuneTemperature = True
+    target_entropy: TargetEntropy = None
+    exploration_hold: ExplorationHold = 1
     replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
@@ -98,7 +112,7 @@ class TD3Config(BaseModel):
     n_step: NStep = 1
     batch_size: BatchSize = 256
     learning_starts: LearningStarts = 100
-    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    utd_ratio: CriticUpdateToData = 1.0
     num_critics: int = Field(2, ge=1, le=64, description="Critics whose minimum is the target (2: clipped double Q).")
     policy_delay: int = Field(2, ge=1, description="Critic updates per actor and target update.")
     target_noise: float = Field(
@@ -185,12 +199,12 @@ class TQCConfig(BaseModel):
         "state and drops the largest."
     )
     gamma: Discount = 0.99
-    tau: float = Field(0.005, gt=0, le=1, description="Target-critic update weight: 1 copies, below 1 averages.")
-    target_update_interval: int = Field(1, ge=1, description="Gradient steps between target-critic updates.")
+    tau: CriticTargetWeight = 0.005
+    target_update_interval: CriticTargetInterval = 1
     n_step: NStep = 1
     batch_size: BatchSize = 256
     learning_starts: LearningStarts = 100
-    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    utd_ratio: CriticUpdateToData = 1.0
     num_critics: int = Field(2, ge=1, le=64, description="Quantile critics in the ensemble.")
     quantiles: int = Field(25, ge=1, le=1000, description="Quantiles each critic estimates.")
     top_quantiles_to_drop_per_net: int = Field(
@@ -199,18 +213,11 @@ class TQCConfig(BaseModel):
         description="Largest quantiles dropped from the pooled target, per critic: the target keeps "
         "num_critics * (quantiles - top_quantiles_to_drop_per_net) of them.",
     )
-    policy_delay: int = Field(1, ge=1, description="Critic updates per actor and temperature update.")
-    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
-    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
-    target_entropy: float | None = Field(
-        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
-    )
-    exploration_hold: int = Field(
-        1,
-        ge=1,
-        le=100_000,
-        description="Collection steps for which each env keeps its standard-normal draw, as SAC's.",
-    )
+    policy_delay: PolicyDelay = 1
+    alpha: Temperature = 1.0
+    autotune_alpha: AutotuneTemperature = True
+    target_entropy: TargetEntropy = None
+    exploration_hold: ExplorationHold = 1
     replay: Replay
 
     # What SAC's machinery reads: no random critic subsets, and the actor maximises the mean over every
@@ -275,14 +282,12 @@ class CrossQConfig(BaseModel):
     n_step: NStep = 1
     batch_size: BatchSize = 256
     learning_starts: LearningStarts = 100
-    utd_ratio: float = Field(1.0, gt=0, le=1024, description="Critic gradient steps per collected frame.")
+    utd_ratio: CriticUpdateToData = 1.0
     num_critics: int = Field(2, ge=1, le=64, description="Critics whose minimum is the target and the actor's value.")
-    policy_delay: int = Field(3, ge=1, description="Critic updates per actor and temperature update.")
-    alpha: float = Field(1.0, gt=0, le=1000, description="Entropy temperature: its start value when tuned.")
-    autotune_alpha: bool = Field(True, description="Tune the temperature to reach target_entropy.")
-    target_entropy: float | None = Field(
-        None, ge=-1000, le=1000, description="Entropy the temperature aims for (default: -dim(A))."
-    )
+    policy_delay: PolicyDelay = 3
+    alpha: Temperature = 1.0
+    autotune_alpha: AutotuneTemperature = True
+    target_entropy: TargetEntropy = None
     batch_norm_momentum: float = Field(
         0.01, gt=0, le=1, description="Weight of each batch in the running statistics of batch renormalization."
     )
