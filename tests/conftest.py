@@ -185,7 +185,7 @@ def require_extra(module: str) -> None:
     except ImportError:
         pytest.fail(
             f"{module} is missing: install the extras with the README's test command "
-            "(pip install -e '.[test,plot,video]')"
+            "(pip install -e '.[test,plot,video,export]')"
         )
 
 

@@ -50,7 +50,7 @@ def test_every_algorithm_key_is_documented(name):
 
 def test_quickstart_commands_and_ci_agree():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    test_command = "pip install torch==2.13.0 -e '.[test,plot,video]' && python -m pytest"
+    test_command = "pip install torch==2.13.0 -e '.[test,plot,video,export]' && python -m pytest"
     assert test_command in README and test_command in ci
     assert "pip install torch==2.13.0 -e . && rlcli train presets/ppo_cartpole.toml" in README
 

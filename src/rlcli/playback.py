@@ -38,6 +38,9 @@ class EvalReport:
     deterministic: bool
     device: str
     video: Path | None = None
+    policy: Path | None = None
+    """The exported file played beside the run's policy (``--policy``), if any."""
+    policy_result: EvalResult | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +53,11 @@ class EvalReport:
             "device": self.device,
             "video": None if self.video is None else str(self.video),
             **self.result.to_json(),
+            **(
+                {}
+                if self.policy_result is None
+                else {"policy": str(self.policy), "policy_result": self.policy_result.to_json()}
+            ),
         }
 
 
@@ -62,6 +70,7 @@ def evaluate_run(
     video: str | Path | None = None,
     device: str | None = None,
     env_packages: Sequence[str] | None = None,
+    policy: str | Path | None = None,
 ) -> EvalReport:
     """Play a trained run's policy, with its saved normalization, for ``episodes`` episodes.
 
@@ -70,11 +79,14 @@ def evaluate_run(
     must name every module of ``run.json``'s ``env_packages``. ``seed`` defaults to ``run.seed`` +
     :data:`SEED_OFFSET`; ``device`` to the config's ``run.device``. ``video`` records the first
     episode as an mp4 there (written whole or not at all). Nothing is written in the run folder.
-    Only the agent is built (no optimizer, no replay buffer).
+    Only the agent is built (no optimizer, no replay buffer). ``policy``, a file of ``rlcli export``, is
+    played after the run's policy on the same episodes (same seeds), its result in ``policy_result``.
 
     Raises:
         InputError: a missing path or a folder that is not a run; a missing video extra or video
-            folder; an env without ``rgb_array`` rendering; an env package that cannot be imported.
+            folder; an env without ``rgb_array`` rendering; an env package that cannot be imported; a
+            ``policy`` file that cannot be read, or was exported for another env or spaces, or with
+            ``deterministic`` off (an exported policy is deterministic).
         CheckpointError: a damaged checkpoint, or one of another algorithm, env, spaces or networks.
         ConfigError: the run's config does not load or build here (no CUDA, an unknown env).
     """
@@ -93,23 +105,54 @@ def evaluate_run(
         else resolve_device(cfg.run.device, source=source)
     )
     agent = restored_agent(cfg, weights, target, render=video is not None, source=source)
+    played = None if policy is None else _policy_file(policy, cfg, deterministic=deterministic, source=source)
     eval_seed = cfg.run.seed + SEED_OFFSET if seed is None else seed
+    settings = {"episodes": episodes, "deterministic": deterministic, "seed": eval_seed, "device": target}
+    result = _play(agent, cfg, settings, source=source, video=video)
+    policy_result = None if played is None else _play(played, cfg, settings, source=source)
+    return EvalReport(
+        result,
+        weights,
+        folder,
+        cfg.algo.name,
+        cfg.env.id,
+        eval_seed,
+        deterministic,
+        str(target),
+        video,
+        None if played is None else played.path,
+        policy_result,
+    )
+
+
+def _play(actor, cfg, settings: dict[str, Any], *, source: str, video: Path | None = None) -> EvalResult:
+    """The episodes ``actor`` plays on ``cfg``'s env with ``settings`` (episodes, deterministic, seed, device),
+    the first recorded to ``video`` if given."""
     evaluator = Evaluator(
-        agent,
+        actor,
         cfg.env,
-        episodes=episodes,
-        deterministic=deterministic,
-        seed=eval_seed,
-        device=target,
+        **settings,
         render=video is not None,
         source=source,
         num_envs=cfg.eval.envs(cfg.env.num_envs),
     )
     try:
-        result = evaluator() if video is None else _record(evaluator, video)
+        return evaluator() if video is None else _record(evaluator, video)
     finally:
         evaluator.close()
-    return EvalReport(result, weights, folder, cfg.algo.name, cfg.env.id, eval_seed, deterministic, str(target), video)
+
+
+def _policy_file(path: str | Path, cfg, *, deterministic: bool, source: str):
+    """The exported ``path`` as an agent, after its metadata was checked against the run's env and spaces."""
+    from rlcli.policy_file import PolicyFile
+
+    if not deterministic:
+        raise InputError(f"--policy {path}", "an exported policy is deterministic: drop --stochastic")
+    played = PolicyFile(path)
+    probe = make_env(cfg.env, render=False, source=source)
+    played.check_run(cfg.env.id, describe_space(probe.observation_space), describe_space(probe.action_space))
+    probe.close()
+    return played
 
 
 def restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> nn.Module:

@@ -10,6 +10,7 @@ from rlcli import __version__
 from rlcli.cli.bench import bench
 from rlcli.cli.collect import collect
 from rlcli.cli.eval import eval_
+from rlcli.cli.export import export
 from rlcli.cli.plot import plot
 from rlcli.cli.schema import schema
 from rlcli.cli.show_config import show_config
@@ -50,6 +51,7 @@ app.command("show-config")(show_config)
 app.command("schema")(schema)
 app.command("bench")(bench)
 app.command("eval")(eval_)
+app.command("export")(export)
 app.command("collect")(collect)
 app.command("plot")(plot)
 app.command("tune")(tune)

@@ -55,6 +55,14 @@ def eval_(
             help=ENV_PACKAGE_HELP + "; give those the run was trained with (run.json names them)",
         ),
     ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Also play this file of rlcli export (.onnx or .pt2) on the same episodes, and print both "
+            "returns side by side.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
 ) -> None:
     """Evaluate a trained policy with its saved normalization; the run folder is left unchanged."""
@@ -70,6 +78,7 @@ def eval_(
             video=video,
             device=device,
             env_packages=env_package or [],
+            policy=policy,
         )
     if as_json:
         console.print_json(json.dumps(report.to_json()))
@@ -77,6 +86,8 @@ def eval_(
     mode = "deterministic" if report.deterministic else "stochastic"
     console.print(f"{escape(report.algo)} on {escape(report.env)}: {mode}, seed {report.seed}", soft_wrap=True)
     console.print(eval_table(report))
+    if report.policy_result is not None:
+        console.print(episodes_table(report))
     console.print(f"checkpoint: {escape(str(report.checkpoint))}", soft_wrap=True)
     if report.video is not None:
         console.print(f"video: {escape(str(report.video))}", soft_wrap=True)
@@ -92,4 +103,15 @@ def eval_table(report: EvalReport) -> Table:
         str(result.episodes),
         *(f"{value:,.1f}" for value in (result.mean, result.std, result.min, result.max, result.length_mean)),
     )
+    return table
+
+
+def episodes_table(report: EvalReport) -> Table:
+    """Each episode's return from the run's policy and from the exported file, and their difference."""
+    table = Table(title="each episode: the run's policy, then the file")
+    for name in ("episode", "run", "file", "difference"):
+        table.add_column(name, justify="right")
+    pairs = zip(report.result.returns, report.policy_result.returns)
+    for index, (run, file) in enumerate(pairs):
+        table.add_row(str(index), f"{run:,.3f}", f"{file:,.3f}", f"{file - run:+.3g}")
     return table

@@ -37,7 +37,8 @@ class Tanh(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Below a few thousand elements (acting on a few envs) the three extra kernel calls cost more.
-        if x.device.type != "cpu" or x.numel() < 8192:
+        # An exported policy (rlcli export) takes torch.tanh at every batch size: its batch is symbolic.
+        if x.device.type != "cpu" or torch.compiler.is_exporting() or x.numel() < 8192:
             return torch.tanh(x)
         if torch.is_grad_enabled() and x.requires_grad:
             return _SigmoidTanh.apply(x)

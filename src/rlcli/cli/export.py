@@ -1,0 +1,75 @@
+"""``rlcli export``: write a trained run's policy as an ONNX or torch.export file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from rlcli.cli.render import ENV_PACKAGE_HELP, user_errors
+from rlcli.console import console
+
+
+def export(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RUN_DIR_OR_CHECKPOINT",
+            help="A run folder (its final.pt, else its newest checkpoint) or a checkpoint file in one.",
+        ),
+    ],
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="onnx (ONNX Runtime and others; needs: pip install 'rlcli[export]') or pt2 (torch.export.load, "
+            "AOTInductor).",
+        ),
+    ] = "onnx",
+    out: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Where to write (default: policy.<format> in the run folder).")
+    ] = None,
+    batch: Annotated[
+        str,
+        typer.Option(metavar="N|dynamic", help="Rows the file takes per call: a fixed N, or dynamic (any)."),
+    ] = "dynamic",
+    stochastic: Annotated[
+        bool, typer.Option("--stochastic", metavar="", help="Sample actions (not available yet: refused).")
+    ] = False,
+    env_package: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env-package",
+            metavar="MODULE",
+            help=ENV_PACKAGE_HELP + "; give those the run was trained with (run.json names them)",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
+) -> None:
+    """Export a trained policy: raw observations in, env actions out, normalization and clipping inside."""
+    with user_errors():
+        from rlcli.config.errors import InputError
+        from rlcli.export import export_policy
+
+        rows = None
+        if batch != "dynamic":
+            if not batch.isdigit():
+                raise InputError("--batch", f"{batch!r}: give a number of rows (1 or more) or dynamic")
+            rows = int(batch)
+        report = export_policy(
+            path, format=format, out=out, batch=rows, stochastic=stochastic, env_packages=env_package or []
+        )
+    if as_json:
+        console.print_json(json.dumps(report.to_json()))
+        return
+    meta = report.metadata
+    console.print(
+        f"{escape(meta['algo'])} on {escape(meta['env'])}, {meta['frames']:,} frames: "
+        f"{escape(', '.join(meta['inputs']))} -> {escape(', '.join(meta['outputs']))} (batch {meta['batch']})",
+        soft_wrap=True,
+    )
+    console.print(f"{report.format}: {escape(str(report.path))}", soft_wrap=True)

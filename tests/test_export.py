@@ -1,0 +1,182 @@
+"""rlcli export: the exported files act as the run's policy does (both formats, MLP, Dict + CNN, Box and
+Discrete actions, offline), rlcli eval --policy plays them on the same episodes, and bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import invoke, require_extra
+from rlcli import checkpoint
+from rlcli.config.errors import InputError
+from rlcli.export import deployed, export_policy
+from rlcli.policy_file import PolicyFile
+from runs import env_packages_importable
+
+
+def recorded_observations(folder, count: int, packages=()) -> dict | np.ndarray:
+    """``count`` raw observations of the run's env, met by random actions (a dict of arrays for a Dict)."""
+    from rlcli.config.load import load_config
+    from rlcli.envs import import_env_packages, make_env
+
+    import_env_packages(list(packages))
+    env = make_env(load_config(folder / "config.toml").env, render=False, source="test")
+    env.action_space.seed(0)
+    seen = []
+    obs, _ = env.reset(seed=0)
+    while len(seen) < count:
+        seen.append(obs)
+        obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        if terminated or truncated:
+            obs, _ = env.reset()
+    env.close()
+    if isinstance(seen[0], dict):
+        return {key: np.stack([o[key] for o in seen]) for key in seen[0]}
+    return np.stack(seen)
+
+
+def as_inputs(observations, metadata) -> tuple[list[torch.Tensor], object]:
+    """(The file's inputs in order, the observation as an agent takes it: a tensor, or a dict by key.)"""
+    keys = [name.removeprefix("obs.") for name in metadata["inputs"] if name.startswith("obs.")]
+    if keys:
+        by_key = {key: torch.as_tensor(observations[key]) for key in keys}
+        return list(by_key.values()), by_key
+    return [torch.as_tensor(observations)], torch.as_tensor(observations)
+
+
+@pytest.mark.parametrize("fmt", ["pt2", "onnx"])
+@pytest.mark.parametrize("run", ["on_policy_run", "off_policy_run", "offline_run", "pixel_run"])
+def test_exported_files_give_the_eager_policys_actions_on_recorded_observations(run, fmt, request, tmp_path):
+    require_extra("onnxruntime")
+    folder = request.getfixturevalue(run).folder
+    packages = ["rlcli_test_envs"] if run == "pixel_run" else []
+    if packages:
+        env_packages_importable()
+    report = export_policy(folder, format=fmt, out=tmp_path / f"policy.{fmt}", env_packages=packages)
+    assert report.path.is_file() and report.metadata["batch"] == "dynamic"
+    _, weights = checkpoint.find_checkpoint(folder)
+    module, _, metadata = deployed(folder, weights)
+    inputs, observation = as_inputs(recorded_observations(folder, 300, packages), metadata)
+    with torch.no_grad():
+        eager = module(*inputs)
+    played = PolicyFile(report.path).actions(observation, deterministic=True)
+    assert played.shape == eager.shape and played.dtype == eager.dtype
+    if eager.dtype.is_floating_point:
+        # The bar: 1e-5 absolute for continuous actions (onnxruntime's kernels round differently).
+        torch.testing.assert_close(played, eager, atol=1e-5, rtol=0)
+        assert not torch.equal(eager, eager[:1].expand_as(eager)), "every observation got the same action"
+    else:
+        assert torch.equal(played, eager)
+    # The metadata says what the file was made from.
+    assert report.metadata["env"] == metadata["env"] and report.metadata["frames"] > 0
+    assert PolicyFile(report.path).metadata == report.metadata
+
+
+def test_a_fixed_batch_file_takes_that_many_rows_and_one_file_per_call_gives_the_same_actions(on_policy_run, tmp_path):
+    require_extra("onnxruntime")
+    folder = on_policy_run.folder
+    fixed = export_policy(folder, format="onnx", out=tmp_path / "one.onnx", batch=1)
+    dynamic = export_policy(folder, format="onnx", out=tmp_path / "any.onnx")
+    assert fixed.metadata["batch"] == 1
+    observations = torch.as_tensor(recorded_observations(folder, 20))
+    batched = PolicyFile(dynamic.path).actions(observations, deterministic=True)
+    one = PolicyFile(fixed.path)
+    assert torch.equal(torch.cat([one.actions(row[None], deterministic=True) for row in observations]), batched)
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="dimensions"):
+        one.actions(observations, deterministic=True)
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "pt2"])
+def test_eval_policy_plays_the_file_on_the_runs_episodes_with_the_same_returns(off_policy_run, fmt, tmp_path):
+    require_extra("onnxruntime")
+    folder = off_policy_run.folder
+    out = tmp_path / f"policy.{fmt}"
+    exported = invoke("export", folder, "--format", fmt, "--out", out)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert f"{fmt}: {out}" in exported.stdout.replace("\n", "")
+    result = invoke("eval", folder, "--policy", out, "--episodes", "3", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["policy"] == str(out)
+    assert len(report["returns"]) == 3
+    # Continuous actions: onnxruntime's rounding may move a return by float noise, never more.
+    np.testing.assert_allclose(report["policy_result"]["returns"], report["returns"], atol=1e-3, rtol=0)
+    table = invoke("eval", folder, "--policy", out, "--episodes", "2")
+    assert table.returncode == 0 and "each episode" in table.stdout
+
+
+def test_the_default_output_is_policy_dot_format_in_the_run_folder(copy_run, off_policy_run):
+    folder = copy_run(off_policy_run)
+    report = export_policy(folder, format="pt2")
+    assert report.path == folder / "policy.pt2" and report.path.is_file()
+    assert not list(folder.glob(".policy.pt2.*")), "a temporary file was left behind"
+
+
+def test_bad_input_exits_2_naming_the_flag_or_file(off_policy_run, on_policy_run, copy_run, tmp_path, monkeypatch):
+    folder = off_policy_run.folder
+    cases = [
+        (
+            ["export", folder, "--format", "tflite"],
+            "--format: 'tflite' is not a format rlcli exports; allowed: onnx, pt2",
+        ),
+        (["export", folder, "--stochastic"], "--stochastic: exported files hold the deterministic policy"),
+        (["export", folder, "--batch", "many"], "--batch: 'many': give a number of rows"),
+        (["export", folder, "--out", tmp_path / "policy.txt"], "give a file name ending in .onnx"),
+        (["export", tmp_path / "missing"], "no such file or folder"),
+    ]
+    for args, message in cases:
+        result = invoke(*args)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in " ".join(result.stderr.split()), (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    # A run folder with no weights yet.
+    empty = tmp_path / "empty-run"
+    empty.mkdir()
+    shutil.copy(folder / "config.toml", empty / "config.toml")
+    result = invoke("export", empty)
+    assert result.returncode == 2 and "no final.pt and no checkpoints" in result.stderr
+    # A file exported from another env's run.
+    other = export_policy(on_policy_run.folder, format="pt2", out=tmp_path / "cartpole.pt2")
+    result = invoke("eval", folder, "--policy", other.path)
+    assert result.returncode == 2
+    assert "its metadata names another env 'CartPole-v1' (the run's: 'Pendulum-v1')" in " ".join(result.stderr.split())
+    # A file that is not an exported policy.
+    bogus = tmp_path / "bogus.onnx"
+    bogus.write_bytes(b"not onnx")
+    result = invoke("eval", folder, "--policy", bogus)
+    assert result.returncode == 2 and "cannot be read as an exported policy" in result.stderr
+
+
+def test_onnx_without_the_export_extra_names_the_extra(off_policy_run, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_onnx(name, *args, **kwargs):
+        if name.split(".")[0] in ("onnx", "onnxscript"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    with pytest.raises(InputError, match=r"needs the export extra: pip install 'rlcli\[export\]'"):
+        export_policy(off_policy_run.folder, format="onnx")
+
+
+def test_a_dict_observation_file_takes_one_named_input_per_key(pixel_run, tmp_path):
+    require_extra("onnxruntime")
+    import onnxruntime
+
+    env_packages_importable()
+    report = export_policy(pixel_run.folder, format="onnx", out=tmp_path / "p.onnx", env_packages=["rlcli_test_envs"])
+    session = onnxruntime.InferenceSession(str(report.path))
+    names = [entry.name for entry in session.get_inputs()]
+    assert names == report.metadata["inputs"] and all(name.startswith("obs.") for name in names)
+    image = next(entry for entry in session.get_inputs() if entry.type == "tensor(uint8)")
+    assert image.shape[1:] == [3, 16, 16], "the image input keeps the env's uint8 frames"
+    assert isinstance(image.shape[0], str), "the batch dimension is dynamic"
