@@ -12,6 +12,7 @@ import torch
 
 from conftest import invoke, require_extra
 from rlcli import checkpoint
+from rlcli.carry import Carry
 from rlcli.config.errors import InputError
 from rlcli.export import deployed, export_policy
 from rlcli.policy_file import PolicyFile
@@ -180,3 +181,78 @@ def test_a_dict_observation_file_takes_one_named_input_per_key(pixel_run, tmp_pa
     image = next(entry for entry in session.get_inputs() if entry.type == "tensor(uint8)")
     assert image.shape[1:] == [3, 16, 16], "the image input keeps the env's uint8 frames"
     assert isinstance(image.shape[0], str), "the batch dimension is dynamic"
+
+
+@pytest.fixture(scope="module")
+def masked_and_memory_runs(tmp_path_factory) -> dict[str, object]:
+    """dqn_taxi_masked (masks from info) and ppo_lstm_cartpolenovel (an LSTM), 1,024 frames each."""
+    from rlcli.config.load import load_config
+    from rlcli.run import build_run
+    from rlcli.trainer import train
+
+    folders = {}
+    for preset in ("dqn_taxi_masked", "ppo_lstm_cartpolenovel"):
+        out = tmp_path_factory.mktemp(preset)
+        cfg = load_config(
+            f"presets/{preset}.toml",
+            overrides=["collector.total_frames=1024", "eval.final_episodes=0", f'run.output_dir="{out}"'],
+        )
+        folders[preset] = train(build_run(cfg)).run_dir
+    return folders
+
+
+@pytest.mark.parametrize("fmt", ["pt2", "onnx"])
+def test_a_masked_policys_file_takes_the_mask_and_never_picks_a_forbidden_action(masked_and_memory_runs, fmt, tmp_path):
+    require_extra("onnxruntime")
+    folder = masked_and_memory_runs["dqn_taxi_masked"]
+    report = export_policy(folder, format=fmt, out=tmp_path / f"taxi.{fmt}")
+    assert report.metadata["inputs"] == ["obs", "action_mask"]
+    played = PolicyFile(report.path)
+    _, weights = checkpoint.find_checkpoint(folder)
+    module, _, _ = deployed(folder, weights)
+    obs = torch.as_tensor(recorded_observations(folder, 200))
+    generator = torch.Generator().manual_seed(0)
+    # Random masks with at least one allowed action a row.
+    mask = torch.rand(200, 6, generator=generator) < 0.5
+    mask[torch.arange(200), torch.randint(6, (200,), generator=generator)] = True
+    carry = Carry(200, "cpu")
+    carry.mask = mask
+    with torch.no_grad():
+        eager = module(obs, mask)
+    actions = played.actions(obs, deterministic=True, carry=carry)
+    assert torch.equal(actions, eager)
+    assert mask[torch.arange(200), actions].all(), "an action the mask forbids"
+    # The same observations without a mask would act otherwise somewhere: the mask is read.
+    with torch.no_grad():
+        unmasked = module(obs, torch.ones_like(mask))
+    assert not torch.equal(unmasked, actions)
+
+
+@pytest.mark.parametrize("fmt", ["pt2", "onnx"])
+def test_a_memory_policys_file_threads_its_state_as_the_eager_policy_does(masked_and_memory_runs, fmt, tmp_path):
+    require_extra("onnxruntime")
+    folder = masked_and_memory_runs["ppo_lstm_cartpolenovel"]
+    report = export_policy(folder, format=fmt, out=tmp_path / f"lstm.{fmt}")
+    assert report.metadata["inputs"] == ["obs", "memory", "first"]
+    assert report.metadata["outputs"] == ["action", "next_memory"]
+    played = PolicyFile(report.path)
+    _, weights = checkpoint.find_checkpoint(folder)
+    module, _, _ = deployed(folder, weights)
+    # 4 envs' worth of observations, 30 steps, an episode starting on env 1 at step 10.
+    obs = torch.as_tensor(recorded_observations(folder, 120)).reshape(30, 4, -1)
+    carry = Carry.of(played, 4, "cpu")
+    memory, first = carry.memory.clone(), carry.first.clone()
+    moved = False
+    for step in range(30):
+        if step == 10:
+            first = torch.tensor([False, True, False, False])
+            carry.first = first.clone()
+        with torch.no_grad():
+            eager, memory = module(obs[step], memory, first)
+        actions = played.actions(obs[step], deterministic=True, carry=carry)
+        assert torch.equal(actions, eager), step
+        torch.testing.assert_close(carry.memory, memory, atol=1e-5, rtol=0)
+        moved = moved or bool(memory.abs().sum() > 0)
+        first = torch.zeros(4, dtype=torch.bool)
+        carry.first = first.clone()
+    assert moved, "the memory never left zero"

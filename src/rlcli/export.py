@@ -16,8 +16,8 @@ Inputs, in order (names as in the ONNX file and in the metadata's ``inputs``):
   call returned, zeros before an env's first step, and whether the observation starts an episode (the
   state is then zeroed inside, as training did).
 
-Outputs: ``action`` [B, *action] in the action space's dtype (int64 for discrete actions), then ``memory``
-(the state to pass to the next call) for a policy with memory.
+Outputs: ``action`` [B, *action] in the action space's dtype (int64 for discrete actions), then
+``next_memory`` (the state to pass as ``memory`` to the next call) for a policy with memory.
 
 The metadata (ONNX ``metadata_props["rlcli"]``; the pt2 archive's extra file ``rlcli.json``) is a JSON
 object: env id, spaces, the inputs' and outputs' names, the algorithm, the rlcli and torch versions, the
@@ -75,7 +75,7 @@ class DeployedPolicy(nn.Module):
 
     @property
     def output_names(self) -> list[str]:
-        return ["action"] + (["memory"] if self.remembers else [])
+        return ["action"] + (["next_memory"] if self.remembers else [])
 
     def forward(self, *inputs: torch.Tensor):
         count = 1 if self.keys is None else len(self.keys)
