@@ -161,14 +161,22 @@ def export_policy(
     if batch is not None:
         examples = tuple(example[:1].expand(batch, *example.shape[1:]).contiguous() for example in examples)
     metadata["batch"] = "dynamic" if batch is None else batch
+    write_file(module, examples, out, metadata, format=format, dynamic=batch is None)
+    return ExportReport(out, format, weights, folder, metadata)
+
+
+def write_file(
+    module: DeployedPolicy, examples: tuple[torch.Tensor, ...], out: Path, metadata: dict, *, format: str, dynamic: bool
+) -> None:
+    """Trace ``module`` on ``examples`` and write it as ``format`` at ``out`` (whole or not at all), with
+    ``metadata`` inside; ``dynamic`` leaves the batch dimension free."""
     # Traced without autograd: the agent's own no_grad then changes no state, and leaves no grad-mode
     # region in the graph (which torch.export.load cannot read back).
     with _quiet(), torch.no_grad():
         if format == "pt2":
-            _write_pt2(module, examples, out, metadata, dynamic=batch is None)
+            _write_pt2(module, examples, out, metadata, dynamic=dynamic)
         else:
-            _write_onnx(module, examples, out, metadata, dynamic=batch is None)
-    return ExportReport(out, format, weights, folder, metadata)
+            _write_onnx(module, examples, out, metadata, dynamic=dynamic)
 
 
 def deployed(folder: Path, weights: Path) -> tuple[DeployedPolicy, tuple[torch.Tensor, ...], dict[str, Any]]:
@@ -184,7 +192,7 @@ def deployed(folder: Path, weights: Path) -> tuple[DeployedPolicy, tuple[torch.T
     probe.close()
     masked = _run_masks(folder) and mask_size(action_space) is not None
     module = DeployedPolicy(agent, observation_space, action_space, masked=masked).eval()
-    examples = _examples(module, observation_space, action_space)
+    examples = examples_for(module, observation_space, action_space)
     payload = checkpoint.read(weights)
     metadata = {
         "env": cfg.env.id,
@@ -204,7 +212,7 @@ def deployed(folder: Path, weights: Path) -> tuple[DeployedPolicy, tuple[torch.T
     return module, examples, metadata
 
 
-def _examples(module: DeployedPolicy, observation_space, action_space) -> tuple[torch.Tensor, ...]:
+def examples_for(module: DeployedPolicy, observation_space, action_space) -> tuple[torch.Tensor, ...]:
     """Example inputs of :data:`EXAMPLE_BATCH` rows: observations sampled from the space, every action
     allowed, fresh memory."""
     found = leaves(observation_space)

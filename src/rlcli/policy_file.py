@@ -5,7 +5,7 @@ or a ``.pt2`` file (through ``torch.export.load``) with its rlcli metadata, and 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -42,7 +42,7 @@ class PolicyFile:
         if suffix not in (".onnx", ".pt2"):
             raise InputError(what, f"{suffix or 'no suffix'}: give an exported .onnx or .pt2 file (rlcli export)")
         try:
-            self.metadata, self._call = _open_onnx(self.path) if suffix == ".onnx" else _open_pt2(self.path)
+            self.metadata, self._call = opened(self.path)
         except InputError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged or foreign file fails in the runtime's own ways
@@ -76,6 +76,12 @@ class PolicyFile:
         ]
         if wrong:
             raise InputError(f"--policy {self.path}", "its metadata names another " + ", ".join(wrong))
+
+
+def opened(path: Path) -> tuple[dict, Callable[[list[torch.Tensor]], list[torch.Tensor]]]:
+    """(The rlcli metadata of the exported ``path``, a call of it on its inputs in order that returns its
+    outputs): onnxruntime on one thread for ``.onnx``, ``torch.export.load`` for ``.pt2``."""
+    return _open_onnx(path) if path.suffix == ".onnx" else _open_pt2(path)
 
 
 def _open_onnx(path: Path):

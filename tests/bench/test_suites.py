@@ -246,3 +246,20 @@ def test_contrib_cases_time_each_algorithms_step_beside_its_floor(quick):
         "trpo.update.slowdown_vs_bare_torch",
         "tqc.update_5_critics_vs_redq",
     }
+
+
+def test_export_cases_play_each_presets_policy_eager_and_from_both_files_with_the_same_actions(quick):
+    cases, ratios = SUITES["export"](quick)
+    by_key = {}
+    for case in cases:
+        by_key[(case.params["preset"], case.params["batch"], case.name)] = case.run()
+    presets = {preset for preset, _, _ in by_key}
+    assert {"ppo_cartpole", "sac_pendulum"} <= presets
+    for (preset, rows, name), actions in by_key.items():
+        eager = by_key[(preset, rows, "eager.actions")]
+        played = actions[0] if isinstance(actions, list) else actions
+        assert played.shape[0] == rows, (preset, rows, name)
+        torch.testing.assert_close(played, eager, atol=1e-5, rtol=0)
+    assert {r.name for r in ratios} == {"pt2.slowdown_vs_eager", "onnx.slowdown_vs_eager"}
+    # The files sit in the bench's own scratch folder.
+    assert (quick.scratch / "ppo_cartpole.onnx").is_file() and (quick.scratch / "sac_pendulum.pt2").is_file()

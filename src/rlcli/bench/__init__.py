@@ -19,6 +19,7 @@ SUITE_NAMES = (
     "offpolicy",
     "contrib",
     "distributed",
+    "export",
     "train",
 )
 """The suites of :mod:`rlcli.bench.suites`, in their order."""

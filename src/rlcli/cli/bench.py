@@ -58,7 +58,7 @@ def bench(
         typer.Option(
             metavar="SUITE",
             help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
-            "update, buffer, offpolicy, contrib, distributed, train.",
+            "update, buffer, offpolicy, contrib, distributed, export, train.",
         ),
     ] = None,
     device: Annotated[str, typer.Option(metavar="DEVICE", help="auto, cpu, cuda or cuda:N.")] = "auto",

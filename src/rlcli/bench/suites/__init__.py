@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rlcli.bench.suites import components, contrib, distributed, learning, offpolicy, training
+from rlcli.bench.suites import components, contrib, distributed, export, learning, offpolicy, training
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput
 
 SUITES: dict[str, Callable[[BenchOptions], SuiteOutput]] = {
@@ -19,6 +19,7 @@ SUITES: dict[str, Callable[[BenchOptions], SuiteOutput]] = {
     "offpolicy": offpolicy.offpolicy_suite,
     "contrib": contrib.contrib_suite,
     "distributed": distributed.distributed_suite,
+    "export": export.export_suite,
     "train": training.train_suite,
 }
 """Every suite by name, in the order ``rlcli bench`` runs them (:data:`rlcli.bench.SUITE_NAMES`)."""
