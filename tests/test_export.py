@@ -22,10 +22,17 @@ from runs import env_packages_importable
 def recorded_observations(folder, count: int, packages=()) -> dict | np.ndarray:
     """``count`` raw observations of the run's env, met by random actions (a dict of arrays for a Dict)."""
     from rlcli.config.load import load_config
-    from rlcli.envs import import_env_packages, make_env
+    from rlcli.envs import import_env_packages
 
     import_env_packages(list(packages))
-    env = make_env(load_config(folder / "config.toml").env, render=False, source="test")
+    return env_observations(load_config(folder / "config.toml").env, count)
+
+
+def env_observations(env_cfg, count: int) -> dict | np.ndarray:
+    """``count`` raw observations of ``env_cfg``'s env (one env), met by random actions from seed 0."""
+    from rlcli.envs import make_env
+
+    env = make_env(env_cfg, render=False, source="test")
     env.action_space.seed(0)
     seen = []
     obs, _ = env.reset(seed=0)
