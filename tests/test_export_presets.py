@@ -10,14 +10,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlcli.algos import ALGORITHMS
-from rlcli.build_context import BuildContext
 from rlcli.carry import Carry
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
-from rlcli.envs import make_env
 from rlcli.envs.masks import mask_size
-from rlcli.export import DeployedPolicy, write_file
+from rlcli.export import deployed_untrained, write_file
 from rlcli.policy_file import opened
 from test_export import env_observations
 
@@ -27,24 +24,9 @@ ROWS = 1000
 def built(preset: str):
     """(The preset's DeployedPolicy, its observations as the file's inputs (a list), the obs space.)"""
     cfg = load_config(preset)
-    probe = make_env(cfg.env, render=False, source=preset)
-    obs_space, act_space = probe.observation_space, probe.action_space
-    probe.close()
-    ctx = BuildContext(
-        obs_space,
-        act_space,
-        network=cfg.network,
-        env=cfg.env,
-        collector=cfg.collector,
-        optim=cfg.optim,
-        device=torch.device("cpu"),
-        seed=0,
-        source=preset,
-    )
-    torch.manual_seed(0)
-    agent = ALGORITHMS[cfg.algo.name].build_agent(cfg.algo, ctx).eval()
-    masked = cfg.env.action_mask in ("info", "observation") and mask_size(act_space) is not None
-    module = DeployedPolicy(agent, obs_space, act_space, masked=masked).eval()
+    masked = cfg.env.action_mask in ("info", "observation")
+    module, obs_space, act_space = deployed_untrained(cfg, source=preset, masked=masked)
+    agent = module.agent
     raw = env_observations(cfg.env, ROWS)
     if module.keys is None:
         observation = torch.as_tensor(raw)

@@ -19,7 +19,8 @@ ppo_pendulum ppo Pendulum-v1 100000
 tqc_pendulum tqc Pendulum-v1 20000
 crossq_pendulum crossq Pendulum-v1 20000
 crossq_lunarlandercontinuous crossq LunarLanderContinuous-v3 200000
-trpo_lunarlandercontinuous trpo LunarLanderContinuous-v3 200000"
+trpo_lunarlandercontinuous trpo LunarLanderContinuous-v3 200000
+tqc_mountaincarcontinuous tqc MountainCarContinuous-v0 50000"
 echo "$CELLS" | while read -r preset algo env steps; do
     if [ "$#" -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$preset"; then continue; fi
     for seed in $SEEDS; do

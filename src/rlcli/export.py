@@ -43,9 +43,10 @@ from rlcli import __version__, checkpoint
 from rlcli.carry import Carry
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
-from rlcli.envs import check_run_packages, describe_space, import_env_packages, make_env
+from rlcli.envs import check_run_packages, describe_space, import_env_packages
 from rlcli.envs.masks import mask_size
 from rlcli.observations import leaves
+from rlcli.playback import built_agent, restored
 from rlcli.policy_file import EXPORT_EXTRA, METADATA
 
 FORMATS = ("onnx", "pt2")
@@ -182,18 +183,14 @@ def write_file(
 def deployed(folder: Path, weights: Path) -> tuple[DeployedPolicy, tuple[torch.Tensor, ...], dict[str, Any]]:
     """The run's :class:`DeployedPolicy` on the CPU (weights from ``weights``), example inputs of
     :data:`EXAMPLE_BATCH` rows, and the file's metadata."""
-    from rlcli.playback import restored_agent
-
     config_file = folder / "config.toml"
     cfg = load_config(config_file)
-    agent = restored_agent(cfg, weights, torch.device("cpu"), render=False, source=str(config_file))
-    probe = make_env(cfg.env, render=False, source=str(config_file))
-    observation_space, action_space = probe.observation_space, probe.action_space
-    probe.close()
+    agent, observation_space, action_space, payload = restored(
+        cfg, weights, torch.device("cpu"), render=False, source=str(config_file)
+    )
     masked = _run_masks(folder) and mask_size(action_space) is not None
     module = DeployedPolicy(agent, observation_space, action_space, masked=masked).eval()
     examples = examples_for(module, observation_space, action_space)
-    payload = checkpoint.read(weights)
     metadata = {
         "env": cfg.env.id,
         "algo": cfg.algo.name,
@@ -210,6 +207,14 @@ def deployed(folder: Path, weights: Path) -> tuple[DeployedPolicy, tuple[torch.T
     if module.remembers:
         metadata["memory_shape"] = list(examples[-2].shape[1:])
     return module, examples, metadata
+
+
+def deployed_untrained(cfg, *, source: str, masked: bool = False):
+    """(``cfg``'s untrained agent, as ``build_run`` builds it, as a :class:`DeployedPolicy` on the CPU, the
+    env's observation space, its action space): what the bench and the tests export without a run."""
+    agent, observation_space, action_space = built_agent(cfg, torch.device("cpu"), source=source)
+    module = DeployedPolicy(agent.eval(), observation_space, action_space, masked=masked).eval()
+    return module, observation_space, action_space
 
 
 def examples_for(module: DeployedPolicy, observation_space, action_space) -> tuple[torch.Tensor, ...]:

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -155,7 +155,21 @@ def _policy_file(path: str | Path, cfg, *, deterministic: bool, source: str):
     return played
 
 
+class Restored(NamedTuple):
+    """A run's agent loaded from a checkpoint, in eval mode, with its env's spaces and the checkpoint."""
+
+    agent: nn.Module
+    observation_space: Any
+    action_space: Any
+    payload: dict[str, Any]
+
+
 def restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> nn.Module:
+    """:func:`restored`'s agent."""
+    return restored(cfg, weights, device, render=render, source=source).agent
+
+
+def restored(cfg, weights: Path, device: torch.device, *, render: bool, source: str) -> Restored:
     """The agent of ``cfg`` built as ``build_run`` builds it and loaded from the checkpoint ``weights``,
     in eval mode, after the checkpoint's algorithm, env and spaces were checked against ``cfg``.
 
@@ -163,6 +177,22 @@ def restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, so
     """
     what = f"checkpoint {weights}"
     payload = checkpoint.read(weights)
+    agent, obs_space, act_space = built_agent(cfg, device, render=render, source=source)
+    checkpoint.check_origin(
+        payload,
+        algo=cfg.algo.name,
+        env=cfg.env.id,
+        what=what,
+        spaces={"observation": describe_space(obs_space), "action": describe_space(act_space)},
+    )
+    checkpoint.restore_agent(agent, payload["agent"], what=what)
+    return Restored(agent.eval(), obs_space, act_space, payload)
+
+
+def built_agent(cfg, device: torch.device, *, source: str, render: bool = False):
+    """(``cfg``'s agent as ``build_run`` builds it, untrained, the env's observation space, its action space),
+    the spaces checked against the algorithm and the encoder; with ``render``, an env without rgb_array
+    frames is refused before anything is built."""
     probe = make_env(cfg.env, render=render, source=source)
     obs_space, act_space = probe.observation_space, probe.action_space
     probe.close()
@@ -174,13 +204,6 @@ def restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, so
         source,
         encoder=cfg.network.encoder,
         normalize=cfg.env.normalize_observation,
-    )
-    checkpoint.check_origin(
-        payload,
-        algo=cfg.algo.name,
-        env=cfg.env.id,
-        what=what,
-        spaces={"observation": describe_space(obs_space), "action": describe_space(act_space)},
     )
     ctx = BuildContext(
         obs_space,
@@ -197,8 +220,7 @@ def restored_agent(cfg, weights: Path, device: torch.device, *, render: bool, so
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.run.seed)
         agent = ALGORITHMS[cfg.algo.name].build_agent(cfg.algo, ctx)
-    checkpoint.restore_agent(agent, payload["agent"], what=what)
-    return agent.eval()
+    return agent, obs_space, act_space
 
 
 def _check_video(video: Path) -> None:

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.cli.render import ENV_PACKAGE_HELP, user_errors
+from rlcli.cli.render import RunEnvPackages, user_errors
 from rlcli.console import console
 
 if TYPE_CHECKING:
@@ -47,14 +47,7 @@ def eval_(
         Path | None,
         typer.Option(metavar="FILE.mp4", help="Record the first episode here (needs: pip install 'rlcli[video]')."),
     ] = None,
-    env_package: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--env-package",
-            metavar="MODULE",
-            help=ENV_PACKAGE_HELP + "; give those the run was trained with (run.json names them)",
-        ),
-    ] = None,
+    env_package: RunEnvPackages = None,
     policy: Annotated[
         Path | None,
         typer.Option(

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from rlcli.cli.render import ENV_PACKAGE_HELP, user_errors
+from rlcli.cli.render import RunEnvPackages, user_errors
 from rlcli.console import console
 
 
@@ -40,14 +40,7 @@ def export(
     stochastic: Annotated[
         bool, typer.Option("--stochastic", metavar="", help="Sample actions (not available yet: refused).")
     ] = False,
-    env_package: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--env-package",
-            metavar="MODULE",
-            help=ENV_PACKAGE_HELP + "; give those the run was trained with (run.json names them)",
-        ),
-    ] = None,
+    env_package: RunEnvPackages = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
 ) -> None:
     """Export a trained policy: raw observations in, env actions out, normalization and clipping inside."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -16,6 +17,15 @@ EXIT_BAD_INPUT = 2
 ENV_PACKAGE_HELP = (
     "Import this installed module first, so that its gymnasium envs are registered (repeatable): --env-package ale_py"
 )
+RunEnvPackages = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--env-package",
+        metavar="MODULE",
+        help=ENV_PACKAGE_HELP + "; give those the run was trained with (run.json names them)",
+    ),
+]
+"""``--env-package`` of a command that reads a finished run (eval, export)."""
 
 SET_HELP = "Override a config field, KEY=VALUE with a TOML value (repeatable): --set algo.gamma=0.98"
 

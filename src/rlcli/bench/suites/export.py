@@ -8,9 +8,7 @@ import torch
 
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput
-from rlcli.build_context import BuildContext
 from rlcli.config.load import load_config
-from rlcli.envs import make_env
 
 PRESETS = ("ppo_cartpole", "sac_pendulum", "ppo_breakout")
 """Discrete and squashed-Gaussian MLPs, and Atari's CNN (left out where ale-py is not installed)."""
@@ -46,30 +44,14 @@ def _deployed(opts: BenchOptions, preset: str):
     None where its env cannot be made here."""
     import gymnasium as gym
 
-    from rlcli.algos import ALGORITHMS
-    from rlcli.export import DeployedPolicy, examples_for
+    from rlcli.export import deployed_untrained, examples_for
 
     cfg = load_config(preset, ["timing.enabled=false", opts.threads_setting])
     try:
-        probe = make_env(cfg.env, render=False, source=preset)
+        module, observation_space, action_space = deployed_untrained(cfg, source=preset)
     except (gym.error.Error, ImportError):
         return None
-    obs_space, act_space = probe.observation_space, probe.action_space
-    probe.close()
-    ctx = BuildContext(
-        obs_space,
-        act_space,
-        network=cfg.network,
-        env=cfg.env,
-        collector=cfg.collector,
-        optim=cfg.optim,
-        device=torch.device("cpu"),
-        seed=0,
-        source=preset,
-    )
-    agent = ALGORITHMS[cfg.algo.name].build_agent(cfg.algo, ctx).eval()
-    module = DeployedPolicy(agent, obs_space, act_space, masked=False).eval()
-    return module, examples_for(module, obs_space, act_space)
+    return module, examples_for(module, observation_space, action_space)
 
 
 def _files(opts: BenchOptions, preset: str, module, examples) -> dict:
