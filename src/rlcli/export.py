@@ -243,7 +243,7 @@ def _run_masks(folder: Path) -> bool:
         return False
 
 
-def _dynamic_shapes(module: DeployedPolicy, examples, dynamic: bool):
+def _dynamic_shapes(examples, dynamic: bool):
     if not dynamic:
         return None
     rows = torch.export.Dim("batch")
@@ -252,7 +252,7 @@ def _dynamic_shapes(module: DeployedPolicy, examples, dynamic: bool):
 
 
 def _write_pt2(module: DeployedPolicy, examples, out: Path, metadata: dict, *, dynamic: bool) -> None:
-    program = torch.export.export(module, examples, dynamic_shapes=_dynamic_shapes(module, examples, dynamic))
+    program = torch.export.export(module, examples, dynamic_shapes=_dynamic_shapes(examples, dynamic))
     _atomic(out, lambda tmp: torch.export.save(program, tmp, extra_files={"rlcli.json": json.dumps(metadata)}))
 
 
@@ -264,7 +264,7 @@ def _write_onnx(module: DeployedPolicy, examples, out: Path, metadata: dict, *, 
             dynamo=True,
             input_names=module.input_names,
             output_names=module.output_names,
-            dynamic_shapes=_dynamic_shapes(module, examples, dynamic),
+            dynamic_shapes=_dynamic_shapes(examples, dynamic),
             verbose=False,
         )
     except Exception as exc:  # noqa: BLE001 - the exporter's many error types: report, suggest pt2

@@ -104,8 +104,8 @@ def evaluate_run(
         if device is not None
         else resolve_device(cfg.run.device, source=source)
     )
-    agent = restored_agent(cfg, weights, target, render=video is not None, source=source)
-    played = None if policy is None else _policy_file(policy, cfg, deterministic=deterministic, source=source)
+    agent, obs_space, act_space, _ = restored(cfg, weights, target, render=video is not None, source=source)
+    played = None if policy is None else _policy_file(policy, cfg, obs_space, act_space, deterministic=deterministic)
     eval_seed = cfg.run.seed + SEED_OFFSET if seed is None else seed
     settings = {"episodes": episodes, "deterministic": deterministic, "seed": eval_seed, "device": target}
     result = _play(agent, cfg, settings, source=source, video=video)
@@ -142,16 +142,15 @@ def _play(actor, cfg, settings: dict[str, Any], *, source: str, video: Path | No
         evaluator.close()
 
 
-def _policy_file(path: str | Path, cfg, *, deterministic: bool, source: str):
-    """The exported ``path`` as an agent, after its metadata was checked against the run's env and spaces."""
+def _policy_file(path: str | Path, cfg, obs_space, act_space, *, deterministic: bool):
+    """The exported ``path`` as an agent, after its metadata was checked against the run's env and its
+    spaces ``obs_space`` and ``act_space``."""
     from rlcli.policy_file import PolicyFile
 
     if not deterministic:
         raise InputError(f"--policy {path}", "an exported policy is deterministic: drop --stochastic")
     played = PolicyFile(path)
-    probe = make_env(cfg.env, render=False, source=source)
-    played.check_run(cfg.env.id, describe_space(probe.observation_space), describe_space(probe.action_space))
-    probe.close()
+    played.check_run(cfg.env.id, describe_space(obs_space), describe_space(act_space))
     return played
 
 
