@@ -119,13 +119,13 @@ def test_masked_argmax_max_and_uniform_actions_keep_to_the_allowed_actions():
     assert torch.equal(masked_max(values, None), values.max(1).values)
     # A row that allows nothing has a max of 0, never -inf (a terminal bootstrap would turn it into NaN).
     assert masked_max(values[:1], torch.zeros(1, 4, dtype=torch.bool)).item() == 0.0
-    uniform = uniform_discrete(200, 4, torch.Generator().manual_seed(1), values.device, mask)
+    uniform = uniform_discrete(torch.empty(200), 4, torch.Generator().manual_seed(1), mask)
     assert mask[torch.arange(200), uniform].all()
     explored = epsilon_greedy(best, 1.0, 4, torch.Generator().manual_seed(2), mask)
     assert mask[torch.arange(200), explored].all() and not torch.equal(explored, best)
     # Every allowed action is drawn: uniform among them.
     one = torch.tensor([[True, False, True, True]]).expand(3000, 4)
-    drawn = uniform_discrete(3000, 4, torch.Generator().manual_seed(3), values.device, one)
+    drawn = uniform_discrete(torch.empty(3000), 4, torch.Generator().manual_seed(3), one)
     counts = torch.bincount(drawn, minlength=4).float() / 3000
     torch.testing.assert_close(counts, torch.tensor([1 / 3, 0.0, 1 / 3, 1 / 3]), atol=0.04, rtol=0)
 

@@ -9,12 +9,14 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from conftest import invoke, require_extra
 from rlcli import checkpoint
 from rlcli.carry import Carry
 from rlcli.config.errors import InputError
 from rlcli.export import deployed, export_policy
+from rlcli.playback import evaluate_run
 from rlcli.policy_file import PolicyFile
 from runs import env_packages_importable
 
@@ -119,6 +121,134 @@ def test_eval_policy_plays_the_file_on_the_runs_episodes_with_the_same_returns(o
     assert table.returncode == 0 and "each episode" in table.stdout
 
 
+SAMPLES = 2000
+KS_LIMIT = 2.23 * (2 / SAMPLES) ** 0.5
+"""Two samples of SAMPLES draws from one distribution are this far apart in Kolmogorov-Smirnov distance with
+probability 1e-4 (c(alpha) = sqrt(-ln(alpha / 2) / 2) = 2.23)."""
+
+
+def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the two empirical CDFs."""
+    points = np.concatenate([a, b])
+    below_a = np.searchsorted(np.sort(a), points, side="right") / len(a)
+    below_b = np.searchsorted(np.sort(b), points, side="right") / len(b)
+    return float(np.abs(below_a - below_b).max())
+
+
+def assert_same_distribution(played: torch.Tensor, eager: torch.Tensor, rows: int) -> None:
+    """``played`` and ``eager`` ([rows * SAMPLES, *action], each observation's draws together) draw every
+    action component of every observation from one distribution (KS test at alpha 1e-4), and do draw."""
+    played = played.reshape(rows, SAMPLES, -1).double().numpy()
+    eager = eager.reshape(rows, SAMPLES, -1).double().numpy()
+    varied = False
+    for row in range(rows):
+        for part in range(played.shape[-1]):
+            gap = ks_distance(played[row, :, part], eager[row, :, part])
+            assert gap <= KS_LIMIT, f"observation {row}, action component {part}: KS distance {gap:.3f}"
+            varied = varied or len(np.unique(played[row, :, part])) > 1
+    assert varied, "the file drew one action for every draw of every observation"
+
+
+@pytest.mark.parametrize("fmt", ["pt2", "onnx"])
+@pytest.mark.parametrize("run", ["on_policy_run", "off_policy_run", "offline_run"])
+def test_a_stochastic_file_draws_its_actions_from_the_runs_policy(run, fmt, request, tmp_path):
+    require_extra("onnxruntime")
+    folder = request.getfixturevalue(run).folder
+    report = export_policy(folder, format=fmt, out=tmp_path / f"policy.{fmt}", stochastic=True)
+    played = PolicyFile(report.path)
+    assert report.metadata["stochastic"] is True and played.stochastic
+    _, weights = checkpoint.find_checkpoint(folder)
+    module, _, metadata = deployed(folder, weights, stochastic=True)
+    rows = 4
+    inputs, observation = as_inputs(recorded_observations(folder, rows), metadata)
+    repeated = observation.repeat_interleave(SAMPLES, 0)
+    # The eager draws take evaluation's path (a generator given); the file's, the generator-free one.
+    module.generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        eager = module(repeated)
+    assert_same_distribution(played.actions(repeated, deterministic=False), eager, rows)
+    # The deterministic file of the same run gives one action an observation: the mode, not a draw.
+    exact = PolicyFile(export_policy(folder, format=fmt, out=tmp_path / f"exact.{fmt}").path)
+    modes = exact.actions(repeated, deterministic=True).reshape(rows, SAMPLES, -1)
+    assert torch.equal(modes, modes[:, :1].expand_as(modes))
+    # rlcli eval --stochastic plays it beside the run's own sampled policy.
+    evaluated = evaluate_run(folder, episodes=2, deterministic=False, policy=report.path)
+    assert evaluated.policy_result.episodes == 2 and np.isfinite(evaluated.policy_result.returns).all()
+
+
+def test_stochastic_is_refused_for_a_policy_without_a_distribution(tmp_path):
+    from offline import random_dataset
+    from rlcli.config.load import validate_data
+    from rlcli.run import build_run
+    from rlcli.trainer import train
+
+    data = {
+        "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
+        "env": {"id": "Pendulum-v1"},
+        "network": {"hidden_sizes": [16]},
+        "algo": {"name": "bc", "policy": "deterministic", "batch_size": 16},
+        "data": {"dataset": random_dataset("Pendulum-v1"), "total_steps": 10, "steps_per_iteration": 10},
+        "eval": {"final_episodes": 0},
+        "timing": {"enabled": False},
+    }
+    folder = train(build_run(validate_data(data))).run_dir
+    result = invoke("export", folder, "--format", "pt2", "--stochastic")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert f"--stochastic: the bc policy of {folder} has no distribution to draw from" in message
+    assert 'BC with policy = "gaussian" or Discrete actions' in message
+    assert not (folder / "policy.pt2").exists()
+
+
+class CumMax(nn.Module):
+    """An operator the ONNX exporter has no lowering for (torch.export traces it)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cummax(x, -1).values
+
+
+class Branchy(nn.Module):
+    """Python control flow on a tensor's value: neither exporter can trace it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2 if x.sum() > 0 else x
+
+
+def test_an_operator_an_exporter_cannot_take_is_named_with_its_module_and_what_to_try(tmp_path, capfd):
+    require_extra("onnxruntime")
+    from rlcli.config.load import load_config
+    from rlcli.export import deployed_untrained, examples_for, write_file
+
+    cfg = load_config("ppo_cartpole")
+    module, observation_space, action_space = deployed_untrained(cfg, source="ppo_cartpole")
+    module.agent.encoder = nn.Sequential(module.agent.encoder, CumMax())
+    examples = examples_for(module, observation_space, action_space)
+    metadata = {"algo": "ppo", "inputs": module.input_names}
+    with pytest.raises(InputError) as raised:
+        write_file(module, examples, tmp_path / "p.onnx", metadata, format="onnx", dynamic=True)
+    message = str(raised.value)
+    assert message.startswith("--format onnx: the ONNX exporter cannot lower aten.cummax, called in agent.encoder.1")
+    assert "(CumMax)" in message and message.endswith("try --format pt2")
+    assert not (tmp_path / "p.onnx").exists() and not list(tmp_path.iterdir()), "a partial file was left"
+    # pt2 takes the same module, and its file acts as the module does.
+    write_file(module, examples, tmp_path / "p.pt2", metadata, format="pt2", dynamic=True)
+    observations = torch.as_tensor(env_observations(cfg.env, 50))
+    with torch.no_grad():
+        assert torch.equal(
+            PolicyFile(tmp_path / "p.pt2").actions(observations, deterministic=True), module(observations)
+        )
+    # Control flow on values: neither format traces it; the module is named, and a sampled file is told to try
+    # the deterministic one.
+    module, _, _ = deployed_untrained(cfg, source="ppo_cartpole", stochastic=True)
+    module.agent.policy.net[1] = nn.Sequential(module.agent.policy.net[1], Branchy())
+    capfd.readouterr()
+    for fmt in ("pt2", "onnx"):
+        with pytest.raises(InputError, match=r"agent\.policy\.net\.1\.1 \(Branchy\)") as raised:
+            write_file(module, examples, tmp_path / f"q.{fmt}", metadata, format=fmt, dynamic=True)
+        assert str(raised.value).endswith("export without --stochastic")
+    assert "def forward" not in capfd.readouterr().err, "the exporter's partial graph reached the console"
+
+
 def test_the_default_output_is_policy_dot_format_in_the_run_folder(copy_run, off_policy_run):
     folder = copy_run(off_policy_run)
     report = export_policy(folder, format="pt2")
@@ -133,7 +263,6 @@ def test_bad_input_exits_2_naming_the_flag_or_file(off_policy_run, on_policy_run
             ["export", folder, "--format", "tflite"],
             "--format: 'tflite' is not a format rlcli exports; allowed: onnx, pt2",
         ),
-        (["export", folder, "--stochastic"], "--stochastic: exported files hold the deterministic policy"),
         (["export", folder, "--batch", "many"], "--batch: 'many': give a number of rows"),
         (["export", folder, "--out", tmp_path / "policy.txt"], "give a file name ending in .onnx"),
         (["export", tmp_path / "missing"], "no such file or folder"),
@@ -154,6 +283,17 @@ def test_bad_input_exits_2_naming_the_flag_or_file(off_policy_run, on_policy_run
     result = invoke("eval", folder, "--policy", other.path)
     assert result.returncode == 2
     assert "its metadata names another env 'CartPole-v1' (the run's: 'Pendulum-v1')" in " ".join(result.stderr.split())
+    # A file played in the other mode than it was exported in.
+    exact = export_policy(folder, format="pt2", out=tmp_path / "exact.pt2")
+    result = invoke("eval", folder, "--policy", exact.path, "--stochastic")
+    assert result.returncode == 2
+    assert "the file holds the deterministic policy: drop --stochastic" in " ".join(result.stderr.split())
+    sampled = export_policy(folder, format="pt2", out=tmp_path / "sampled.pt2", stochastic=True)
+    result = invoke("eval", folder, "--policy", sampled.path)
+    assert result.returncode == 2
+    assert "the file samples its actions (rlcli export --stochastic): play it with --stochastic" in " ".join(
+        result.stderr.split()
+    )
     # A file that is not an exported policy.
     bogus = tmp_path / "bogus.onnx"
     bogus.write_bytes(b"not onnx")

@@ -14,6 +14,8 @@ from typing import Literal
 import torch
 from torch import nn
 
+from rlcli import draws
+
 NoiseType = Literal["gaussian", "ou"]
 
 
@@ -36,12 +38,13 @@ def masked_max(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 
 
 def uniform_discrete(
-    n: int, num_actions: int, generator: torch.Generator, device: torch.device, mask: torch.Tensor | None = None
+    rows: torch.Tensor, num_actions: int, generator: torch.Generator | None, mask: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``n`` actions ([n] int64) drawn uniformly among ``num_actions``, or among those ``mask`` allows
-    ([n, A] bool)."""
+    """One action per entry of ``rows`` ([n], any dtype, on the device to draw on), drawn uniformly among
+    ``num_actions`` or among those ``mask`` allows ([n, A] bool); [n] int64. With ``generator`` None, from
+    torch's default generator (:mod:`rlcli.draws`)."""
     if mask is None:
-        return torch.randint(num_actions, (n,), generator=generator, device=device)
+        return draws.integers(num_actions, rows, generator)
     # A row that allows nothing (a final observation a NEXT_STEP env acts on, an action never taken)
     # draws from every action rather than failing.
     weights = (mask | ~mask.any(-1, keepdim=True)).float()
@@ -52,17 +55,16 @@ def epsilon_greedy(
     greedy: torch.Tensor,
     epsilon: float,
     num_actions: int,
-    generator: torch.Generator,
+    generator: torch.Generator | None,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``greedy`` ([N] int64) with each action replaced, with probability ``epsilon``, by a uniform one
     (among the actions ``mask`` allows, [N, A] bool, when given).
 
-    Draws the uniform actions first, then the coin flips, from ``generator``.
+    Draws the uniform actions first, then the coin flips, from ``generator`` (None: torch's default one).
     """
-    n = greedy.shape[0]
-    uniform = uniform_discrete(n, num_actions, generator, greedy.device, mask)
-    explore = torch.rand(n, generator=generator, device=greedy.device) < epsilon
+    uniform = uniform_discrete(greedy, num_actions, generator, mask)
+    explore = draws.uniform(greedy, generator, torch.float32) < epsilon
     return torch.where(explore, uniform, greedy)
 
 
@@ -101,7 +103,8 @@ class EpsilonGreedy:
         of the algorithm's values) at rate ``epsilon``, else uniform ones (among those ``mask`` allows,
         [N, A] bool, when given); at an ``epsilon`` of 1 uniform actions alone, without calling ``greedy``."""
         if self.epsilon >= 1.0:
-            return uniform_discrete(observation.shape[0], self.num_actions, generator, observation.device, mask)
+            rows = torch.empty(observation.shape[0], device=observation.device)
+            return uniform_discrete(rows, self.num_actions, generator, mask)
         return epsilon_greedy(greedy(observation), self.epsilon, self.num_actions, generator, mask)
 
 

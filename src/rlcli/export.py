@@ -26,8 +26,12 @@ run's config hash and frames.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
+import logging
+import re
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -54,14 +58,34 @@ EXAMPLE_BATCH = 2
 """Rows of the example observations a dynamic-batch export traces with (torch.export specializes sizes 0 and 1)."""
 
 
-class DeployedPolicy(nn.Module):
-    """``agent``'s evaluation actions for raw observations: :meth:`Agent.actions` in its deterministic mode,
-    then the clipping to the Box bounds that the evaluator and collector apply. See the module's docstring for
-    the inputs and outputs."""
+_NO_DRAWS = (
+    "has no distribution to draw from: each of its draws is its mode. A file samples where the policy does: "
+    "PPO, A2C, REINFORCE and TRPO (their action distribution); SAC, TQC, CrossQ, CQL and IQL (their Gaussian); "
+    'BC with policy = "gaussian" or Discrete actions; DQN and QR-DQN with epsilon_end > 0; TD3 and DDPG with '
+    "noise_scale > 0. Export without --stochastic"
+)
 
-    def __init__(self, agent: nn.Module, observation_space: spaces.Space, action_space: spaces.Space, *, masked: bool):
+
+class DeployedPolicy(nn.Module):
+    """``agent``'s evaluation actions for raw observations: :meth:`Agent.actions` in its deterministic mode
+    (or, ``stochastic``, drawn from the policy with torch's default generator), then the clipping to the Box
+    bounds that the evaluator and collector apply. See the module's docstring for the inputs and outputs."""
+
+    def __init__(
+        self,
+        agent: nn.Module,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        *,
+        masked: bool,
+        stochastic: bool = False,
+    ):
         super().__init__()
         self.agent = agent
+        self.stochastic = stochastic
+        self.generator: torch.Generator | None = None
+        """Where a stochastic module draws from in eager calls (tests compare a file's draws with the
+        generator path that evaluation takes); None, torch's default generator, is what a file holds."""
         self.keys = list(observation_space.spaces) if isinstance(observation_space, spaces.Dict) else None
         self.masked = masked
         self.remembers = getattr(agent, "memory", None) is not None
@@ -92,7 +116,7 @@ class DeployedPolicy(nn.Module):
             carry.mask = rest.pop(0)
         if self.remembers:
             carry.memory, carry.first = rest
-        action = self.agent.actions(obs, deterministic=True, generator=None, carry=carry)
+        action = self.agent.actions(obs, deterministic=not self.stochastic, generator=self.generator, carry=carry)
         if self.low is not None:
             action = torch.clamp(action, self.low, self.high)
         return (action, carry.memory) if self.remembers else action
@@ -130,25 +154,21 @@ def export_policy(
     """Write the policy of a run folder (its ``final.pt``, else its newest checkpoint) or of a checkpoint file
     as ``format`` (``onnx`` or ``pt2``) at ``out`` (default: ``policy.<format>`` in the run folder).
 
-    ``batch`` fixes the batch size the file takes; None (the default) leaves it dynamic. ``stochastic`` is
-    refused: the file holds the deterministic policy, as ``rlcli eval`` plays it by default.
+    ``batch`` fixes the batch size the file takes; None (the default) leaves it dynamic. The file holds the
+    deterministic policy, as ``rlcli eval`` plays it by default; ``stochastic`` makes it draw its actions as
+    ``rlcli eval --stochastic`` does (:meth:`Agent.actions` with ``deterministic`` off), from its runtime's
+    default generator: onnxruntime's (``onnxruntime.set_seed``) or torch's (``torch.manual_seed``).
 
     Raises:
         InputError: a missing path or a folder that is not a run; an unknown format; the export extra missing
-            for ``onnx``; ``stochastic``; an output that cannot be written; an operator the exporter cannot
-            lower (with the module it sits in).
+            for ``onnx``; ``stochastic`` for a policy without a distribution (:attr:`Agent.samples`); an output
+            that cannot be written; an operator the exporter cannot lower or trace
+            (with the module it sits in).
         CheckpointError: a damaged checkpoint, or one of another rlcli checkpoint format.
         ConfigError: the run's config does not load or build here.
     """
     if format not in FORMATS:
         raise InputError("--format", f"{format!r} is not a format rlcli exports; allowed: {', '.join(FORMATS)}")
-    if stochastic:
-        raise InputError(
-            "--stochastic",
-            "exported files hold the deterministic policy (argmax, the Gaussian's mean), as rlcli eval plays it by "
-            "default; no format or algorithm takes --stochastic yet: sample in your own code from the run's "
-            "checkpoint, or export without it",
-        )
     if batch is not None and batch < 1:
         raise InputError("--batch", f"{batch} rows: give a batch of at least 1, or dynamic")
     if format == "onnx":
@@ -158,7 +178,9 @@ def export_policy(
     check_output_file(out, flag="--out", suffix=f".{format}")
     check_run_packages(folder, list(env_packages or []))
     import_env_packages(list(env_packages or []))
-    module, examples, metadata = deployed(folder, weights)
+    module, examples, metadata = deployed(folder, weights, stochastic=stochastic)
+    if stochastic and not module.agent.samples:
+        raise InputError("--stochastic", f"the {metadata['algo']} policy of {folder} {_NO_DRAWS}")
     if batch is not None:
         examples = tuple(example[:1].expand(batch, *example.shape[1:]).contiguous() for example in examples)
     metadata["batch"] = "dynamic" if batch is None else batch
@@ -180,16 +202,18 @@ def write_file(
             _write_onnx(module, examples, out, metadata, dynamic=dynamic)
 
 
-def deployed(folder: Path, weights: Path) -> tuple[DeployedPolicy, tuple[torch.Tensor, ...], dict[str, Any]]:
-    """The run's :class:`DeployedPolicy` on the CPU (weights from ``weights``), example inputs of
-    :data:`EXAMPLE_BATCH` rows, and the file's metadata."""
+def deployed(
+    folder: Path, weights: Path, *, stochastic: bool = False
+) -> tuple[DeployedPolicy, tuple[torch.Tensor, ...], dict[str, Any]]:
+    """The run's :class:`DeployedPolicy` on the CPU (weights from ``weights``; deterministic unless
+    ``stochastic``), example inputs of :data:`EXAMPLE_BATCH` rows, and the file's metadata."""
     config_file = folder / "config.toml"
     cfg = load_config(config_file)
     agent, observation_space, action_space, payload = restored(
         cfg, weights, torch.device("cpu"), render=False, source=str(config_file)
     )
     masked = _run_masks(folder) and mask_size(action_space) is not None
-    module = DeployedPolicy(agent, observation_space, action_space, masked=masked).eval()
+    module = DeployedPolicy(agent, observation_space, action_space, masked=masked, stochastic=stochastic).eval()
     examples = examples_for(module, observation_space, action_space)
     metadata = {
         "env": cfg.env.id,
@@ -198,6 +222,7 @@ def deployed(folder: Path, weights: Path) -> tuple[DeployedPolicy, tuple[torch.T
         "action_space": describe_space(action_space),
         "inputs": module.input_names,
         "outputs": module.output_names,
+        "stochastic": stochastic,
         "rlcli": __version__,
         "torch": torch.__version__,
         "config_sha256": hashlib.sha256(config_file.read_bytes()).hexdigest(),
@@ -209,11 +234,12 @@ def deployed(folder: Path, weights: Path) -> tuple[DeployedPolicy, tuple[torch.T
     return module, examples, metadata
 
 
-def deployed_untrained(cfg, *, source: str, masked: bool = False):
+def deployed_untrained(cfg, *, source: str, masked: bool = False, stochastic: bool = False):
     """(``cfg``'s untrained agent, as ``build_run`` builds it, as a :class:`DeployedPolicy` on the CPU, the
     env's observation space, its action space): what the bench and the tests export without a run."""
     agent, observation_space, action_space = built_agent(cfg, torch.device("cpu"), source=source)
-    module = DeployedPolicy(agent.eval(), observation_space, action_space, masked=masked).eval()
+    module = DeployedPolicy(agent.eval(), observation_space, action_space, masked=masked, stochastic=stochastic)
+    module = module.eval()
     return module, observation_space, action_space
 
 
@@ -252,7 +278,10 @@ def _dynamic_shapes(examples, dynamic: bool):
 
 
 def _write_pt2(module: DeployedPolicy, examples, out: Path, metadata: dict, *, dynamic: bool) -> None:
-    program = torch.export.export(module, examples, dynamic_shapes=_dynamic_shapes(examples, dynamic))
+    try:
+        program = torch.export.export(module, examples, dynamic_shapes=_dynamic_shapes(examples, dynamic))
+    except Exception as exc:  # noqa: BLE001 - the tracer's many error types: report where
+        raise _failure(exc, module, examples, metadata, format="pt2", dynamic=dynamic) from None
     _atomic(out, lambda tmp: torch.export.save(program, tmp, extra_files={"rlcli.json": json.dumps(metadata)}))
 
 
@@ -267,15 +296,61 @@ def _write_onnx(module: DeployedPolicy, examples, out: Path, metadata: dict, *, 
             dynamic_shapes=_dynamic_shapes(examples, dynamic),
             verbose=False,
         )
-    except Exception as exc:  # noqa: BLE001 - the exporter's many error types: report, suggest pt2
-        detail = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise InputError(
-            "--format onnx",
-            f"the ONNX exporter could not lower the {metadata['algo']} policy "
-            f"({type(module.agent).__name__}): {type(exc).__name__}: {detail}; try --format pt2",
-        ) from None
+    except Exception as exc:  # noqa: BLE001 - the exporter's many error types: report where, suggest pt2
+        raise _failure(exc, module, examples, metadata, format="onnx", dynamic=dynamic) from None
     program.model.metadata_props[METADATA] = json.dumps(metadata)
     _atomic(out, lambda tmp: program.save(tmp))
+
+
+def _failure(exc: Exception, module: DeployedPolicy, examples, metadata: dict, *, format: str, dynamic: bool):
+    """An InputError for an exporter's failure on ``module``: the operator it could not lower and the
+    submodule that calls it, where they can be found, and what to try instead."""
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 8:
+        chain.append(chain[-1].__cause__)
+    found = re.search(r"op='([\w.]+)'", " ".join(str(error) for error in chain))
+    operator = found.group(1) if found else None
+    where = _calling_module(module, examples, operator, dynamic) if operator else None
+    where = where or _raising_module(chain, module) or f"agent ({type(module.agent).__name__})"
+    detail = (str(chain[-1]).strip().splitlines() or [""])[0][:200]
+    what = f"{operator}, called in {where}," if operator else where
+    hints = ["try --format pt2"] if format == "onnx" else []
+    hints += ["export without --stochastic"] if module.stochastic else []
+    tool = "the ONNX exporter cannot lower" if format == "onnx" else "torch.export cannot trace"
+    return InputError(
+        f"--format {format}",
+        f"{tool} {what} of the {metadata.get('algo', 'run')} policy ({type(chain[-1]).__name__}: {detail})"
+        + ("; " + ", or ".join(hints) if hints else ""),
+    )
+
+
+def _calling_module(module: DeployedPolicy, examples, operator: str, dynamic: bool) -> str | None:
+    """The innermost submodule of ``module`` whose forward calls ``operator`` (``aten.cummax``), read from the
+    graph torch.export traces, as ``path (Class)``; None where it cannot be traced or found."""
+    try:
+        program = torch.export.export(module, examples, dynamic_shapes=_dynamic_shapes(examples, dynamic))
+    except Exception:  # noqa: BLE001 - only a hint for an error already being reported
+        return None
+    for node in program.graph.nodes:
+        if str(node.target).split(".")[:2] == operator.split(".")[:2] and node.meta.get("nn_module_stack"):
+            path, kind = list(node.meta["nn_module_stack"].values())[-1]
+            return f"{path or 'the policy'} ({str(getattr(kind, '__name__', kind)).rsplit('.', 1)[-1]})"
+    return None
+
+
+def _raising_module(chain: list[BaseException], module: DeployedPolicy) -> str | None:
+    """The innermost submodule of ``module`` whose code was running when an error of ``chain`` was raised
+    (``path (Class)``), or None."""
+    names = {id(sub): name for name, sub in module.named_modules() if name}
+    found = None
+    for error in chain:
+        trace = error.__traceback__
+        while trace is not None:
+            owner = trace.tb_frame.f_locals.get("self")
+            if id(owner) in names:
+                found = f"{names[id(owner)]} ({type(owner).__name__})"
+            trace = trace.tb_next
+    return found
 
 
 def _atomic(out: Path, write) -> None:
@@ -290,29 +365,23 @@ def _atomic(out: Path, write) -> None:
         raise
 
 
-class _quiet:
-    """The exporters' progress lines and warnings kept off the console (they log through warnings and
-    ``logging``)."""
-
-    def __enter__(self):
-        import logging
-
-        self._warnings = warnings.catch_warnings()
-        self._warnings.__enter__()
+@contextlib.contextmanager
+def _quiet():
+    """The exporters' progress lines, warnings and error logs kept off the console: they log through
+    ``warnings`` and ``logging``, and torch.export prints a failed trace's partial graph to stderr. An
+    export's failure is reported by :func:`_failure` instead."""
+    names = ("torch.onnx", "torch.export", "torch._export", "torch.fx.experimental.symbolic_shapes", "onnxscript")
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
-        self._loggers = [
-            logging.getLogger(name) for name in ("torch.onnx", "torch.export", "torch._export", "onnxscript")
-        ]
-        self._levels = [logger.level for logger in self._loggers]
-        for logger in self._loggers:
-            logger.setLevel(logging.ERROR)
-        return self
-
-    def __exit__(self, *exc):
-        for logger, level in zip(self._loggers, self._levels):
-            logger.setLevel(level)
-        self._warnings.__exit__(*exc)
-        return False
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
 
 
 def _check_extra() -> None:

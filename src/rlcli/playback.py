@@ -85,8 +85,8 @@ def evaluate_run(
     Raises:
         InputError: a missing path or a folder that is not a run; a missing video extra or video
             folder; an env without ``rgb_array`` rendering; an env package that cannot be imported; a
-            ``policy`` file that cannot be read, or was exported for another env or spaces, or with
-            ``deterministic`` off (an exported policy is deterministic).
+            ``policy`` file that cannot be read, or was exported for another env or spaces, or in the other
+            mode (a file of ``rlcli export --stochastic`` is played with ``deterministic`` off, any other with it on).
         CheckpointError: a damaged checkpoint, or one of another algorithm, env, spaces or networks.
         ConfigError: the run's config does not load or build here (no CUDA, an unknown env).
     """
@@ -147,10 +147,16 @@ def _policy_file(path: str | Path, cfg, obs_space, act_space, *, deterministic: 
     spaces ``obs_space`` and ``act_space``."""
     from rlcli.policy_file import PolicyFile
 
-    if not deterministic:
-        raise InputError(f"--policy {path}", "an exported policy is deterministic: drop --stochastic")
     played = PolicyFile(path)
     played.check_run(cfg.env.id, describe_space(obs_space), describe_space(act_space))
+    if played.stochastic == deterministic:
+        raise InputError(
+            f"--policy {path}",
+            "the file samples its actions (rlcli export --stochastic): play it with --stochastic, beside the run's "
+            "sampled policy"
+            if played.stochastic
+            else "the file holds the deterministic policy: drop --stochastic, or export the file with --stochastic",
+        )
     return played
 
 

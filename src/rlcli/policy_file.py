@@ -50,14 +50,18 @@ class PolicyFile:
             raise InputError(what, f"cannot be read as an exported policy ({type(exc).__name__}: {detail})") from None
         shape = self.metadata.get("memory_shape")
         self.memory = None if shape is None else _FileMemory(shape)
+        self.stochastic = bool(self.metadata.get("stochastic", False))
+        """Whether the file samples its actions (``rlcli export --stochastic``) rather than taking the mode."""
+        names = self.metadata["inputs"]
+        self._keys = [name.removeprefix("obs.") for name in names if name.startswith("obs.")]
+        self._masked = "action_mask" in names
 
     def actions(self, observation, *, deterministic: bool, generator=None, carry: Carry | None = None) -> torch.Tensor:
         """The file's actions ([N, *action]) for ``observation`` ([N, *obs], or a TensorDict of a Dict's keys);
-        ``carry``'s memory moves on. The file is deterministic: ``deterministic`` and ``generator`` are unread."""
-        names = self.metadata["inputs"]
-        keys = [name.removeprefix("obs.") for name in names if name.startswith("obs.")]
-        feeds = [observation[key] for key in keys] if keys else [observation]
-        if "action_mask" in names:
+        ``carry``'s memory moves on. The file's mode is its own (:attr:`stochastic`, drawn from its runtime's
+        default generator): ``deterministic`` and ``generator`` are unread."""
+        feeds = [observation[key] for key in self._keys] if self._keys else [observation]
+        if self._masked:
             feeds.append(carry.mask)
         if self.memory is not None:
             feeds += [carry.memory, carry.first]

@@ -39,6 +39,11 @@ class Agent(Protocol):
     """The policy's memory core (its state travels in a :class:`~rlcli.carry.Carry`), or None for a
     memoryless policy, which then reads nothing of the carry but its mask."""
 
+    samples: bool
+    """Whether ``actions`` with ``deterministic`` off draws from a distribution (``rlcli export --stochastic``
+    writes such a draw); False where every draw is the mode: behaviour cloning's deterministic policy, DQN's
+    ``epsilon_end = 0``, TD3's ``noise_scale = 0``."""
+
     def state_dict(self) -> dict: ...
 
     def actions(

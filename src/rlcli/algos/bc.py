@@ -83,6 +83,7 @@ class BCAgent(nn.Module):
         super().__init__()
         self.obs_norm = obs_norm
         self.policy = policy
+        self.samples = not isinstance(policy, DeterministicPolicy)
 
     @torch.no_grad()
     def actions(

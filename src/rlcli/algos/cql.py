@@ -40,6 +40,7 @@ class CQLAgent(nn.Module):
 
     # Memoryless: its policy reads only the carry's mask (rlcli.carry).
     memory = None
+    samples = True
 
     def __init__(self, sac: SACAgent):
         super().__init__()

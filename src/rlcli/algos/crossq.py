@@ -38,6 +38,7 @@ class CrossQAgent(nn.Module):
 
     # Memoryless: its policy reads only the carry's mask (rlcli.carry).
     memory = None
+    samples = True
 
     def __init__(self, obs_norm: ObservationNormalizer, actor: SquashedGaussianActor, critic: QEnsemble, alpha: float):
         super().__init__()

@@ -45,6 +45,7 @@ class QAgent(nn.Module):
         self.q = q
         self.target = copy.deepcopy(q).requires_grad_(False)
         self.num_actions, self.epsilon_end = num_actions, epsilon_end
+        self.samples = epsilon_end > 0
 
     @torch.no_grad()
     def actions(

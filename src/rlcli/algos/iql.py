@@ -36,6 +36,7 @@ class IQLAgent(nn.Module):
 
     # Memoryless: its policy reads only the carry's mask (rlcli.carry).
     memory = None
+    samples = True
 
     def __init__(
         self, obs_norm: ObservationNormalizer, actor: BoundedGaussianActor, value: ValueCritic, critic: QEnsemble

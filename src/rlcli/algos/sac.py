@@ -35,6 +35,7 @@ class SACAgent(nn.Module):
 
     # Memoryless: its policy reads only the carry's mask (rlcli.carry).
     memory = None
+    samples = True
 
     def __init__(self, obs_norm: ObservationNormalizer, actor: SquashedGaussianActor, critic: QEnsemble, alpha: float):
         super().__init__()

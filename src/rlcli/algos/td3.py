@@ -11,7 +11,7 @@ from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
-from rlcli import keys
+from rlcli import draws, keys
 from rlcli.advantages import bootstrapped_target
 from rlcli.build_context import BuildContext
 from rlcli.config.algos import TD3Config
@@ -54,6 +54,7 @@ class DeterministicAgent(nn.Module):
         self.actor_target = copy.deepcopy(actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(critic).requires_grad_(False)
         self.bounds, self.noise_scale = bounds, noise_scale
+        self.samples = noise_scale > 0
 
     @torch.no_grad()
     def actions(
@@ -69,7 +70,7 @@ class DeterministicAgent(nn.Module):
         if deterministic:
             return action
         low, high = self.bounds.low, self.bounds.high
-        draw = torch.randn(action.shape, generator=generator, device=action.device, dtype=action.dtype)
+        draw = draws.normal(action, generator)
         return self.bounds.clip(action + self.noise_scale * draw * (high - low) / 2)
 
 

@@ -87,21 +87,30 @@ def eval_(
 
 
 def eval_table(report: EvalReport) -> Table:
-    """One row: episodes, mean, std, min and max return, mean length."""
-    result = report.result
+    """One row: episodes, mean, std, min and max return, mean length; with ``--policy``, a row for the run's
+    policy and one for the file."""
+    rows = [("run", report.result)]
+    if report.policy_result is not None:
+        rows.append(("file", report.policy_result))
     table = Table()
-    for name in ("episodes", "mean return", "std", "min", "max", "mean length"):
+    columns = ("episodes", "mean return", "std", "min", "max", "mean length")
+    for name in ("policy", *columns) if len(rows) > 1 else columns:
         table.add_column(name, justify="right")
-    table.add_row(
-        str(result.episodes),
-        *(f"{value:,.1f}" for value in (result.mean, result.std, result.min, result.max, result.length_mean)),
-    )
+    for label, result in rows:
+        cells = [
+            str(result.episodes),
+            *(f"{value:,.1f}" for value in (result.mean, result.std, result.min, result.max, result.length_mean)),
+        ]
+        table.add_row(*([label] if len(rows) > 1 else []), *cells)
     return table
 
 
 def episodes_table(report: EvalReport) -> Table:
     """Each episode's return from the run's policy and from the exported file, and their difference."""
-    table = Table(title="each episode: the run's policy, then the file")
+    title = "each episode: the run's policy, then the file"
+    if not report.deterministic:
+        title += " (both sampled: equal in distribution, not episode by episode)"
+    table = Table(title=title)
     for name in ("episode", "run", "file", "difference"):
         table.add_column(name, justify="right")
     pairs = zip(report.result.returns, report.policy_result.returns)

@@ -38,7 +38,12 @@ def export(
         typer.Option(metavar="N|dynamic", help="Rows the file takes per call: a fixed N, or dynamic (any)."),
     ] = "dynamic",
     stochastic: Annotated[
-        bool, typer.Option("--stochastic", metavar="", help="Sample actions (not available yet: refused).")
+        bool,
+        typer.Option(
+            "--stochastic",
+            metavar="",
+            help="Sample the actions from the policy, as rlcli eval --stochastic does (default: its mode).",
+        ),
     ] = False,
     env_package: RunEnvPackages = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
@@ -62,7 +67,8 @@ def export(
     meta = report.metadata
     console.print(
         f"{escape(meta['algo'])} on {escape(meta['env'])}, {meta['frames']:,} frames: "
-        f"{escape(', '.join(meta['inputs']))} -> {escape(', '.join(meta['outputs']))} (batch {meta['batch']})",
+        f"{escape(', '.join(meta['inputs']))} -> {escape(', '.join(meta['outputs']))} (batch {meta['batch']}"
+        f"{', sampled' if meta['stochastic'] else ''})",
         soft_wrap=True,
     )
     console.print(f"{report.format}: {escape(str(report.path))}", soft_wrap=True)

@@ -28,6 +28,8 @@ class ActorCritic(nn.Module):
     value over its own), with ``memory`` (a :class:`MemoryCore`) between the encoders and the MLPs when
     the policy has one; observations are normalized before the encoders."""
 
+    samples = True
+
     def __init__(
         self,
         obs_norm: ObservationNormalizer,

@@ -14,6 +14,8 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
 
+from rlcli import draws
+
 # The range SAC's reference implementation clamps the log standard deviation to.
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -83,11 +85,7 @@ class SquashedGaussianActor(nn.Module):
         mean, log_std = self.net(self.encoder(obs)).chunk(2, -1)
         log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
         if noise is None:
-            noise = (
-                torch.zeros_like(mean)
-                if deterministic
-                else torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-            )
+            noise = torch.zeros_like(mean) if deterministic else draws.normal(mean, generator)
         unit, log_prob = squashed_gaussian(mean, log_std, noise)
         return self.rescale(unit), log_prob
 
@@ -133,6 +131,6 @@ class BoundedGaussianActor(nn.Module):
         dist = self(obs)
         if deterministic:
             return dist.loc
-        noise = torch.randn(dist.loc.shape, generator=generator, device=dist.loc.device, dtype=dist.loc.dtype)
+        noise = draws.normal(dist.loc, generator)
         center, half = self.rescale.center, self.rescale.half_range
         return torch.minimum(torch.maximum(dist.loc + dist.scale * noise, center - half), center + half)

@@ -8,6 +8,8 @@ from gymnasium import spaces
 from torch import nn
 from torch.distributions import Bernoulli, Categorical, Normal, kl_divergence
 
+from rlcli import draws
+
 MASKED_LOGIT = -1e8
 """The logit of an action the mask forbids: finite, so that its term of the entropy is 0 * -1e8 = 0
 rather than 0 * -inf = NaN, and low enough that its probability is exactly 0 in float32 (the value of
@@ -82,7 +84,7 @@ class GaussianHead(nn.Module):
     @staticmethod
     def sample(dist: Normal, generator: torch.Generator) -> torch.Tensor:
         """One action per row, drawn with ``generator`` (torch.distributions' sample has none)."""
-        noise = torch.randn(dist.loc.shape, generator=generator, device=dist.loc.device, dtype=dist.loc.dtype)
+        noise = draws.normal(dist.loc, generator)
         return dist.loc + dist.scale * noise
 
     @staticmethod
@@ -159,7 +161,7 @@ class BernoulliHead(nn.Module):
     @staticmethod
     def sample(dist: Bernoulli, generator: torch.Generator) -> torch.Tensor:
         """One action per row ([B, k] int64), drawn with ``generator``."""
-        draw = torch.rand(dist.logits.shape, generator=generator, device=dist.logits.device, dtype=dist.logits.dtype)
+        draw = draws.uniform(dist.logits, generator)
         return (draw < dist.probs).long()
 
     @staticmethod

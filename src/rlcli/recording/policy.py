@@ -233,6 +233,7 @@ class _Uniform:
         self.space.seed(seed)
 
     memory = None
+    samples = True
 
     def actions(self, observation, *, deterministic: bool, generator, carry=None) -> torch.Tensor:
         return torch.as_tensor(np.stack([self.space.sample() for _ in range(observation.shape[0])]))
