@@ -278,6 +278,16 @@ def test_bad_input_exits_2_naming_the_flag_or_file(off_policy_run, on_policy_run
     shutil.copy(folder / "config.toml", empty / "config.toml")
     result = invoke("export", empty)
     assert result.returncode == 2 and "no final.pt and no checkpoints" in result.stderr
+    # A checkpoint another rlcli wrote in its own checkpoint format.
+    other_format = copy_run(off_policy_run)
+    payload = torch.load(other_format / "final.pt", weights_only=True)
+    payload["format"] = checkpoint.FORMAT + 1
+    torch.save(payload, other_format / "final.pt")
+    result = invoke("export", other_format / "final.pt")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"written in checkpoint format {checkpoint.FORMAT + 1}; this rlcli reads format {checkpoint.FORMAT}" in (
+        " ".join(result.stderr.split())
+    )
     # A file exported from another env's run.
     other = export_policy(on_policy_run.folder, format="pt2", out=tmp_path / "cartpole.pt2")
     result = invoke("eval", folder, "--policy", other.path)
