@@ -81,6 +81,8 @@ def eval_(
     console.print(eval_table(report))
     if report.policy_result is not None:
         console.print(episodes_table(report))
+        if not report.deterministic:
+            console.print("both sampled: their returns agree in distribution, not episode by episode", soft_wrap=True)
     console.print(f"checkpoint: {escape(str(report.checkpoint))}", soft_wrap=True)
     if report.video is not None:
         console.print(f"video: {escape(str(report.video))}", soft_wrap=True)
@@ -107,10 +109,7 @@ def eval_table(report: EvalReport) -> Table:
 
 def episodes_table(report: EvalReport) -> Table:
     """Each episode's return from the run's policy and from the exported file, and their difference."""
-    title = "each episode: the run's policy, then the file"
-    if not report.deterministic:
-        title += " (both sampled: equal in distribution, not episode by episode)"
-    table = Table(title=title)
+    table = Table(title="each episode's return")
     for name in ("episode", "run", "file", "difference"):
         table.add_column(name, justify="right")
     pairs = zip(report.result.returns, report.policy_result.returns)
