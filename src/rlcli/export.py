@@ -4,7 +4,8 @@ for ONNX runtimes (``.onnx``, through ``torch.onnx``'s dynamo exporter) or torch
 
 The file holds what evaluation applies between an observation and the env: the saved observation
 normalization, the encoder (uint8 frames scaled inside), the policy, its mode (argmax, the squashed or
-plain Gaussian mean) and the clipping to the action bounds. Every algorithm's agent goes through the one
+plain Gaussian mean; or, exported ``stochastic``, a draw from the policy, as ``rlcli eval --stochastic``
+takes it) and the clipping to the action bounds. Every algorithm's agent goes through the one
 :meth:`rlcli.algos.Agent.actions` path that evaluation calls, so nothing here is per algorithm.
 
 Inputs, in order (names as in the ONNX file and in the metadata's ``inputs``):
