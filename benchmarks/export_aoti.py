@@ -11,32 +11,20 @@ compiler (not a test: CI's machine promises none). Prints the compile time and t
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from rlcli.config.load import load_config
-from rlcli.envs import make_env
 from rlcli.export import deployed_untrained, examples_for, write_file
 
 ROWS = 200
-
-
-def observations(cfg) -> torch.Tensor:
-    """``ROWS`` raw observations of the preset's env, met by random actions from seed 0."""
-    env = make_env(cfg.env, render=False, source="export_aoti")
-    env.action_space.seed(0)
-    seen, (obs, _) = [], env.reset(seed=0)
-    while len(seen) < ROWS:
-        seen.append(obs)
-        obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        if terminated or truncated:
-            obs, _ = env.reset()
-    env.close()
-    return torch.as_tensor(np.stack(seen))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from observations import env_observations  # noqa: E402 - tests/ is put on the path just above
 
 
 def compiled_gap(preset: str, scratch: Path) -> dict:
@@ -44,7 +32,7 @@ def compiled_gap(preset: str, scratch: Path) -> dict:
     module, observation_space, action_space = deployed_untrained(cfg, source=preset)
     if module.keys is not None or module.masked or module.remembers:
         raise SystemExit(f"{preset}: this script feeds a single observation input only")
-    obs = observations(cfg)
+    obs = torch.as_tensor(env_observations(cfg.env, ROWS))
     module.agent.obs_norm.observe(obs[None])
     out = scratch / f"{preset}.pt2"
     write_file(module, examples_for(module, observation_space, action_space), out, {}, format="pt2", dynamic=True)

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from conftest import invoke, require_extra
+from observations import env_observations
 from rlcli import checkpoint
 from rlcli.carry import Carry
 from rlcli.config.errors import InputError
@@ -28,25 +29,6 @@ def recorded_observations(folder, count: int, packages=()) -> dict | np.ndarray:
 
     import_env_packages(list(packages))
     return env_observations(load_config(folder / "config.toml").env, count)
-
-
-def env_observations(env_cfg, count: int) -> dict | np.ndarray:
-    """``count`` raw observations of ``env_cfg``'s env (one env), met by random actions from seed 0."""
-    from rlcli.envs import make_env
-
-    env = make_env(env_cfg, render=False, source="test")
-    env.action_space.seed(0)
-    seen = []
-    obs, _ = env.reset(seed=0)
-    while len(seen) < count:
-        seen.append(obs)
-        obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        if terminated or truncated:
-            obs, _ = env.reset()
-    env.close()
-    if isinstance(seen[0], dict):
-        return {key: np.stack([o[key] for o in seen]) for key in seen[0]}
-    return np.stack(seen)
 
 
 def as_inputs(observations, metadata) -> tuple[list[torch.Tensor], object]:

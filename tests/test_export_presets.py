@@ -16,6 +16,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
+from observations import env_observations
 from rlcli.carry import Carry
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
@@ -23,7 +24,7 @@ from rlcli.envs.masks import mask_size
 from rlcli.export import deployed_untrained, write_file
 from rlcli.policy_file import opened
 from runs import env_packages_importable
-from test_export import SAMPLES, assert_same_distribution, env_observations
+from test_export import SAMPLES, assert_same_distribution
 
 ROWS = 1000
 DRAWN_ROWS = 3
