@@ -32,6 +32,8 @@ SEED_OFFSET = 1_000_000
 from ``run.seed`` on, and evaluation episodes should not replay their starting states."""
 
 FrameSink = Callable[[np.ndarray], None]
+EpisodeProgress = Callable[[int, int], None]
+"""Told ``(episodes finished, episodes in all)`` as an evaluation starts and after each counted episode."""
 
 
 class Stopped(Exception):
@@ -85,6 +87,15 @@ class EvalResult:
     def row(self) -> dict[str, float]:
         """The ``eval/...`` terms of a metrics row."""
         return {"eval/return_mean": self.mean, "eval/return_std": self.std, "eval/length_mean": self.length_mean}
+
+
+def _tell(progress: EpisodeProgress | None, finished: np.ndarray, quota: np.ndarray, told: int) -> int:
+    """Tell ``progress`` the episodes counted so far (each env's ``finished`` up to its ``quota``) when more
+    than ``told`` were; returns the count. Episodes past an env's quota are played but not counted."""
+    counted = int(np.minimum(finished, quota).sum())
+    if progress is not None and counted > told:
+        progress(counted, int(quota.sum()))
+    return counted
 
 
 class EpisodeRecord:
@@ -170,7 +181,12 @@ class Evaluator:
         return self.envs.envs[0].metadata if self.render else self.envs.metadata
 
     def __call__(
-        self, seed_offset: int = 0, *, frames_sink: FrameSink | None = None, stop: Callable[[], bool] | None = None
+        self,
+        seed_offset: int = 0,
+        *,
+        frames_sink: FrameSink | None = None,
+        stop: Callable[[], bool] | None = None,
+        progress: EpisodeProgress | None = None,
     ) -> EvalResult:
         """Play exactly ``episodes`` episodes; the same ``seed_offset`` plays the same episodes.
 
@@ -179,7 +195,8 @@ class Evaluator:
         from it. ``frames_sink`` receives each rgb_array frame ([H, W, 3] uint8) of the first
         episode, from the reset on (the evaluator must have been made with ``render``).
 
-        ``stop`` is asked after each step; once it says yes, :class:`Stopped` is raised.
+        ``stop`` is asked after each step; once it says yes, :class:`Stopped` is raised. ``progress`` is told
+        the episodes counted so far at the start and after each one.
 
         Raises:
             InputError: the env fails to render a frame.
@@ -199,6 +216,7 @@ class Evaluator:
         recording = frames_sink is not None
         if recording:
             frames_sink(self._frame())
+        told = _tell(progress, finished, self.quota, -1)
         while (finished < self.quota).any():
             if stop is not None and stop():
                 raise Stopped
@@ -218,6 +236,7 @@ class Evaluator:
                     lengths[i].append(int(steps[i]))
                 finished[i] += 1
                 recording = False
+            told = _tell(progress, finished, self.quota, told)
             running[ended], steps[ended] = 0.0, 0
             # A memory starts afresh where the next observation starts an episode; in NEXT_STEP mode the
             # reset step acts on a final observation, and the step after it starts the episode.

@@ -20,7 +20,7 @@ from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.devices import resolve_device
 from rlcli.envs import check_run_packages, describe_space, import_env_packages, make_env
-from rlcli.evaluation import SEED_OFFSET, EvalResult, Evaluator
+from rlcli.evaluation import SEED_OFFSET, EpisodeProgress, EvalResult, Evaluator
 
 VIDEO_EXTRA = "pip install 'rlcli[video]' (pip install -e '.[video]' in a clone)"
 
@@ -71,6 +71,7 @@ def evaluate_run(
     device: str | None = None,
     env_packages: Sequence[str] | None = None,
     policy: str | Path | None = None,
+    progress: EpisodeProgress | None = None,
 ) -> EvalReport:
     """Play a trained run's policy, with its saved normalization, for ``episodes`` episodes.
 
@@ -81,6 +82,7 @@ def evaluate_run(
     episode as an mp4 there (written whole or not at all). Nothing is written in the run folder.
     Only the agent is built (no optimizer, no replay buffer). ``policy``, a file of ``rlcli export``, is
     played after the run's policy on the same episodes (same seeds), its result in ``policy_result``.
+    ``progress`` is told each play's episodes as they finish.
 
     Raises:
         InputError: a missing path or a folder that is not a run; a missing video extra or video
@@ -108,8 +110,8 @@ def evaluate_run(
     played = None if policy is None else _policy_file(policy, cfg, obs_space, act_space, deterministic=deterministic)
     eval_seed = cfg.run.seed + SEED_OFFSET if seed is None else seed
     settings = {"episodes": episodes, "deterministic": deterministic, "seed": eval_seed, "device": target}
-    result = _play(agent, cfg, settings, source=source, video=video)
-    policy_result = None if played is None else _play(played, cfg, settings, source=source)
+    result = _play(agent, cfg, settings, source=source, video=video, progress=progress)
+    policy_result = None if played is None else _play(played, cfg, settings, source=source, progress=progress)
     return EvalReport(
         result,
         weights,
@@ -125,9 +127,11 @@ def evaluate_run(
     )
 
 
-def _play(actor, cfg, settings: dict[str, Any], *, source: str, video: Path | None = None) -> EvalResult:
+def _play(
+    actor, cfg, settings: dict[str, Any], *, source: str, video: Path | None = None, progress: EpisodeProgress | None
+) -> EvalResult:
     """The episodes ``actor`` plays on ``cfg``'s env with ``settings`` (episodes, deterministic, seed, device),
-    the first recorded to ``video`` if given."""
+    the first recorded to ``video`` if given, ``progress`` told as they finish."""
     evaluator = Evaluator(
         actor,
         cfg.env,
@@ -137,7 +141,7 @@ def _play(actor, cfg, settings: dict[str, Any], *, source: str, video: Path | No
         num_envs=cfg.eval.envs(cfg.env.num_envs),
     )
     try:
-        return evaluator() if video is None else _record(evaluator, video)
+        return evaluator(progress=progress) if video is None else _record(evaluator, video, progress)
     finally:
         evaluator.close()
 
@@ -238,7 +242,7 @@ def _check_video(video: Path) -> None:
     check_output_file(video, flag="--video", suffix=".mp4")
 
 
-def _record(evaluator: Evaluator, video: Path) -> EvalResult:
+def _record(evaluator: Evaluator, video: Path, progress: EpisodeProgress | None) -> EvalResult:
     """Run ``evaluator`` with its first episode written to ``video`` (H.264 mp4), atomically."""
     import imageio.v2 as imageio
 
@@ -250,7 +254,7 @@ def _record(evaluator: Evaluator, video: Path) -> EvalResult:
         # most frames (CartPole's 600 x 400) with a warning.
         writer = imageio.get_writer(temporary, format="FFMPEG", mode="I", fps=fps, codec="libx264", macro_block_size=2)
         try:
-            result = evaluator(frames_sink=writer.append_data)
+            result = evaluator(frames_sink=writer.append_data, progress=progress)
         finally:
             writer.close()
         # NamedTemporaryFile makes 0600 files; the video gets the usual permissions.

@@ -141,7 +141,12 @@ class ConsoleReport:
         self.last_table = time.perf_counter()
 
     def hooks(self) -> Hooks:
-        return Hooks(on_run_start=[self.start], on_iteration_end=[self.iteration], on_run_end=[self.end])
+        return Hooks(
+            on_run_start=[self.start],
+            on_iteration_end=[self.iteration],
+            on_final_eval_episode=[self.final_eval],
+            on_run_end=[self.end],
+        )
 
     def start(self, state: TrainState) -> None:
         cfg = state.run.cfg
@@ -205,6 +210,31 @@ class ConsoleReport:
             return False
         self.last_table = now
         return True
+
+    def final_eval(self, state: TrainState, done: int, total: int) -> None:
+        """The final evaluation's episodes: on a terminal a bar of its own below the finished training bar;
+        elsewhere a line at its start and end, and at most one every ``timing.seconds`` between."""
+        if self.quiet:
+            return
+        if self.progress is not None:
+            if done == 0:
+                self.progress.stop()
+                self.progress = Progress(
+                    TextColumn("[bold]final evaluation"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn("episodes"),
+                    TimeRemainingColumn(),
+                    console=self.console,
+                )
+                self.task = self.progress.add_task("eval", total=total)
+                self.progress.start()
+            self.progress.update(self.task, completed=done)
+            return
+        now = time.perf_counter()
+        if done in (0, total) or now - self.last_table >= state.run.cfg.timing.seconds:
+            self.last_table = now
+            self.console.print(f"final evaluation: {done:,} of {total:,} episodes")
 
     def end(self, state: TrainState) -> None:
         if self.progress is not None:

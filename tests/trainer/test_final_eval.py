@@ -35,11 +35,31 @@ def test_a_completed_run_is_scored_by_a_final_evaluation_that_rlcli_eval_plays_a
     # Evaluation time is not training time.
     assert info["wall_time_s"] > 0
     assert "final eval (12 episodes, deterministic)" in done.stdout
+    # Off a terminal its progress is a line at the start and one at the end.
+    assert "final evaluation: 0 of 12 episodes" in done.stdout and "final evaluation: 12 of 12 episodes" in done.stdout
 
     again = cli("eval", folder, "--episodes", "12", "--json")
     assert again.returncode == 0, again.stderr
     report = json.loads(again.stdout)
     assert report["return_mean"] == final["mean"] and report["return_std"] == final["std"]
+
+
+def test_the_final_evaluation_tells_its_hooks_each_episode_in_order(tmp_path):
+    from rlcli.config.load import load_config
+    from rlcli.run import build_run
+    from rlcli.trainer import Hooks, train
+
+    config = tmp_path / "run.toml"
+    config.write_text(MINIMAL_TOML + "\n[eval]\nfinal_episodes = 7\nnum_envs = 3\n")
+    told = []
+    cfg = load_config(config, [f"run.output_dir={json.dumps(str(tmp_path / 'out'))}"])
+    state = train(
+        build_run(cfg), hooks=Hooks(on_final_eval_episode=[lambda s, done, total: told.append((done, total))])
+    )
+    assert state.final_eval["episodes"] == 7
+    # From 0 to all 7, never backwards, and once per step that finished an episode at most.
+    assert told[0] == (0, 7) and told[-1] == (7, 7) and {total for _, total in told} == {7}
+    assert [done for done, _ in told] == sorted(done for done, _ in told) and len(told) <= 8
 
 
 def test_final_episodes_zero_turns_it_off(cli, tmp_path):
@@ -49,7 +69,7 @@ def test_final_episodes_zero_turns_it_off(cli, tmp_path):
     done = cli("train", config, "--set", f"run.output_dir={json.dumps(str(out))}")
     assert done.returncode == 0, done.stderr
     assert _run_json(out)[1]["final_eval"] is None
-    assert "final eval" not in done.stdout
+    assert "final eval" not in done.stdout and "final evaluation" not in done.stdout
 
 
 def pendulum_config(tmp_path):

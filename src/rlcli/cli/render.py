@@ -1,13 +1,15 @@
-"""What every command shares: turning library errors into one-screen messages and exit codes."""
+"""What every command shares: turning library errors into one-screen messages and exit codes, and the
+episodes bar of a long evaluation."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from rlcli.config.errors import ConfigError
 from rlcli.console import err_console
@@ -42,3 +44,20 @@ def user_errors(file: str | None = None) -> Iterator[None]:
         exc.file = exc.file or file
         err_console.print(f"[bold red]error:[/] {escape(exc.render())}", soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+@contextmanager
+def episodes_bar(label: str, *, show: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient bar of an evaluation's episodes on stderr, when ``show`` and stderr is a terminal:
+    yields the callable the evaluation tells ``(finished, in all)``, else None."""
+    if not (show and err_console.is_terminal):
+        yield None
+        return
+    columns = (TextColumn(f"[bold]{escape(label)}"), BarColumn(), MofNCompleteColumn(), TextColumn("episodes"))
+    with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def tell(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield tell

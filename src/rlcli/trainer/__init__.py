@@ -9,6 +9,7 @@ from rlcli.trainer.loop import train
 from rlcli.trainer.state import (
     BASE_COLUMNS,
     EVAL_COLUMNS,
+    EvalHook,
     Hook,
     Hooks,
     TrainingError,
@@ -21,6 +22,7 @@ from rlcli.trainer.state import (
 __all__ = [
     "BASE_COLUMNS",
     "EVAL_COLUMNS",
+    "EvalHook",
     "Hook",
     "Hooks",
     "TrainState",

@@ -12,6 +12,7 @@ from pathlib import Path
 from rlcli import checkpoint
 from rlcli.config.dump import to_toml
 from rlcli.config.errors import folder_error
+from rlcli.evaluation import EpisodeProgress
 from rlcli.interrupts import on_stop_signals
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.provenance import provenance
@@ -158,13 +159,32 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
         state.status, whole, together = "interrupted", False, False
         raise
     finally:
-        _finish(run, state, loggers, pending, whole=whole, together=together)
+        _finish(run, state, loggers, pending, hooks, whole=whole, together=together)
         for hook in hooks.on_run_end:
             hook(state)
 
 
+def _final_eval_progress(state: TrainState, hooks: Hooks) -> EpisodeProgress | None:
+    """What the final evaluation tells after each episode: the hooks ``on_final_eval_episode``, if any."""
+    if not hooks.on_final_eval_episode:
+        return None
+
+    def tell(done: int, total: int) -> None:
+        for hook in hooks.on_final_eval_episode:
+            hook(state, done, total)
+
+    return tell
+
+
 def _finish(
-    run: Run, state: TrainState, loggers: MetricLoggers, pending: Row | None, *, whole: bool, together: bool
+    run: Run,
+    state: TrainState,
+    loggers: MetricLoggers,
+    pending: Row | None,
+    hooks: Hooks,
+    *,
+    whole: bool,
+    together: bool,
 ) -> None:
     """Complete the run folder however the loop ended: the rows not yet written, a last checkpoint
     after ``whole`` iterations, the final weights and status; then leave the group (``together``:
@@ -189,7 +209,7 @@ def _finish(
                 state.error = "a further signal cut a final save short; the file before it is kept"
         # After the weights are safe: the final evaluation is the one step that may take long.
         if run.group.is_main and state.status in ("completed", "solved") and run.cfg.eval.final_episodes:
-            final_evaluation(run, state)
+            final_evaluation(run, state, _final_eval_progress(state, hooks))
     finally:
         if run.group.is_main:
             saving.write_status(state)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from rlcli.evaluation import SEED_OFFSET, Evaluator, Stopped
+from rlcli.evaluation import SEED_OFFSET, EpisodeProgress, Evaluator, Stopped
 from rlcli.run import Run
 from rlcli.trainer.state import TrainState
 
@@ -27,10 +27,11 @@ def evaluate_if_due(run: Run, state: TrainState) -> bool:
     return evaluated
 
 
-def final_evaluation(run: Run, state: TrainState) -> None:
+def final_evaluation(run: Run, state: TrainState, progress: EpisodeProgress | None = None) -> None:
     """Play ``eval.final_episodes`` episodes with the final weights (``state.final_eval``): the episodes
-    ``rlcli eval RUN --episodes N`` plays (its default seed, ``eval.num_envs`` envs side by side). A stop
-    signal ends it without a result; an env that fails is reported in ``error``."""
+    ``rlcli eval RUN --episodes N`` plays (its default seed, ``eval.num_envs`` envs side by side), ``progress``
+    told the episodes finished. A stop signal ends it without a result; an env that fails is
+    reported in ``error``."""
     cfg = run.cfg
     started = time.perf_counter()
     try:
@@ -50,7 +51,7 @@ def final_evaluation(run: Run, state: TrainState) -> None:
     run.algo.agent.eval()
     run.threads.acting()
     try:
-        result = evaluator(stop=lambda: state.stop_requested)
+        result = evaluator(stop=lambda: state.stop_requested, progress=progress)
         state.final_eval = {
             "episodes": result.episodes,
             "mean": result.mean,

@@ -104,6 +104,8 @@ class TrainState:
 
 
 Hook = Callable[[TrainState], None]
+EvalHook = Callable[[TrainState, int, int], None]
+"""Told the state, the episodes the final evaluation has finished and its episodes in all."""
 
 
 @dataclass
@@ -112,6 +114,8 @@ class Hooks:
 
     on_run_start: list[Hook] = field(default_factory=list)
     on_iteration_end: list[Hook] = field(default_factory=list)
+    on_final_eval_episode: list[EvalHook] = field(default_factory=list)
+    """At the final evaluation's start and after each of its episodes (before ``on_run_end``)."""
     on_run_end: list[Hook] = field(default_factory=list)
 
 
