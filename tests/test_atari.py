@@ -201,3 +201,84 @@ def test_ale_envs_are_not_taken_for_exactly_resumable(tmp_path):
         assert envstate.capture(envs)["exact"] is False
     finally:
         envs.close()
+
+
+def _breakout_games(envs, action: int, games: int, limit: int) -> list[int]:
+    """Agent steps of each of the first ``games`` games that ``envs`` (ale-py's vector env, NEXT_STEP) play
+    with ``action`` on every step; a game still running after ``limit`` steps counts as ``limit``."""
+    envs.reset(seed=0)
+    n = envs.num_envs
+    steps, lengths = np.zeros(n, dtype=np.int64), []
+    resetting = np.zeros(n, dtype=bool)
+    for _ in range(limit):
+        _, _, terminated, truncated, _ = envs.step(np.full(n, action, dtype=np.int64))
+        steps += ~resetting
+        ended = (terminated | truncated) & ~resetting
+        lengths += steps[ended].tolist()
+        steps[ended] = 0
+        resetting = ended
+        if len(lengths) >= games:
+            return lengths[:games]
+    return lengths + [limit] * (games - len(lengths))
+
+
+@pytest.mark.parametrize("life_loss_info", [True, False])
+def test_a_policy_that_never_presses_fire_ends_every_breakout_game_within_5000_steps(life_loss_info):
+    from rlcli.envs import make_envs
+
+    cfg = load_config("ppo_breakout", ["env.num_envs=2", f"env.kwargs.life_loss_info={str(life_loss_info).lower()}"])
+    envs = make_envs(cfg.env)
+    try:
+        # NOOP (0) and RIGHT (2): neither launches the ball, FIRE after each lost life does.
+        for action in (0, 2):
+            lengths = _breakout_games(envs, action, games=4, limit=5000)
+            assert max(lengths) < 5000, (action, lengths)
+    finally:
+        envs.close()
+
+
+def test_without_fire_reset_a_lost_life_waits_for_the_agent_to_fire():
+    from rlcli.envs import make_envs
+
+    # What the rule above prevents: the ball is never launched again after the first lost life.
+    cfg = load_config("ppo_breakout", ["env.num_envs=1", "env.kwargs.use_fire_reset=false"])
+    envs = make_envs(cfg.env)
+    try:
+        assert _breakout_games(envs, 0, games=1, limit=2000) == [2000]
+    finally:
+        envs.close()
+
+
+def test_fire_replaces_only_the_first_action_after_a_lost_life():
+    import gymnasium as gym
+    from gymnasium.vector import VectorWrapper
+
+    from rlcli.envs import AtariLives, make_envs
+
+    class Played(VectorWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            self.actions = []
+
+        def step(self, actions):
+            self.actions.append(np.array(actions))
+            return self.env.step(actions)
+
+    cfg = load_config("ppo_breakout", ["env.num_envs=2"])
+    inner = make_envs(cfg.env).env.env  # RecordEpisodeStatistics -> AtariLives -> ale-py's vector env
+    assert isinstance(inner, gym.vector.VectorEnv) and not isinstance(inner, AtariLives)
+    played = Played(inner)
+    envs = AtariLives(played, split=True, fire=1)
+    try:
+        envs.reset(seed=0)
+        lost_at = []
+        for t in range(400):
+            _, _, _, _, info = envs.step(np.array([3, 2], dtype=np.int64))
+            lost_at += [(t, i) for i in np.flatnonzero(info["life_lost"])]
+        assert lost_at
+        forced = {(t + 1, i) for t, i in lost_at}
+        for t, actions in enumerate(played.actions):
+            for i in range(2):
+                assert actions[i] == (1 if (t, i) in forced else (3, 2)[i]), (t, i, actions)
+    finally:
+        envs.close()

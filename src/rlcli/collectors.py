@@ -180,7 +180,7 @@ class Collector:
                 self.obs, reward, terminated, truncated, info = self.envs.step(env_action)
             observations.write(next_buf, t, self.obs)
             reward_buf[t] = reward
-            # A lost life ends the trace the algorithm learns from, not the game (envs.LifeLoss).
+            # A lost life ends the trace the algorithm learns from, not the game (envs.AtariLives).
             life_lost = info.get(LIFE_LOST)
             term_buf[t] = terminated if life_lost is None else terminated | life_lost
             trunc_buf[t] = truncated

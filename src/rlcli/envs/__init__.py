@@ -13,7 +13,7 @@ from rlcli.envs.families import (
 )
 from rlcli.envs.make import (
     LIFE_LOST,
-    LifeLoss,
+    AtariLives,
     OneOfVector,
     autoreset_mode,
     describe_space,
@@ -34,8 +34,8 @@ __all__ = [
     "GYMNASIUM_EXTRAS",
     "LIFE_LOST",
     "VELOCITY_MASKED",
+    "AtariLives",
     "EnvFamily",
-    "LifeLoss",
     "OneOfVector",
     "autoreset_mode",
     "base_id",

@@ -50,8 +50,9 @@ ATARI = EnvFamily(
         "use_fire_reset": (bool,),
     },
     # The return column must be the game score: rewards are clipped by [env] clip_reward instead,
-    # for learning only.
-    vector_defaults={"reward_clipping": False},
+    # for learning only. A game ends at 108,000 frames (30 minutes of play, 27,000 agent steps at
+    # frame skip 4; Machado et al. 2018), ale-py's own default, said here so that no version changes it.
+    vector_defaults={"reward_clipping": False, "max_num_frames_per_episode": 108_000},
     refused={
         "reward_clipping": (
             True,

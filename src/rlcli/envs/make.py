@@ -13,7 +13,7 @@ from rlcli.envs.families import ATARI, GYMNASIUM_EXTRAS, env_family
 from rlcli.envs.masks import MaskFromObservation, VectorMaskFromObservation, observation_masks
 
 LIFE_LOST = "life_lost"
-"""The info key of :class:`LifeLoss`: [N] bool, a life was lost in this step and the game goes on."""
+"""The info key of :class:`AtariLives`: [N] bool, a life was lost in this step and the game goes on."""
 
 
 def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> VectorEnv:
@@ -49,38 +49,64 @@ def eval_envs(cfg, num_envs: int, *, render: bool = False, source: str | None = 
     return gym.vector.SyncVectorEnv(makers, autoreset_mode=AutoresetMode.NEXT_STEP)
 
 
-class LifeLoss(VectorWrapper):
-    """ale-py's ``life_loss_info`` terminations split in two: episodes end when the game does, and a
-    lost life is ``info["life_lost"]``, which the collector stores as a termination for learning.
+class AtariLives(VectorWrapper):
+    """Lost lives in ale-py's vector env, played by the anchors' rules (Stable-Baselines3's
+    ``AtariWrapper``, which RL-Zoo scores with):
 
-    ale-py 0.12's vector env with ``life_loss_info`` reports ``terminated`` at every lost life while
-    the game goes on (no reset follows). Left as it is, every return would be one life's score and
-    the collector would skip the step after each lost life as if the env were resetting. A
-    termination that lost a life and left lives is a life loss; any other (the last life, or a game
-    without lives such as Pong) ends the game.
+    - with ``split``, ale-py's ``life_loss_info`` terminations are split in two: episodes end when the
+      game does, and a lost life is ``info["life_lost"]``, which the collector stores as a termination
+      for learning. ale-py 0.12 reports ``terminated`` at every lost life while the game goes on (no
+      reset follows); left as it is, every return would be one life's score and the collector would
+      skip the step after each lost life as if the env were resetting. A termination that lost a life
+      and left lives is a life loss; any other (the last life, or a game without lives such as Pong)
+      ends the game.
+    - with ``fire`` (the index of FIRE in the game's action set), the step after a lost life plays
+      FIRE whatever the agent chose. ale-py presses FIRE only when a game starts, so a policy that
+      never chooses FIRE after a lost life leaves a game such as Breakout waiting until the frame limit
+      (a deterministic evaluation stalls for 27,000 agent steps a game). The anchors press FIRE in the
+      reset their episodic-life wrapper makes at each lost life; a vector env cannot step one game
+      alone, so here the agent's first action of a new life is ignored instead. The env is still a
+      Markov decision process (that one action has no effect), so what is learned stays on-policy.
     """
 
-    def __init__(self, env: VectorEnv):
+    def __init__(self, env: VectorEnv, *, split: bool, fire: int | None):
         super().__init__(env)
+        self.split, self.fire = split, fire
         self.lives = np.zeros(env.num_envs, dtype=np.int64)
+        self.fire_next = np.zeros(env.num_envs, dtype=bool)
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
         self.lives = np.asarray(info["lives"], dtype=np.int64).copy()
+        self.fire_next[:] = False
         return obs, info
 
     def step(self, actions):
+        if self.fire is not None and self.fire_next.any():
+            actions = np.where(self.fire_next, np.asarray(self.fire, dtype=np.asarray(actions).dtype), actions)
         obs, reward, terminated, truncated, info = self.env.step(actions)
         lives = np.asarray(info["lives"], dtype=np.int64)
-        life_lost = terminated & (lives < self.lives) & (lives > 0)
+        # ale-py's own test of a lost life: fewer lives, and some left (the last one ends the game).
+        lost = (lives < self.lives) & (lives > 0)
         self.lives = lives.copy()
-        info = {**info, LIFE_LOST: life_lost}
-        return obs, reward, terminated & ~life_lost, truncated, info
+        self.fire_next = lost & ~truncated
+        if not self.split:
+            return obs, reward, terminated, truncated, info
+        life_lost = terminated & lost
+        return obs, reward, terminated & ~life_lost, truncated, {**info, LIFE_LOST: life_lost}
+
+
+def fire_action(envs: VectorEnv) -> int | None:
+    """The index of FIRE in the action set of ale-py's vector env ``envs``; None where the game has no FIRE."""
+    import ale_py
+
+    action_set = list(envs.unwrapped.ale.get_action_set())
+    return action_set.index(ale_py.Action.FIRE) if ale_py.Action.FIRE in action_set else None
 
 
 def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
-    """``gym.make_vec`` of ``num_envs`` envs as ``cfg`` asks, with :class:`LifeLoss` when ale-py reports lost
-    lives; whatever it raises is a ConfigError."""
+    """``gym.make_vec`` of ``num_envs`` envs as ``cfg`` asks, with :class:`AtariLives` for ale-py's games
+    (lost lives split from game ends, FIRE after a lost life); whatever it raises is a ConfigError."""
     kwargs = env_kwargs(cfg)
     vector_kwargs = {}
     if cfg.vectorization in ("sync", "async"):
@@ -97,8 +123,11 @@ def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
     if observation_masks(cfg.action_mask, envs.single_observation_space):
         # The mask is data beside the observation, never the encoder's input (rlcli.envs.masks).
         envs = VectorMaskFromObservation(envs)
-    lives = env_family(cfg.id) is ATARI and cfg.vectorization == "vector_entry_point" and kwargs.get("life_loss_info")
-    return LifeLoss(envs) if lives else envs
+    if env_family(cfg.id) is not ATARI or cfg.vectorization != "vector_entry_point":
+        return envs
+    fire = fire_action(envs) if kwargs.get("use_fire_reset", True) else None
+    split = bool(kwargs.get("life_loss_info"))
+    return AtariLives(envs, split=split, fire=fire) if split or fire is not None else envs
 
 
 class OneOfVector(gym.Env):
