@@ -58,7 +58,6 @@ def settings(manager, entry: dict) -> dict:
         "yml_entry": jsonable(entry),
         "n_envs": manager.n_envs,
         "n_timesteps_run": manager.n_timesteps,
-        "env_wrapper": jsonable(manager.env_wrapper),
         "frame_stack": manager.frame_stack,
         "normalization": {"normalize": manager.normalize, "normalize_kwargs": jsonable(manager.normalize_kwargs)},
         "passed_to_model": jsonable(manager._hyperparams),
