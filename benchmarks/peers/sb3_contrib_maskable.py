@@ -4,14 +4,14 @@
 Needs a venv of its own (sb3-contrib is never a dependency of rlcli), tested with Python 3.11.7,
 torch 2.13.0+cpu, stable-baselines3 2.9.2, sb3-contrib 2.9.2, gymnasium 1.4.0, numpy 2.4.6:
 
-    python3.11 -m venv /work/peers-venv
-    /work/peers-venv/bin/pip install torch==2.13.0 'sb3-contrib==2.9.*' 'stable-baselines3==2.9.*' gymnasium
+    python3.11 -m venv /tmp/peer-rlzoo
+    /tmp/peer-rlzoo/bin/pip install -r benchmarks/peers/requirements-rlzoo.txt
 
 Run from anywhere with that venv's python:
 
-    /work/peers-venv/bin/python benchmarks/peers/sb3_contrib_maskable.py --seeds 0 1 2 --json taxi.json
+    /tmp/peer-rlzoo/bin/python benchmarks/peers/sb3_contrib_maskable.py --seeds 0 1 2 --json taxi.json
     # as the preset stops (at a rolling return of 8):
-    /work/peers-venv/bin/python benchmarks/peers/sb3_contrib_maskable.py --seeds 0 1 2 --stop-at-return 8 \\
+    /tmp/peer-rlzoo/bin/python benchmarks/peers/sb3_contrib_maskable.py --seeds 0 1 2 --stop-at-return 8 \\
         --json taxi_stop.json
 
 The task is Taxi-v4: Taxi-v3, which the issue names, is the same game (v4 only fixed the optional
