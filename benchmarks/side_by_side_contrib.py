@@ -1,15 +1,16 @@
 """rlcli beside sb3-contrib, one after the other on this machine: recurrent PPO on CartPoleNoVel-v1
-(``ppo_lstm_cartpolenovel`` against ``RecurrentPPO`` with RL-Zoo's settings) and masked PPO on Taxi
-(``ppo_taxi_masked`` against ``MaskablePPO`` with the preset's settings).
+(``ppo_lstm_cartpolenovel`` against ``RecurrentPPO`` run by ``rl_zoo3.train`` from the Zoo's ppo_lstm.yml)
+and masked PPO on Taxi (``ppo_taxi_masked`` against ``MaskablePPO`` with the preset's settings: RL-Zoo
+has no row for masked Taxi).
 
 Each seed of each side is its own process on 1 torch thread, run one at a time: rlcli's side is
 ``rlcli train PRESET`` (its process wall time and the training's, from run.json), the peer's is
-``benchmarks/peers/sb3_contrib_*.py`` in a venv of its own (see their docstrings; sb3-contrib is never
-a dependency of rlcli). Both report the deterministic final evaluation over the same number of
-episodes, and the table gives rlcli's time as a share of the peer's.
+``benchmarks/peers/sb3_contrib_*.py`` in a venv of its own (sb3-contrib is never a dependency of rlcli;
+the RL-Zoo venv of requirements-rlzoo.txt holds both peers). Both report the deterministic final
+evaluation over the same number of episodes, and the table gives rlcli's time as a share of the peer's.
 
-    python benchmarks/side_by_side_contrib.py --peer-python /work/peers-venv/bin/python --task cartpolenovel --seeds 0
-    python benchmarks/side_by_side_contrib.py --peer-python /work/peers-venv/bin/python --task taxi --seeds 0 1 2
+    python benchmarks/side_by_side_contrib.py --peer-python /tmp/peer-rlzoo/bin/python --task cartpolenovel --seeds 0
+    python benchmarks/side_by_side_contrib.py --peer-python /tmp/peer-rlzoo/bin/python --task taxi --seeds 0 1 2
 """
 
 from __future__ import annotations

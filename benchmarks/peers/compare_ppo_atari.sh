@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rlcli's ppo_breakout beside Stable-Baselines3's PPO with RL-Zoo's Atari settings (issue 19's bar:
+# rlcli's ppo_breakout beside Stable-Baselines3's PPO as RL-Zoo builds it from its ppo.yml (issue 19's bar:
 # rlcli's agent steps/s >= 1.3x SB3's, 1 torch thread), one after the other on this machine, ROUNDS
 # rounds; the order alternates (rlcli first in odd rounds, SB3 first in even ones) so that a drift
 # of the machine's load falls on both. Each run leaves out its first 1,024 steps as warm-up.

@@ -35,7 +35,9 @@ clock starts, the observation scaler is fitted and the networks built (what ``fi
 ``setup_seconds``); then ``fit(n_steps=--steps, n_steps_per_epoch=--steps)`` with no evaluator, a
 no-op logger and no progress bar is timed with ``perf_counter`` (``train_seconds``). Then the mean
 action (``predict``) plays 10 episodes of the dataset's env (Pendulum-v1), reset with seeds
-1000000 + i. Prints one JSON line on stdout (d3rlpy's log goes to stderr).
+1000000 + i. Prints one JSON line on stdout (d3rlpy's log goes to stderr), with the whole d3rlpy config
+that ran (``settings``: every field, the fitted scalers' statistics included). There is no peer tuning to
+run here (RL-Zoo has no offline rows): the settings are this script's own, mirroring rlcli's presets.
 
 Needs a venv of its own, never rlcli's (versions pinned in requirements-d3rlpy.txt):
 
@@ -48,6 +50,7 @@ Needs a venv of its own, never rlcli's (versions pinned in requirements-d3rlpy.t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -143,6 +146,20 @@ def make_algo(algo: str, action_space: gym.spaces.Box, hidden: list[int]):
     return config.create(device="cpu:0")
 
 
+def config_dict(value):
+    """A d3rlpy config (a dataclass of dataclasses: encoders, optimizers, scalers) as plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: config_dict(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"type": type(value).__qualname__, **fields}
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [config_dict(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
 def evaluate(algo, env_id: str) -> list[float]:
     """Returns of ``EVAL_EPISODES`` episodes of the mean action, reset with seeds EVAL_SEED + i."""
     env = gym.make(env_id)
@@ -211,6 +228,8 @@ def main() -> None:
                 "hidden": hidden,
                 "transitions": dataset.transition_count,
                 "setup_seconds": setup,
+                # RL-Zoo has no offline rows: these are this script's own settings, mirroring rlcli's presets.
+                "settings": config_dict(algo.config),
                 "threads": torch.get_num_threads(),
                 "versions": {name: version(name) for name in ("d3rlpy", "torch", "gymnasium", "minari", "numpy")},
             }

@@ -4,14 +4,14 @@
 Needs a venv of its own (sb3-contrib is never a dependency of rlcli), tested with Python 3.11.7,
 torch 2.13.0+cpu, stable-baselines3 2.9.2, sb3-contrib 2.9.2, gymnasium 1.4.0, numpy 2.4.6:
 
-    python3.11 -m venv /work/peers-venv
-    /work/peers-venv/bin/pip install torch==2.13.0 'sb3-contrib==2.9.*' 'stable-baselines3==2.9.*' gymnasium
+    python3.11 -m venv /tmp/peer-rlzoo
+    /tmp/peer-rlzoo/bin/pip install -r benchmarks/peers/requirements-rlzoo.txt
 
 Run from anywhere with that venv's python:
 
-    /work/peers-venv/bin/python benchmarks/peers/sb3_contrib_maskable.py --seeds 0 1 2 --json taxi.json
+    /tmp/peer-rlzoo/bin/python benchmarks/peers/sb3_contrib_maskable.py --seeds 0 1 2 --json taxi.json
     # as the preset stops (at a rolling return of 8):
-    /work/peers-venv/bin/python benchmarks/peers/sb3_contrib_maskable.py --seeds 0 1 2 --stop-at-return 8 \\
+    /tmp/peer-rlzoo/bin/python benchmarks/peers/sb3_contrib_maskable.py --seeds 0 1 2 --stop-at-return 8 \\
         --json taxi_stop.json
 
 The task is Taxi-v4: Taxi-v3, which the issue names, is the same game (v4 only fixed the optional
@@ -20,9 +20,10 @@ masks are the ones Taxi reports in ``info["action_mask"]`` (moves into walls, pi
 where they are illegal are masked): sb3-contrib's ``ActionMasker`` wrapper asks the env for
 ``unwrapped.action_mask(current state)``, which is what that info entry holds.
 
-Settings: the brief gave n_envs 8, n_steps 256, batch 256, 10 epochs, gamma 0.99, GAE 0.95,
-ent_coef 0.01, lr 1e-3 and 200k steps as a stand-in for rlcli's preset; the preset
-(presets/ppo_taxi_masked.toml, read from the masks worktree) exists, so this mirrors it instead:
+Settings: this script's own. RL-Zoo has no row for this task (rl_zoo3 2.9.2 ships no MaskablePPO
+hyperparameters and no Taxi entry), so there is no peer's tuning to run; the settings below mirror
+rlcli's preset (presets/ppo_taxi_masked.toml), and the JSON holds them (``settings``) with the defaults
+read back from each trained model (``defaults``):
 
 * 16 envs, 2048 frames a rollout (n_steps 128), 4 epochs of 512-sample minibatches;
 * gamma 0.99, gae_lambda 0.95, clip_range 0.2, ent_coef 0.01, Adam lr 1e-3 decaying linearly to 0
@@ -278,7 +279,8 @@ def main(argv: list[str] | None = None) -> None:
     out = {
         "peer": "sb3-contrib MaskablePPO",
         "env": ENV_ID,
-        "hyperparameters": "mirroring rlcli presets/ppo_taxi_masked.toml",
+        "hyperparameters": "this script's own, mirroring rlcli presets/ppo_taxi_masked.toml "
+        "(RL-Zoo 2.9.2 has no row for masked Taxi: no MaskablePPO yml, no Taxi entry)",
         "settings": {**SETTINGS, "learning_rate": ["linear", SETTINGS["learning_rate"]]},
         "threshold": THRESHOLD,
         "stop_at_return": args.stop_at_return,

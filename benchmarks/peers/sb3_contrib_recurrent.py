@@ -1,205 +1,218 @@
-"""sb3-contrib's RecurrentPPO on the velocity-hidden control tasks, with RL-Baselines3-Zoo's tuned
-hyperparameters (hyperparams/ppo_lstm.yml): the peer side of rlcli's recurrent PPO
-(presets/ppo_lstm_cartpolenovel.toml).
+"""sb3-contrib's RecurrentPPO on the velocity-hidden control tasks, run by RL-Baselines3-Zoo itself
+(``rl_zoo3.train --algo ppo_lstm``, its installed hyperparams/ppo_lstm.yml): the peer side of rlcli's
+recurrent PPO (presets/ppo_lstm_cartpolenovel.toml, presets/ppo_lstm_pendulumnovel.toml).
 
-Needs a venv of its own (sb3-contrib is never a dependency of rlcli), tested with Python 3.11.7,
-torch 2.13.0+cpu, stable-baselines3 2.9.2, sb3-contrib 2.9.2, gymnasium 1.4.0, numpy 2.4.6:
+Runs in the RL-Zoo peer venv (sb3-contrib and rl_zoo3 are never dependencies of rlcli):
 
-    python3.11 -m venv /work/peers-venv
-    /work/peers-venv/bin/pip install torch==2.13.0 'sb3-contrib==2.9.*' 'stable-baselines3==2.9.*' gymnasium
-
-Run from anywhere with that venv's python:
-
-    /work/peers-venv/bin/python benchmarks/peers/sb3_contrib_recurrent.py \\
+    python3.11 -m venv /tmp/peer-rlzoo
+    /tmp/peer-rlzoo/bin/pip install -r benchmarks/peers/requirements-rlzoo.txt
+    /tmp/peer-rlzoo/bin/python benchmarks/peers/sb3_contrib_recurrent.py \\
         --env CartPoleNoVel-v1 --seeds 0 1 2 --json cartpolenovel.json
-    /work/peers-venv/bin/python benchmarks/peers/sb3_contrib_recurrent.py \\
+    /tmp/peer-rlzoo/bin/python benchmarks/peers/sb3_contrib_recurrent.py \\
         --env PendulumNoVel-v1 --seeds 0 1 2 --json pendulumnovel.json
 
-What it does for each seed, one after another in one process, on 1 torch thread and the CPU:
+Nothing of the Zoo's settings is copied here. For each seed, one after another in one process, the Zoo's
+own entry point runs as a user would run it:
 
-* the training envs as RL-Zoo builds them: ``make_vec_env`` (a Monitor on each env, DummyVecEnv,
-  ``seed=seed``) of the task below, no observation or reward normalization;
-* ``RecurrentPPO("MlpLstmPolicy", ...)`` with the Zoo's settings for the task and the policy's
-  defaults (an LSTM of 256 units for the actor and a separate one for the critic, then
-  net_arch [64, 64] tanh); ``lin_X`` in the Zoo is a linear decay from X to 0 over training;
-* ``model.learn(timesteps)`` timed alone with ``time.perf_counter`` (train_seconds);
-* a deterministic evaluation: episode i of N on a fresh single env reset with seed 10_000 + i, the
-  LSTM state and episode start carried through ``model.predict(..., state=, episode_start=,
-  deterministic=True)``; the return is the env's own reward summed over the episode;
-* seed_seconds: building the envs and the model, learning and evaluating, for that seed.
+    python -m rl_zoo3.train --algo ppo_lstm --env ENV --seed SEED --eval-freq -1 --device cpu \\
+        --num-threads 1 --log-folder TMP --verbose 0 [-n TIMESTEPS]
 
-process_seconds (in the JSON) runs from the start of ``main`` (before torch and sb3 are imported) to
-the moment the JSON is written.
+so the Zoo reads the yml entry, builds the envs (its NoVel ids, registered by rl_zoo3: the base task under
+``MaskVelocityWrapper``), wraps them in ``VecNormalize`` where the entry says ``normalize``, evaluates the
+entry's ``policy_kwargs`` string, makes the schedules and builds ``RecurrentPPO``. Two of the Zoo's
+methods are wrapped, not replaced: ``read_hyperparameters`` (to keep the entry as read) and
+``ExperimentManager.learn``, which is timed alone (train_seconds) and followed by:
 
-The velocity-hidden tasks are registered here under RL-Zoo's ids: CartPoleNoVel-v1 is CartPole-v1
-with observation entries 1 and 3 (cart and pole velocities) set to 0, PendulumNoVel-v1 is
-Pendulum-v1 with entry 2 (angular velocity) set to 0.
+* a check that the model the Zoo built holds every key of the yml entry (``check_against_yml``: the
+  LSTM sizes, critic LSTM, activation, init, net_arch, the normalization wrapper and its gamma, each
+  schedule's value at two points of training, every other key as the model's attribute); a key it
+  cannot check stops the script, so the JSON never claims a setting nobody looked at;
+* a deterministic evaluation as the Zoo's enjoy plays: episode i of N on the Zoo's eval env
+  (``create_envs(1, eval_env=True)``: ``VecNormalize`` frozen, rewards not normalized, holding the
+  trained observation statistics) reset with seed 10_000 + i, the LSTM state and episode starts carried
+  through ``model.predict(..., deterministic=True)``; the return is the Monitor's raw episode return.
+
+seed_seconds covers the Zoo's whole ``train()`` for that seed (reading the yml, building, learning,
+checking, evaluating and the Zoo's saving of the model into a temporary folder). process_seconds runs from
+the start of ``main`` (before torch, sb3 and rl_zoo3 are imported) to the moment the JSON is written.
+The JSON holds the complete settings run: the yml entry as read, the keyword arguments the Zoo passed to
+``RecurrentPPO`` (policy_kwargs resolved), the normalization, the model's values read back (the defaults
+included), the Zoo command and the package versions.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
-import platform
 import statistics
 import time
-from importlib import metadata
 
-# RL-Zoo's hyperparams/ppo_lstm.yml, verbatim apart from the names of the schedules.
-ZOO = {
-    "CartPoleNoVel-v1": {
-        "n_envs": 8,
-        "n_timesteps": 100_000,
-        "kwargs": {
-            "n_steps": 32,
-            "batch_size": 256,
-            "gae_lambda": 0.8,
-            "gamma": 0.98,
-            "n_epochs": 20,
-            "ent_coef": 0.0,
-            "learning_rate": ("linear", 0.001),
-            "clip_range": ("linear", 0.2),
-        },
-    },
-    "PendulumNoVel-v1": {
-        "n_envs": 4,
-        "n_timesteps": 100_000,
-        "kwargs": {
-            "n_steps": 1024,
-            "gae_lambda": 0.95,
-            "gamma": 0.9,
-            "n_epochs": 10,
-            "ent_coef": 0.0,
-            "learning_rate": 1e-3,
-            "clip_range": 0.2,
-            "use_sde": True,
-            "sde_sample_freq": 4,
-        },
-    },
-}
+from zoo_run import jsonable, run_zoo, versions, zoo_argv
 
-# The task each id hides velocities of, and which observation entries read 0.
-HIDDEN = {"CartPoleNoVel-v1": ("CartPole-v1", (1, 3)), "PendulumNoVel-v1": ("Pendulum-v1", (2,))}
-
+ENVS = ("CartPoleNoVel-v1", "PendulumNoVel-v1")
 EVAL_SEED_BASE = 10_000
+# What the policy_kwargs keys of ppo_lstm.yml read back as on sb3-contrib's RecurrentActorCriticPolicy.
+POLICY_READBACK = {
+    "lstm_hidden_size": lambda p: p.lstm_actor.hidden_size,
+    "n_lstm_layers": lambda p: p.lstm_actor.num_layers,
+    "enable_critic_lstm": lambda p: p.lstm_critic is not None,
+    "shared_lstm": lambda p: p.shared_lstm,
+    "activation_fn": lambda p: p.activation_fn,
+    "ortho_init": lambda p: p.ortho_init,
+    "net_arch": lambda p: p.net_arch,
+}
+SCHEDULES = ("learning_rate", "clip_range")
 
 
-def linear(start: float):
-    """A schedule going from ``start`` (progress_remaining 1) to 0 (progress_remaining 0)."""
+def expected_schedule(entry_value, progress_remaining: float) -> float:
+    """The yml's schedule at ``progress_remaining``: ``lin_X`` decays from X to 0, a number stays."""
+    if isinstance(entry_value, str):
+        kind, start = entry_value.split("_")
+        if kind != "lin":
+            raise RuntimeError(f"no check for the schedule {entry_value!r}")
+        return float(start) * progress_remaining
+    return float(entry_value)
 
-    def value(progress_remaining: float) -> float:
-        return progress_remaining * start
 
-    return value
+def check_against_yml(entry: dict, manager, model, timesteps: int | None) -> list[str]:
+    """Every key of the yml ``entry`` compared with what the Zoo built; the keys checked.
+
+    ``timesteps`` is the budget asked for on the command line (None: the yml's).
+
+    Raises RuntimeError naming each key that differs or that this check cannot read back.
+    """
+    from torch import nn
+
+    wrong, checked = [], []
+
+    def same(key: str, want, got) -> None:
+        checked.append(key)
+        if want != got and not (isinstance(want, float) and abs(want - got) <= 1e-12 * max(1.0, abs(want))):
+            wrong.append(f"{key}: the yml says {want!r}, the model has {got!r}")
+
+    for key, value in entry.items():
+        if key == "n_envs":
+            same(key, value, model.n_envs)
+        elif key == "n_timesteps":
+            # --timesteps (the Zoo's -n) may shorten a smoke run; the JSON has both.
+            same(key, int(value) if timesteps is None else timesteps, manager.n_timesteps)
+        elif key == "policy":
+            same(key, model.policy_aliases[value], model.policy_class)
+        elif key == "normalize":
+            if value is not True:
+                raise RuntimeError(f"no check for normalize = {value!r}")
+            norm = model.get_vec_normalize_env()
+            same(key, True, norm is not None and norm.norm_obs and norm.norm_reward)
+            same("normalize.gamma", entry["gamma"], None if norm is None else norm.gamma)
+        elif key == "policy_kwargs":
+            # The Zoo evaluates this string with torch.nn in scope; evaluated here again, on its own.
+            want = eval(value, {"__builtins__": {}, "dict": dict, "nn": nn}) if isinstance(value, str) else value
+            same("policy_kwargs (as the Zoo resolved them)", want, manager._hyperparams["policy_kwargs"])
+            for name, wanted in want.items():
+                if name not in POLICY_READBACK:
+                    raise RuntimeError(f"no check for policy_kwargs[{name!r}]")
+                same(f"policy_kwargs.{name}", wanted, POLICY_READBACK[name](model.policy))
+        elif key in SCHEDULES:
+            schedule = model.lr_schedule if key == "learning_rate" else model.clip_range
+            for progress in (1.0, 0.25):
+                same(f"{key}({progress})", expected_schedule(value, progress), float(schedule(progress)))
+        elif hasattr(model, key) and isinstance(value, (bool, int, float)):
+            same(key, value, getattr(model, key))
+        else:
+            raise RuntimeError(f"no check for the yml key {key!r} = {value!r}")
+    if wrong:
+        raise RuntimeError("the model the Zoo built differs from its yml:\n  " + "\n  ".join(wrong))
+    return checked
 
 
-def make_hidden(base_id: str, hidden: tuple[int, ...], **kwargs):
-    """``base_id`` with the observation entries ``hidden`` zeroed (entry point of the NoVel ids)."""
-    import gymnasium as gym
+def read_back(model) -> dict:
+    """The values RecurrentPPO ran with, the ones the yml leaves at their defaults included."""
+    policy = model.policy
+    norm = model.get_vec_normalize_env()
+    return {
+        "algorithm": type(model).__qualname__,
+        "policy": type(policy).__qualname__,
+        "n_envs": model.n_envs,
+        **{k: getattr(model, k) for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda")},
+        **{k: getattr(model, k) for k in ("ent_coef", "vf_coef", "max_grad_norm", "normalize_advantage")},
+        **{k: getattr(model, k) for k in ("use_sde", "sde_sample_freq", "target_kl")},
+        "learning_rate at progress 1, 0.5, 0": [float(model.lr_schedule(p)) for p in (1.0, 0.5, 0.0)],
+        "clip_range at progress 1, 0.5, 0": [float(model.clip_range(p)) for p in (1.0, 0.5, 0.0)],
+        "clip_range_vf": jsonable(model.clip_range_vf),
+        **{name: jsonable(read(policy)) for name, read in POLICY_READBACK.items()},
+        "optimizer": type(policy.optimizer).__qualname__,
+        "normalization": None
+        if norm is None
+        else {k: getattr(norm, k) for k in ("norm_obs", "norm_reward", "gamma", "clip_obs", "clip_reward", "epsilon")},
+    }
+
+
+def evaluate(manager, model, episodes: int) -> list[float]:
+    """Deterministic returns of ``episodes`` episodes on the Zoo's eval env, the LSTM state carried."""
     import numpy as np
+    from stable_baselines3.common.vec_env import VecNormalize
 
-    env = gym.make(base_id, **kwargs)
-    keep = np.ones(env.observation_space.shape, dtype=env.observation_space.dtype)
-    keep[list(hidden)] = 0
-    return gym.wrappers.TransformObservation(env, lambda obs: obs * keep, env.observation_space)
-
-
-def register_novel() -> None:
-    """Register the velocity-hidden ids with gymnasium (the base env made inside keeps its own time
-    limit; the reward threshold is copied)."""
-    import gymnasium as gym
-
-    for novel_id, (base_id, hidden) in HIDDEN.items():
-        if novel_id in gym.registry:
-            continue
-        base = gym.spec(base_id)
-        gym.register(
-            id=novel_id,
-            entry_point=make_hidden,
-            kwargs={"base_id": base_id, "hidden": hidden},
-            reward_threshold=base.reward_threshold,
-        )
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for dist in ("torch", "stable_baselines3", "sb3_contrib", "gymnasium", "numpy"):
-        out[dist] = metadata.version(dist)
-    return out
-
-
-def evaluate(model, env_id: str, episodes: int) -> list[float]:
-    """Deterministic returns of ``episodes`` episodes, each on a fresh env reset with seed
-    10_000 + i, the LSTM state carried from step to step and reset at the episode's start."""
-    import gymnasium as gym
-    import numpy as np
-
+    test = manager.create_envs(1, eval_env=True, no_log=True)
+    trained = model.get_vec_normalize_env()
+    if trained is not None:
+        # As enjoy loads vecnormalize.pkl: the trained statistics, frozen, and raw rewards.
+        assert isinstance(test, VecNormalize) and not test.training and not test.norm_reward
+        test.obs_rms = copy.deepcopy(trained.obs_rms)
     returns = []
     for i in range(episodes):
-        env = gym.make(env_id)
-        obs, _ = env.reset(seed=EVAL_SEED_BASE + i)
-        state = None
-        start = np.ones((1,), dtype=bool)
-        total, done = 0.0, False
-        while not done:
-            action, state = model.predict(obs[None], state=state, episode_start=start, deterministic=True)
-            obs, reward, terminated, truncated, _ = env.step(action[0])
-            start = np.zeros((1,), dtype=bool)
-            total += float(reward)
-            done = terminated or truncated
-        env.close()
-        returns.append(total)
+        test.seed(EVAL_SEED_BASE + i)
+        obs = test.reset()
+        state, start = None, np.ones((1,), dtype=bool)
+        while True:
+            action, state = model.predict(obs, state=state, episode_start=start, deterministic=True)
+            obs, _, start, infos = test.step(action)
+            if start[0]:
+                returns.append(float(infos[0]["episode"]["r"]))
+                break
+    test.close()
     return returns
 
 
-def run_seed(env_id: str, seed: int, timesteps: int, episodes: int) -> dict:
-    from sb3_contrib import RecurrentPPO
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import DummyVecEnv
+def run_seed(env_id: str, seed: int, timesteps: int | None, threads: int, episodes: int) -> tuple[dict, dict]:
+    """One ``rl_zoo3.train`` of ``seed``: its row and the settings it ran."""
+    argv = zoo_argv("ppo_lstm", env_id, seed, timesteps=timesteps, threads=threads)
+
+    def learn(manager, model, zoo_learn, entry: dict) -> dict:
+        t0 = time.perf_counter()
+        zoo_learn(manager, model)
+        train_seconds = time.perf_counter() - t0
+        checked = check_against_yml(entry, manager, model, timesteps)
+        t0 = time.perf_counter()
+        returns = evaluate(manager, model, episodes)
+        return {
+            "train_seconds": train_seconds,
+            "frames": int(model.num_timesteps),
+            "checked": checked,
+            "model": read_back(model),
+            "returns": returns,
+            "eval_seconds": time.perf_counter() - t0,
+        }
 
     started = time.perf_counter()
-    zoo = ZOO[env_id]
-    kwargs = {k: (linear(v[1]) if isinstance(v, tuple) else v) for k, v in zoo["kwargs"].items()}
-    envs = make_vec_env(env_id, n_envs=zoo["n_envs"], seed=seed, vec_env_cls=DummyVecEnv)
-    model = RecurrentPPO("MlpLstmPolicy", envs, seed=seed, device="cpu", verbose=0, **kwargs)
-
-    t0 = time.perf_counter()
-    model.learn(total_timesteps=timesteps)
-    train_seconds = time.perf_counter() - t0
-    envs.close()
-    policy = model.policy
-    # What the run used besides the Zoo's settings: RecurrentPPO's and MlpLstmPolicy's defaults.
-    defaults = {
-        "batch_size": model.batch_size,
-        "clip_range_vf": model.clip_range_vf,
-        "vf_coef": model.vf_coef,
-        "max_grad_norm": model.max_grad_norm,
-        "normalize_advantage": model.normalize_advantage,
-        "lstm_hidden_size": policy.lstm_actor.hidden_size,
-        "lstm_layers": policy.lstm_actor.num_layers,
-        "critic_lstm": policy.lstm_critic is not None,
-        "net_arch": policy.net_arch,
-        "activation": policy.activation_fn.__name__,
-        "ortho_init": policy.ortho_init,
-    }
-
-    t0 = time.perf_counter()
-    returns = evaluate(model, env_id, episodes)
-    eval_seconds = time.perf_counter() - t0
-    return {
+    ran = run_zoo(argv, learn)
+    returns = ran["returns"]
+    row = {
         "seed": seed,
-        "timesteps": timesteps,
-        "frames": int(model.num_timesteps),
-        "train_seconds": train_seconds,
-        "eval_seconds": eval_seconds,
+        "timesteps": ran["settings"]["n_timesteps_run"],
+        "frames": ran["frames"],
+        "train_seconds": ran["train_seconds"],
+        "eval_seconds": ran["eval_seconds"],
         "seed_seconds": time.perf_counter() - started,
         "eval_episodes": episodes,
         "eval_mean": statistics.fmean(returns),
         "eval_std": statistics.pstdev(returns),
         "eval_min": min(returns),
         "eval_max": max(returns),
-        "defaults": defaults,
+        "eval_returns": returns,
+        "zoo_command": ran["zoo_command"],
     }
+    return row, {**ran["settings"], "model": ran["model"], "checked_against_yml": ran["checked"]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -207,24 +220,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--env", required=True, choices=sorted(ZOO))
+    parser.add_argument("--env", required=True, choices=ENVS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument(
-        "--timesteps", type=int, default=None, help="training frames (default: RL-Zoo's n_timesteps, 100000)"
+        "--timesteps", type=int, default=None, help="training frames (default: the yml's n_timesteps, 100000)"
     )
     parser.add_argument("--eval-episodes", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the Zoo's --num-threads; default 1)")
     parser.add_argument("--json", metavar="OUT", help="write the results here")
     args = parser.parse_args(argv)
-    timesteps = args.timesteps if args.timesteps is not None else ZOO[args.env]["n_timesteps"]
 
-    import torch
-
-    torch.set_num_threads(1)
-    register_novel()
-
-    results = []
+    results, settings = [], None
     for seed in args.seeds:
-        r = run_seed(args.env, seed, timesteps, args.eval_episodes)
+        r, ran = run_seed(args.env, seed, args.timesteps, args.threads, args.eval_episodes)
+        if settings is not None and ran != settings:
+            raise RuntimeError(f"seed {seed} ran other settings than seed {args.seeds[0]}")
+        settings = settings or ran
         results.append(r)
         print(
             f"RecurrentPPO {args.env} seed {seed}: {r['frames']} frames, train {r['train_seconds']:.1f} s, "
@@ -233,16 +244,14 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
 
+    import torch
+
     out = {
-        "peer": "sb3-contrib RecurrentPPO",
+        "peer": "sb3-contrib RecurrentPPO through rl_zoo3.train --algo ppo_lstm",
         "env": args.env,
-        "hyperparameters": "RL-Baselines3-Zoo hyperparams/ppo_lstm.yml",
-        "settings": {
-            "n_envs": ZOO[args.env]["n_envs"],
-            **{k: list(v) if isinstance(v, tuple) else v for k, v in ZOO[args.env]["kwargs"].items()},
-        },
+        "settings": settings,
         "torch_threads": torch.get_num_threads(),
-        "versions": versions(),
+        "versions": versions("rl_zoo3", "sb3_contrib", "stable_baselines3", "torch", "gymnasium", "numpy"),
         "seeds": results,
     }
     out["process_seconds"] = time.perf_counter() - process_start

@@ -1,30 +1,34 @@
-"""Stable-Baselines3's PPO on Breakout with RL-Zoo's Atari settings: agent steps per second.
+"""Stable-Baselines3's PPO on Breakout, built by RL-Zoo itself from its Atari settings: agent steps per second.
 
 The peer figure of rlcli's ``ppo_breakout`` (issue 19: rlcli's agent steps/s >= 1.3x SB3's, 1 torch
 thread, the two measured one after the other on the same machine; ``compare_ppo_atari.sh`` does that).
 
-What runs: RL-Zoo's hyperparams/ppo.yml (atari), as SB3's users run it: ``CnnPolicy`` on
-``BreakoutNoFrameskip-v4`` (registered by ale-py) through ``make_atari_env(n_envs=8)`` (SB3's
-``AtariWrapper``, its default DummyVecEnv) and ``VecFrameStack(n_stack=4)`` (PPO adds its own
-``VecTransposeImage``); 128 steps per env, 4 epochs, batch 256, learning rate 2.5e-4 and clip range
-0.1 both decaying linearly, vf_coef 0.5, ent_coef 0.01; on the CPU, ``torch.set_num_threads(--threads)``
-(``--threads 0``: torch's default, every core, as SB3 ships).
+What runs: nothing of the Zoo's settings is copied here. ``rl_zoo3.train --algo ppo --env
+BreakoutNoFrameskip-v4 --seed 0 --eval-freq -1 --device cpu [--num-threads N] -n STEPS`` runs as the Zoo
+ships it (benchmarks/peers/zoo_run.py): the Zoo reads the ``atari`` entry of its installed
+hyperparams/ppo.yml and builds the envs (its ``env_wrapper``, SB3's ``AtariWrapper``, on ``n_envs``
+envs in a DummyVecEnv, ``frame_stack`` frames, ``VecTransposeImage``) and the model (``CnnPolicy``, the
+entry's n_steps, epochs, batch, schedules and coefficients). Only the Zoo's ``learn`` is replaced, by the
+timing below; the JSON line holds the yml entry as read, what the Zoo passed to PPO and the Zoo command.
+``--threads 0`` leaves torch's default threads (every core), as SB3 ships; N is the Zoo's
+``--num-threads N``.
 
-Timing: a first ``learn`` of 1,024 agent steps (one rollout of 8 x 128 and one update) warms up
-(allocation, first kernels); the timed ``learn`` follows on the same model and envs
-(``reset_num_timesteps=False``) for ``--steps`` agent steps (a multiple of 1,024; SB3 rounds up to
+Timing: a first ``learn`` of one rollout and one update (n_envs x n_steps agent steps: 8 x 128 in the
+Zoo's entry) warms up (allocation, first kernels); the timed ``learn`` follows on the same model and envs
+(``reset_num_timesteps=False``) for ``--steps`` agent steps (a multiple of the rollout; SB3 rounds up to
 whole rollouts, and the steps counted are the ones it took). rlcli's side likewise leaves out its
 first iteration of 1,024 steps. A callback splits the timed wall time: ``collect_s`` from
 ``_on_rollout_start`` to ``_on_rollout_end`` (env steps, policy forward, and SB3's GAE, which it
 computes before ``_on_rollout_end``), ``train_s`` the rest (the PPO epochs, SB3's bookkeeping).
 Prints one JSON line.
 
-``--env-only`` steps the same wrapped vector env (8 envs, AtariWrapper, frame stack, transpose)
-with random actions for ``--steps`` agent steps (after 64 untimed ones): agent steps/s (each agent
-step is 4 game frames through AtariWrapper's frame skip).
+``--env-only`` steps the env the Zoo built for the model (AtariWrapper, frame stack, transpose) with
+random actions for ``--steps`` agent steps (after 64 untimed ones): agent steps/s (each agent step is 4
+game frames through AtariWrapper's frame skip).
 
-Needs a venv of its own, never rlcli's (versions pinned in requirements-sb3.txt; torch==2.13.0 takes
-the CPU build from local disk on this kind of machine, never install a bare torch):
+Needs a venv of its own, never rlcli's (requirements-sb3.txt: the RL-Zoo venv's pins plus ale-py and
+OpenCV; torch==2.13.0 takes the CPU build from local disk on this kind of machine, never install a bare
+torch):
 
     python3.11 -m venv /tmp/peer-sb3
     /tmp/peer-sb3/bin/pip install -r benchmarks/peers/requirements-sb3.txt
@@ -37,21 +41,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from importlib.metadata import version
 
-import ale_py
-import gymnasium as gym
 import numpy as np
 import torch
-from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_atari_env
-from stable_baselines3.common.vec_env import VecFrameStack, VecTransposeImage
+from zoo_run import run_zoo, versions, zoo_argv
 
 ENV_ID = "BreakoutNoFrameskip-v4"
-N_ENVS = 8
-N_STEPS = 128
-WARM_UP = N_ENVS * N_STEPS  # one rollout and one update
 
 
 class Phases(BaseCallback):
@@ -74,23 +70,15 @@ class Phases(BaseCallback):
         return True
 
 
-def linear(start: float):
-    """RL-Zoo's ``lin_<start>``: SB3 passes the progress remaining, 1 -> 0."""
-    return lambda progress_remaining: progress_remaining * start
-
-
-def envs(seed: int):
-    return VecFrameStack(make_atari_env(ENV_ID, n_envs=N_ENVS, seed=seed), n_stack=4)
-
-
-def env_only(steps: int) -> dict:
-    vec = VecTransposeImage(envs(0))  # what PPO steps: it wraps channel-last images the same way
+def env_only(model, steps: int) -> dict:
+    vec = model.get_env()  # what PPO steps: the Zoo's envs, channel-first
+    n_envs = vec.num_envs
     vec.reset()
     rng = np.random.default_rng(0)
-    actions = [rng.integers(vec.action_space.n, size=N_ENVS) for _ in range(64)]
+    actions = [rng.integers(vec.action_space.n, size=n_envs) for _ in range(64)]
     for i in range(64):
         vec.step(actions[i])
-    calls = max(1, steps // N_ENVS)
+    calls = max(1, steps // n_envs)
     start = time.perf_counter()
     for i in range(calls):
         vec.step(actions[i % 64])
@@ -99,34 +87,21 @@ def env_only(steps: int) -> dict:
     return {
         "peer": "sb3",
         "mode": "env_only",
-        "steps": calls * N_ENVS,
+        "steps": calls * n_envs,
         "seconds": seconds,
-        "agent_steps_per_s": calls * N_ENVS / seconds,
+        "agent_steps_per_s": calls * n_envs / seconds,
     }
 
 
-def train(steps: int) -> dict:
-    model = PPO(
-        "CnnPolicy",
-        envs(0),
-        n_steps=N_STEPS,
-        n_epochs=4,
-        batch_size=256,
-        learning_rate=linear(2.5e-4),
-        clip_range=linear(0.1),
-        vf_coef=0.5,
-        ent_coef=0.01,
-        seed=0,
-        verbose=0,
-        device="cpu",
-    )
-    model.learn(WARM_UP)
+def train(model, steps: int) -> dict:
+    model.learn(model.n_envs * model.n_steps)
     before = model.num_timesteps
     phases = Phases()
     start = time.perf_counter()
     model.learn(steps, callback=phases, reset_num_timesteps=False)
     seconds = time.perf_counter() - start
     taken = model.num_timesteps - before
+    model.get_env().close()
     return {
         "peer": "sb3",
         "mode": "train",
@@ -148,15 +123,18 @@ def main() -> None:
     )
     parser.add_argument("--env-only", action="store_true", help="time the wrapped vector env alone")
     args = parser.parse_args()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    gym.register_envs(ale_py)
-    result = env_only(args.steps) if args.env_only else train(args.steps)
+
+    def timed(manager, model, zoo_learn, entry) -> dict:
+        return env_only(model, args.steps) if args.env_only else train(model, args.steps)
+
+    threads = args.threads if args.threads > 0 else None
+    ran = run_zoo(zoo_argv("ppo", ENV_ID, 0, timesteps=args.steps, threads=threads), timed)
+    result = {k: v for k, v in ran.items() if k not in ("entry", "settings", "zoo_command")}
     result["threads"] = torch.get_num_threads()
-    result["versions"] = {
-        name: version(name)
-        for name in ("stable_baselines3", "torch", "ale-py", "gymnasium", "numpy", "opencv-python-headless")
-    }
+    result.update(settings=ran["settings"], zoo_command=ran["zoo_command"])
+    result["versions"] = versions(
+        "rl_zoo3", "stable_baselines3", "torch", "ale-py", "gymnasium", "numpy", "opencv-python-headless"
+    )
     print(json.dumps(result))
 
 

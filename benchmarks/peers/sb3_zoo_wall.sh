@@ -5,7 +5,8 @@
 # Zoo's hyperparameters (benchmarks/peers/sb3_zoo.py: the seconds of model.learn), one after the
 # other, same seed. THREADS=shipped (the default): each as it ships, rlcli's run.threads = "auto" and
 # SB3 on torch's default threads (every core); THREADS=N pins both to N. Writes
-# benchmarks/results/sb3_wall.json, which zoo_table.py reads.
+# benchmarks/results/sb3_wall.json, which zoo_table.py reads, with the settings SB3 ran (the yml entry as
+# the Zoo read it and what it passed to the model; the last run's, all runs of a cell share them).
 # Venv: python -m venv /tmp/peer-rlzoo && /tmp/peer-rlzoo/bin/pip install -r benchmarks/peers/requirements-rlzoo.txt
 # REPEAT=N (default 1) runs each pair N times, alternating, and keeps the median of each side; with
 # SEEDS_VARY=1 the N pairs take seeds SEED, SEED+1, ... (each pair one seed on both sides), and with SCORE=1
@@ -57,15 +58,17 @@ PY
         if [ -n "${SEEDS_VARY:-}" ]; then SEED=$((SEED + 1)); fi
     done
     SEED="$FIRST_SEED"
-    python - "$preset" "$steps" "$SEED" "$rlcli_runs" "$sb3_runs" "$THREADS" <<'PY'
+    python - "$preset" "$steps" "$SEED" "$rlcli_runs" "$sb3_runs" "$THREADS" "$row" <<'PY'
 import datetime, json, pathlib, statistics, sys
 preset, steps, seed, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[6]
+last = json.loads(sys.argv[7])
 rlcli_runs, sb3_runs = [float(x) for x in sys.argv[4].split()], [float(x) for x in sys.argv[5].split()]
 rlcli_s, sb3_s = statistics.median(rlcli_runs), statistics.median(sb3_runs)
 path = pathlib.Path("benchmarks/results/sb3_wall.json")
 table = json.loads(path.read_text()) if path.is_file() else {}
 table[preset] = {"rlcli_s": rlcli_s, "sb3_s": sb3_s, "timesteps": steps, "seed": seed, "ratio": round(rlcli_s / sb3_s, 3),
-                 "threads": threads,
+                 "threads": threads, "sb3_settings": last["settings"], "sb3_zoo_command": last["zoo_command"],
+                 "sb3_versions": last["versions"],
                  "rlcli_runs": rlcli_runs, "sb3_runs": sb3_runs, "date": datetime.date.today().isoformat()}
 path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
 print(preset, table[preset])
