@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from rlcli.config.errors import ConfigError
-from rlcli.console import err_console
+from rlcli.console import console, err_console
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 EXIT_BAD_INPUT = 2
 
@@ -42,3 +45,31 @@ def user_errors(file: str | None = None) -> Iterator[None]:
         exc.file = exc.file or file
         err_console.print(f"[bold red]error:[/] {escape(exc.render())}", soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+@contextmanager
+def progress_bar(*, quiet: bool = False) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A rich progress bar, one row a task: yields a callback taking (task, done, total), whose first call
+    for a task adds its row; None on a pipe or with ``quiet`` (a bar there is noise in a log)."""
+    if quiet or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TimeRemainingColumn
+
+    bar = Progress(
+        "{task.description}",
+        BarColumn(),
+        "{task.completed:,}/{task.total:,}",
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+    rows: dict[str, TaskID] = {}
+
+    def update(task: str, done: int, total: int) -> None:
+        if task not in rows:
+            rows[task] = bar.add_task(task, total=total)
+        bar.update(rows[task], completed=done, total=total)
+
+    with bar:
+        yield update
