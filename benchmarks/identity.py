@@ -6,7 +6,8 @@ memmap and 1-step replay, OU noise, evaluation) trains for a few iterations on t
 seed 1, and the rows of ``metrics.csv`` without the columns that read a clock (``time/...``,
 ``rollout/fps``...) must be byte-identical. Presets that ``RUNS`` does not name get a budget
 derived from their file (:func:`short`); offline presets read a small dataset of random
-Pendulum episodes written here, since their own datasets are made by ``make_datasets.py``.
+episodes on their env written here, since their own datasets are made by ``rlcli datasets make``
+or downloaded.
 
     python benchmarks/identity.py --json /tmp/identity-before.json
     python benchmarks/identity.py --compare /tmp/identity-before.json
@@ -22,6 +23,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import tomllib
@@ -56,13 +58,13 @@ RUNS: dict[str, tuple[str, ...]] = {
 CLOCK = ("time/", "wall_time")
 
 
-def short(preset: Path, dataset: str) -> tuple[str, ...]:
+def short(preset: Path, dataset: Callable[[str], str]) -> tuple[str, ...]:
     """Overrides that make ``preset`` train a few iterations past its warm-up: two batches on-policy,
     a warm-up of two batches and four more off-policy, 40 gradient steps offline."""
     cfg = tomllib.loads(preset.read_text(encoding="utf-8"))
     if "data" in cfg:
         return (
-            f"data.dataset={json.dumps(dataset)}",
+            f"data.dataset={json.dumps(dataset(cfg['env']['id']))}",
             "data.total_steps=40",
             "data.steps_per_iteration=20",
             "eval.final_episodes=2",
@@ -73,7 +75,7 @@ def short(preset: Path, dataset: str) -> tuple[str, ...]:
     return (f"collector.total_frames={2 * batch}",)
 
 
-def every_run(dataset: str) -> dict[str, tuple[str, ...]]:
+def every_run(dataset: Callable[[str], str]) -> dict[str, tuple[str, ...]]:
     """``RUNS``, then every other shipped preset with the overrides of :func:`short`."""
     runs = dict(RUNS)
     named = {name.partition("=")[2] or name for name in RUNS}
@@ -141,7 +143,10 @@ def main() -> int:
         sys.path.insert(0, str(ROOT / "tests"))
         from offline import random_dataset
 
-        dataset = random_dataset("Pendulum-v1", episodes=8, max_steps=100, root=Path(tmp) / "datasets")
+        def dataset(env_id: str) -> str:
+            """The offline presets' data: 8 random episodes of 100 steps on their env, written on first use."""
+            return random_dataset(env_id, episodes=8, max_steps=100, root=Path(tmp) / "datasets")
+
         for name, overrides in every_run(dataset).items():
             label = name.partition("=")[0]
             if args.only and label not in args.only:

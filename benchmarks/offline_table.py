@@ -1,4 +1,4 @@
-"""The D4RL-style table of the offline presets on the Pendulum datasets of ``make_datasets.py``.
+"""The D4RL-style table of the offline presets on the Pendulum datasets of ``rlcli datasets make``.
 
 Each cell trains one offline preset on one dataset for ``--seeds`` seeds (the preset's budget), then
 reads the deterministic evaluation the run ends with (``eval.episodes`` episodes, 10 in the presets).
@@ -6,7 +6,7 @@ Scores are normalized as D4RL does: 0 is the mean episode return of ``pendulum/r
 random actions), 100 that of ``pendulum/expert-v0`` (the expert policy, with its 0.1 noise). Each row
 also gives the dataset's own mean episode return on the same scale, and on how many seeds the run beat it.
 
-Run ``python benchmarks/make_datasets.py`` first (same ``MINARI_DATASETS_PATH``), then
+Run ``rlcli datasets make --all`` first (same ``MINARI_DATASETS_PATH``), then
 ``python benchmarks/offline_table.py [--seeds 3] [--jobs 1] [--cells iql:medium ...] [--write docs/results.md]``.
 """
 

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import PRESETS
+from conftest import MISSING_EXTRAS, PRESETS, assert_bad_input
 from offline import random_dataset
 from rlcli.config.errors import ConfigError, InputError
 from rlcli.config.load import validate_data
@@ -197,17 +197,40 @@ final_episodes = 0
     assert "last return (last evaluation)" in out and "eval return (2 episodes at 40 gradient steps)" in out
 
 
-def test_a_shipped_preset_whose_dataset_is_missing_names_the_command_that_makes_it(cli, tmp_path, monkeypatch):
+def test_a_shipped_preset_whose_dataset_is_missing_names_the_command_that_puts_it_there(cli, tmp_path, monkeypatch):
     from rlcli.config.load import load_config
-    from rlcli.datasets.find import RECIPES
+    from rlcli.config.recipes import RECIPES
 
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "empty"))
-    offline = [p.stem for p in sorted(PRESETS.glob("*.toml")) if "[data]" in p.read_text(encoding="utf-8")]
-    assert offline, "the shipped offline presets"
-    for preset in offline:
-        assert load_config(preset).data.dataset in RECIPES, preset
-    result = cli("train", offline[0], "--out", str(tmp_path / "runs"))
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    dataset = load_config(offline[0]).data.dataset
-    assert f"no dataset {dataset!r}" in result.stderr and "python benchmarks/make_datasets.py" in result.stderr
+    offline = {p.stem: load_config(p).data.dataset for p in sorted(PRESETS.glob("*.toml")) if load_config(p).offline}
+    made = {preset: dataset for preset, dataset in offline.items() if dataset in RECIPES}
+    assert made and set(made) != set(offline), "presets on datasets rlcli makes, and on hosted ones"
+    for preset, dataset in offline.items():
+        if MISSING_EXTRAS[PRESETS / f"{preset}.toml"]:
+            continue
+        result = cli("train", preset, "--out", str(tmp_path / "runs"))
+        output = assert_bad_input(result, "data.dataset", f"no dataset {dataset!r}")
+        # The hint comes from the recipe table: rlcli's command for its own datasets, minari's for the rest.
+        if preset in made:
+            assert f"`rlcli datasets make {dataset}` writes it" in output, output
+            assert "minari download" not in output
+        else:
+            assert f"`minari download {dataset}` puts it there" in output and "pip install 'minari[hf]'" in output
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_medium_pick_is_the_checkpoint_of_the_first_evaluation_at_the_medium_return(tmp_path):
+    # A threshold every evaluation reaches: the first evaluation's checkpoint is the pick, and it is kept.
+    from rlcli.config.recipes import Training
+    from rlcli.datasets.make import train_for
+
+    plan = Training(preset="sac_pendulum", frames=240, every_frames=80, eval_episodes=1, medium_return=-1e9)
+    seen = []
+    trained = train_for(plan, tmp_path, seed=0, frames=None, medium=True, progress=lambda *a: seen.append(a))
+    assert (trained.frames, trained.medium_frames) == (240, 80)
+    assert trained.medium == trained.run_dir / "checkpoints" / "ckpt-000000000080.pt" and trained.medium.is_file()
+    assert seen[-1] == ("train sac_pendulum", 240, 240) and len(seen) == 30
+    # Unreachable: no pick, and the error says so.
+    never = Training(preset="sac_pendulum", frames=160, every_frames=80, eval_episodes=1, medium_return=1.0)
+    with pytest.raises(InputError, match="no medium policy"):
+        train_for(never, tmp_path / "never", seed=0, frames=None, medium=True, progress=None)

@@ -24,7 +24,8 @@ REFERENCE_PAGE = (DOCS / "reference.md").read_text(encoding="utf-8")
 # What a link test reads: the README, CONTRIBUTING.md and every page of docs/.
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(DOCS.rglob("*.md"))]
 # Every command of the CLI, so that a new one needs its page.
-COMMANDS = [command.name for command in app.registered_commands]
+# A command group (rlcli datasets make, list) has one page for its commands.
+COMMANDS = [command.name for command in app.registered_commands] + [group.name for group in app.registered_groups]
 
 
 @pytest.mark.parametrize("section", [s for s in RunConfig.model_fields if s != "algo"])
@@ -60,7 +61,9 @@ def test_the_readme_stays_short():
 
 
 def test_the_cli_has_the_commands_the_docs_expect():
-    assert set(COMMANDS) >= {"train", "eval", "collect", "plot", "tune", "validate", "show-config", "schema", "bench"}
+    assert set(COMMANDS) >= {
+        "train", "eval", "collect", "datasets", "plot", "tune", "validate", "show-config", "schema", "bench"
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -1,7 +1,7 @@
-"""Learning bars of the offline presets on datasets made here by ``benchmarks/make_datasets.py``
+"""Learning bars of the offline presets on datasets made here by ``rlcli datasets make``
 (slow: run with ``python -m pytest -m slow``). One seed each, the preset's own budget.
 
-The datasets come from a shorter sac_pendulum run than the script's default (8k frames, 20k steps per
+The datasets come from a shorter sac_pendulum run than the recipe's (8k frames, 20k steps per
 played dataset): the expert is weaker and the datasets smaller, which is the harder case for both bars."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-from conftest import ROOT
 from rlcli.config.load import load_config
 from rlcli.datasets import load_dataset, open_dataset
 from rlcli.run import build_run
@@ -26,10 +25,10 @@ minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.1
 def datasets(tmp_path_factory, monkeypatch_module):
     root, scratch = tmp_path_factory.mktemp("minari"), tmp_path_factory.mktemp("make-datasets")
     monkeypatch_module.setenv("MINARI_DATASETS_PATH", str(root))
-    # The script trains its expert in a tempfile folder: TMPDIR keeps that, as the datasets and the
+    # The command trains its expert in a tempfile folder: TMPDIR keeps that, as the datasets and the
     # working folder, under this session's folders, never in the repository or the machine's /tmp.
     made = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "make_datasets.py"), "--frames", "8000", "--steps", "20000"],
+        [sys.executable, "-m", "rlcli", "datasets", "make", "--all", "--frames", "8000", "--steps", "20000"],
         cwd=scratch,
         capture_output=True,
         text=True,

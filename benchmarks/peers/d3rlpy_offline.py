@@ -4,7 +4,7 @@ The peer figure of rlcli's ``iql_pendulum_medium`` and ``cql_pendulum_medium`` p
 (``rlcli_offline.py`` is rlcli's side; ``compare_offline.sh`` runs both, one after the other).
 
 Data: the Minari dataset ``--dataset`` (default pendulum/medium-v0, from ``MINARI_DATASETS_PATH``;
-``benchmarks/make_datasets.py`` writes it) as a d3rlpy ``MDPDataset``: terminals = Minari's
+``rlcli datasets make`` writes it) as a d3rlpy ``MDPDataset``: terminals = Minari's
 terminations, timeouts = its truncations. d3rlpy keeps no final observation: an episode of L steps is
 L rows, and a timed-out one gives L - 1 transitions (the last row has no next observation). So a
 truncated episode gets its final observation as an extra row (action 0, reward 0, timeout 1), which

@@ -17,10 +17,10 @@ from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
 from rlcli.config.errors import ConfigError, ConfigIssue, single
 from rlcli.config.ranks import rank_config, rank_problems
+from rlcli.config.recipes import how_to_get
 from rlcli.config.schema import RunConfig
 from rlcli.cores import physical_cores
 from rlcli.datasets import DatasetFile, DatasetSource, check_env, datasets_root
-from rlcli.datasets.find import recipe
 from rlcli.datasets.load import dataset_placement, load_for_run, open_for_run
 from rlcli.devices import resolve_device
 from rlcli.distributed import Group, Single, from_environment, launched, local_rank
@@ -379,7 +379,7 @@ def _stand_in_note(run: Run) -> str:
     dataset = getattr(run.source, "dataset", None)
     if dataset is None or not dataset.stand_in:
         return ""
-    how = recipe(dataset.name) or "minari download <id>, or rlcli collect, puts one there"
+    how = how_to_get(dataset.name)
     return (
         f"; dataset {dataset.name!r} is not on this machine (not a path, nor an id under {datasets_root()}): "
         f"built on a random stand-in with the env's spaces; training needs the dataset ({how})"

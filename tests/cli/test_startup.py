@@ -47,6 +47,8 @@ CONFIG_ONLY = {
     "bench-bad-baseline": ["bench", "--compare", "tests/broken_configs/syntax_error.toml"],
     "train-bad-config": ["train", "tests/broken_configs/gamma_above_one.toml"],
     "train-bad-seeds": ["train", "ppo_cartpole", "--seeds", "3-1"],
+    "datasets-list": ["datasets", "list"],
+    "datasets-unknown-recipe": ["datasets", "make", "pendulum/meduim-v0"],
 }
 
 

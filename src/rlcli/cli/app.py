@@ -9,6 +9,7 @@ import typer
 from rlcli import __version__
 from rlcli.cli.bench import bench
 from rlcli.cli.collect import collect
+from rlcli.cli.datasets import datasets_app
 from rlcli.cli.eval import eval_
 from rlcli.cli.export import export
 from rlcli.cli.plot import plot
@@ -53,5 +54,6 @@ app.command("bench")(bench)
 app.command("eval")(eval_)
 app.command("export")(export)
 app.command("collect")(collect)
+app.add_typer(datasets_app, name="datasets")
 app.command("plot")(plot)
 app.command("tune")(tune)

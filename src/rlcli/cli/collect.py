@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from rlcli.cli.render import ENV_PACKAGE_HELP, user_errors
+from rlcli.cli.render import ENV_PACKAGE_HELP, progress_bar, user_errors
 from rlcli.console import console
 
 
@@ -90,7 +90,8 @@ def collect(
         else:
             if steps is None:
                 raise InputError("--steps", "say how many env steps to record: --steps N")
-            with _progress(steps, quiet=as_json) as progress:
+            with progress_bar(quiet=as_json) as bar:
+                progress = None if bar is None else (lambda done, total: bar("collect", done, total))
                 recorded = record_policy(
                     path,
                     steps=steps,
@@ -112,32 +113,3 @@ def collect(
         f"{recorded.return_mean:,.1f}) to {escape(str(recorded.path))}",
         soft_wrap=True,
     )
-
-
-class _progress:
-    """A rich progress bar over the recorded steps (none on a pipe or with ``quiet``)."""
-
-    def __init__(self, total: int, *, quiet: bool):
-        self.total, self.quiet = total, quiet
-        self.bar = None
-
-    def __enter__(self):
-        if self.quiet or not console.is_terminal:
-            return None
-        from rich.progress import BarColumn, Progress, TimeRemainingColumn
-
-        self.bar = Progress(
-            "collect",
-            BarColumn(),
-            "{task.completed:,}/{task.total:,} steps",
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        )
-        self.bar.start()
-        task = self.bar.add_task("collect", total=self.total)
-        return lambda done, total: self.bar.update(task, completed=done)
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()

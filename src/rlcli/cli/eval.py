@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.cli.render import RunEnvPackages, episodes_bar, user_errors
+from rlcli.cli.render import RunEnvPackages, progress_bar, user_errors
 from rlcli.console import console
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def eval_(
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
 ) -> None:
     """Evaluate a trained policy with its saved normalization; the run folder is left unchanged."""
-    with user_errors(), episodes_bar("evaluating", show=not as_json) as progress:
+    with user_errors(), progress_bar(quiet=as_json) as bar:
         # Imported only now: --help and a bad flag stay free of torch.
         from rlcli.playback import evaluate_run
 
@@ -72,7 +72,7 @@ def eval_(
             device=device,
             env_packages=env_package or [],
             policy=policy,
-            progress=progress,
+            progress=None if bar is None else lambda done, total: bar("evaluating episodes", done, total),
         )
     if as_json:
         console.print_json(json.dumps(report.to_json()))

@@ -1,18 +1,20 @@
 """What every command shares: turning library errors into one-screen messages and exit codes, and the
-episodes bar of a long evaluation."""
+progress bar of a long step (making datasets, recording, evaluating)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from rlcli.config.errors import ConfigError
-from rlcli.console import err_console
+from rlcli.console import console, err_console
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 EXIT_BAD_INPUT = 2
 
@@ -47,17 +49,28 @@ def user_errors(file: str | None = None) -> Iterator[None]:
 
 
 @contextmanager
-def episodes_bar(label: str, *, show: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A transient bar of an evaluation's episodes on stderr, when ``show`` and stderr is a terminal:
-    yields the callable the evaluation tells ``(finished, in all)``, else None."""
-    if not (show and err_console.is_terminal):
+def progress_bar(*, quiet: bool = False) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A rich progress bar, one row a task: yields a callback taking (task, done, total), whose first call
+    for a task adds its row; None on a pipe or with ``quiet`` (a bar there is noise in a log)."""
+    if quiet or not console.is_terminal:
         yield None
         return
-    columns = (TextColumn(f"[bold]{escape(label)}"), BarColumn(), MofNCompleteColumn(), TextColumn("episodes"))
-    with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task(label, total=None)
+    from rich.progress import BarColumn, Progress, TimeRemainingColumn
 
-        def tell(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+    bar = Progress(
+        "{task.description}",
+        BarColumn(),
+        "{task.completed:,}/{task.total:,}",
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+    rows: dict[str, TaskID] = {}
 
-        yield tell
+    def update(task: str, done: int, total: int) -> None:
+        if task not in rows:
+            rows[task] = bar.add_task(task, total=total)
+        bar.update(rows[task], completed=done, total=total)
+
+    with bar:
+        yield update

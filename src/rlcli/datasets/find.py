@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcli.config.errors import InputError
+from rlcli.config.recipes import RECIPES, how_to_get
 
 EXTRA = "minari"
 """The extra that installs minari (with h5py)."""
@@ -61,43 +62,24 @@ def resolve(name: str, *, what: str = "data.dataset") -> Path:
         raise InputError(
             what, f"{name!r} is not a Minari dataset: {path} holds no metadata.json (nor data/metadata.json)"
         )
-    known = local_ids(root)
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = (
-        f"; did you mean {', '.join(repr(c) for c in close)}?"
-        if close
-        else f"; datasets there: {', '.join(known[:8])}" + (" ..." if len(known) > 8 else "")
-        if known
-        else "; none are there (minari download <id>, or rlcli collect, puts one there)"
-    )
-    made = recipe(name)
-    if made is not None:
-        hint = f"; {made}"
+    if name in RECIPES:
+        hint = ""
+    else:
+        known = local_ids(root)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = (
+            f"; did you mean {', '.join(repr(c) for c in close)}?"
+            if close
+            else f"; datasets there: {', '.join(known[:8])}" + (" ..." if len(known) > 8 else "")
+            if known
+            else "; none are there"
+        )
     raise DatasetNotFound(
         what,
         f"no dataset {name!r}: not a path to a dataset folder, and not an id under "
-        f"{root} (MINARI_DATASETS_PATH{' is set' if 'MINARI_DATASETS_PATH' in os.environ else ' unset'})" + hint,
-    )
-
-
-RECIPES: dict[str, str] = {
-    f"pendulum/{level}-v0": "python benchmarks/make_datasets.py"
-    for level in ("expert", "medium", "medium-replay", "random")
-}
-"""The datasets that shipped presets read and that no server holds, by id: the command, run from a clone of
-the rlcli repository, that makes each with rlcli itself (a recipe that picks a checkpoint by its
-evaluation, which no single ``rlcli collect`` does)."""
-
-
-def recipe(name: str) -> str | None:
-    """How to make the dataset ``name`` when it is one of :data:`RECIPES`, in words; else None."""
-    command = RECIPES.get(name)
-    if command is None:
-        return None
-    made = ", ".join(sorted(n for n, c in RECIPES.items() if c == command))
-    return (
-        f"it is made here, not downloaded: from a clone of the rlcli repository, {command} "
-        f"writes {made} under {datasets_root()} (it trains sac_pendulum first: minutes on a CPU)"
+        f"{root} (MINARI_DATASETS_PATH{' is set' if 'MINARI_DATASETS_PATH' in os.environ else ' unset'})"
+        + hint
+        + f"; {how_to_get(name)}",
     )
 
 

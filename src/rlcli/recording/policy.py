@@ -117,7 +117,9 @@ def _played(
         env.close()
 
 
-def record_random(env_cfg, *, steps: int, out: str, seed: int = 0, overwrite: bool = False) -> Recorded:
+def record_random(
+    env_cfg, *, steps: int, out: str, seed: int = 0, overwrite: bool = False, progress: Progress | None = None
+) -> Recorded:
     """Write ``steps`` steps of uniformly random actions on the env of ``env_cfg`` (an EnvConfig) as the
     Minari dataset ``out``: the random baseline of a normalized score, and a stand-in dataset for the bench."""
     env = make_env(env_cfg)
@@ -128,6 +130,7 @@ def record_random(env_cfg, *, steps: int, out: str, seed: int = 0, overwrite: bo
             Acting(deterministic=False, seed=seed),
             steps=steps,
             device=torch.device("cpu"),
+            progress=progress,
         )
         spec = env.spec
     finally:

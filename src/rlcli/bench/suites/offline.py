@@ -10,9 +10,10 @@ import torch
 
 from rlcli.bench.floors import BareCQL, BareIQL
 from rlcli.bench.measure import Case, Ratio
-from rlcli.bench.suites.options import BenchOptions
+from rlcli.bench.suites.options import BenchOptions, env_available
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
+from rlcli.config.recipes import RECIPES
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
@@ -21,10 +22,11 @@ if TYPE_CHECKING:
 
 
 def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 64) -> dict[str, RunConfig]:
-    """Every shipped offline preset, on the bench device, ``steps_per_iteration`` gradient steps an
-    iteration, reading its dataset, or where that is not here (benchmarks/make_datasets.py makes them)
-    a stand-in of 10k random steps on its env: the cost of a gradient step does not depend on the data.
-    Empty when minari is not installed."""
+    """Every shipped offline preset whose env can be made here, on the bench device, ``steps_per_iteration``
+    gradient steps an iteration, reading its dataset, or where that is not here (``rlcli datasets make`` or
+    ``minari download`` puts it there) a stand-in of 10k random steps on its env: the cost of a gradient
+    step does not depend on the data. Those on datasets rlcli makes come first, so that the suites that
+    time one preset per algorithm keep timing the ones they always did. Empty when minari is not installed."""
     try:
         import minari  # noqa: F401
     except ImportError:
@@ -33,23 +35,22 @@ def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 
     from rlcli.datasets import resolve
     from rlcli.recording import record_random
 
+    offline = [name for name in available_presets() if load_config(name).offline]
+    # sorted() is stable: the presets on rlcli's own datasets first, each group in name order.
+    offline.sort(key=lambda name: load_config(name).data.dataset not in RECIPES)
     configs = {}
-    for name in available_presets():
-        cfg = (
-            load_config(
-                name,
-                [
-                    f'run.device="{opts.device}"',
-                    "timing.enabled=false",
-                    f"data.steps_per_iteration={steps_per_iteration}",
-                    opts.threads_setting,
-                    *extra,
-                ],
-            )
-            if load_config(name).offline
-            else None
+    for name in offline:
+        cfg = load_config(
+            name,
+            [
+                f'run.device="{opts.device}"',
+                "timing.enabled=false",
+                f"data.steps_per_iteration={steps_per_iteration}",
+                opts.threads_setting,
+                *extra,
+            ],
         )
-        if cfg is None:
+        if not env_available(cfg.env.id):
             continue
         try:
             resolve(cfg.data.dataset)

@@ -46,11 +46,12 @@ def preset_configs(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
     configs = {
         name: load_config(name, [device, "timing.enabled=false", opts.threads_setting, *extra]) for name in online
     }
-    return {name: cfg for name, cfg in configs.items() if _env_available(cfg.env.id)}
+    return {name: cfg for name, cfg in configs.items() if env_available(cfg.env.id)}
 
 
 @functools.cache
-def _env_available(env_id: str) -> bool:
+def env_available(env_id: str) -> bool:
+    """Whether gymnasium makes ``env_id`` here (False where its optional extra is missing)."""
     import gymnasium as gym
 
     from rlcli.envs import mujoco_warnings_once
