@@ -50,7 +50,7 @@ from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.envs import check_run_packages, describe_space, import_env_packages
 from rlcli.envs.masks import mask_size
-from rlcli.models.gsde import StateDependentNoise
+from rlcli.models.gsde import HELD_NOISE, StateDependentNoise
 from rlcli.observations import leaves
 from rlcli.playback import built_agent, restored
 from rlcli.policy_file import EXPORT_EXTRA, METADATA
@@ -65,13 +65,6 @@ _NO_DRAWS = (
     "PPO, A2C, REINFORCE and TRPO (their action distribution); SAC, TQC, CrossQ, CQL and IQL (their Gaussian); "
     'BC with policy = "gaussian" or Discrete actions; DQN and QR-DQN with epsilon_end > 0; TD3 and DDPG with '
     "noise_scale > 0. Export without --stochastic"
-)
-
-
-_HELD_NOISE = (
-    "explores with gSDE (use_sde): its noise is a matrix held across steps and drawn again on a schedule, state "
-    "that a file of one call has no place for, and a fresh draw at every call would not be the exploration it "
-    "trained with. Export without --stochastic (the mean action), or sample in Python (rlcli eval --stochastic)"
 )
 
 
@@ -191,7 +184,7 @@ def export_policy(
     if stochastic and not module.agent.samples:
         raise InputError("--stochastic", f"the {metadata['algo']} policy of {folder} {_NO_DRAWS}")
     if stochastic and any(isinstance(part, StateDependentNoise) for part in module.agent.modules()):
-        raise InputError("--stochastic", f"the {metadata['algo']} policy of {folder} {_HELD_NOISE}")
+        raise InputError("--stochastic", f"the {metadata['algo']} policy of {folder} {HELD_NOISE}")
     if batch is not None:
         examples = tuple(example[:1].expand(batch, *example.shape[1:]).contiguous() for example in examples)
     metadata["batch"] = "dynamic" if batch is None else batch

@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 EPSILON = 1e-6
 """Stable-Baselines3's gSDE epsilon: added to the variance, to expln's argument and inside the tanh correction."""
 
+HELD_NOISE = (
+    "explores with gSDE (use_sde): its noise is a matrix held across steps and drawn again on a schedule, state "
+    "that a file of one call has no place for, and a fresh draw at every call would not be the exploration it "
+    "trained with. Export without --stochastic (the mean action), or sample in Python (rlcli eval --stochastic)"
+)
+"""Why ``rlcli export --stochastic`` refuses a gSDE policy (after "the <algo> policy of <folder> ")."""
+
 CLIP_MEAN = 2.0
 """Bound of the squashed actor's pre-tanh mean (Stable-Baselines3's SAC ``clip_mean`` default with gSDE),
 which keeps it off tanh's flat tails."""
