@@ -74,6 +74,23 @@ def test_each_algorithm_trains_with_gsde_and_resumes_exactly(tmp_path, name):
     assert rows(resumed.run_dir) == expected
 
 
+def test_a_recurrent_ppo_trains_with_gsde_and_resumes_exactly(tmp_path):
+    """sb3-contrib's RecurrentPPO takes gSDE too: the latent is the MLP's last layer after the memory."""
+
+    def config(folder):
+        cfg = gsde_config(folder, "ppo")
+        network = cfg.network.model_copy(update={"memory": "lstm", "memory_size": 16})
+        return cfg.model_copy(update={"network": network})
+
+    run = build_run(config(tmp_path / "a"))
+    assert run.algo.agent.memory is not None and isinstance(run.algo.agent.policy, StateDependentHead)
+    unbroken = train(run)
+    stopped = train(build_run(config(tmp_path / "b")), hooks=Hooks(on_iteration_end=[stop_after(2)]))
+    resumed = train(build_run(config(tmp_path / "b")), resume=stopped.run_dir)
+    assert unbroken.status == resumed.status == "completed"
+    assert rows(resumed.run_dir) == rows(unbroken.run_dir)
+
+
 def held(algo):
     """The noise schedule a gSDE algorithm collects with."""
     return algo.rollout.exploration if hasattr(algo, "rollout") else algo.exploration
