@@ -50,6 +50,7 @@ from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.envs import check_run_packages, describe_space, import_env_packages
 from rlcli.envs.masks import mask_size
+from rlcli.models.gsde import HELD_NOISE, StateDependentNoise
 from rlcli.observations import leaves
 from rlcli.playback import built_agent, restored
 from rlcli.policy_file import EXPORT_EXTRA, METADATA
@@ -182,6 +183,8 @@ def export_policy(
     module, examples, metadata = deployed(folder, weights, stochastic=stochastic)
     if stochastic and not module.agent.samples:
         raise InputError("--stochastic", f"the {metadata['algo']} policy of {folder} {_NO_DRAWS}")
+    if stochastic and any(isinstance(part, StateDependentNoise) for part in module.agent.modules()):
+        raise InputError("--stochastic", f"the {metadata['algo']} policy of {folder} {HELD_NOISE}")
     if batch is not None:
         examples = tuple(example[:1].expand(batch, *example.shape[1:]).contiguous() for example in examples)
     metadata["batch"] = "dynamic" if batch is None else batch

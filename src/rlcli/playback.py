@@ -16,6 +16,7 @@ from torch import nn
 from rlcli import checkpoint
 from rlcli.algos import ALGORITHMS, check_spaces
 from rlcli.build_context import BuildContext
+from rlcli.config.algos import gsde_on
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.devices import resolve_device
@@ -213,6 +214,7 @@ def built_agent(cfg, device: torch.device, *, source: str, render: bool = False)
         source,
         encoder=cfg.network.encoder,
         normalize=cfg.env.normalize_observation,
+        gsde=gsde_on(cfg.algo),
     )
     ctx = BuildContext(
         obs_space,

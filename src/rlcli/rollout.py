@@ -13,13 +13,16 @@ import torch
 
 from rlcli import keys
 from rlcli.advantages import add_advantages, episode_ended, masked_mean, normalized_advantage
+from rlcli.config.algos import gsde_on
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
+from rlcli.models.gsde import NoiseSchedule
 from rlcli.normalization import RewardScaler, clip_rewards
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.build_context import BuildContext
+    from rlcli.carry import Carry
     from rlcli.timing import Timer
 
 
@@ -34,8 +37,9 @@ action mask the action was drawn under, and the memory it was drawn from."""
 
 
 def build_agent(cfg, ctx: BuildContext) -> ActorCritic:
-    """The actor-critic alone, sized from ``ctx``'s spaces, on the device: what evaluation plays."""
-    return build_actor_critic(ctx).to(ctx.device)
+    """The actor-critic alone, sized from ``ctx``'s spaces, on the device: what evaluation plays (with a gSDE
+    head where ``cfg`` asks for one)."""
+    return build_actor_critic(ctx, gsde=gsde_on(cfg)).to(ctx.device)
 
 
 @torch.no_grad()
@@ -198,6 +202,19 @@ class RolloutLearner:
         # With memory the update takes sequences of this many steps per env, time first ([L, C]).
         steps = ctx.collector.frames_per_batch // ctx.env.num_envs
         self.sequence = None if self.agent.memory is None else cfg.sequence(steps)
+        # gSDE: the noise matrices the collection holds, drawn at each rollout's start and every sde_sample_freq steps.
+        self.exploration = (
+            NoiseSchedule(self.agent.policy.noise, rollout_steps=steps, sample_freq=cfg.sde_sample_freq)
+            if gsde_on(cfg)
+            else None
+        )
+        self.act = self.agent.act if self.exploration is None else self._act_with_held_noise
+
+    def _act_with_held_noise(
+        self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None
+    ) -> TensorDict:
+        """The agent's ``act`` with gSDE's held noise matrices, drawn with ``generator`` when due."""
+        return self.agent.act(observation, generator, carry, noise=self.exploration(observation.shape[0], generator))
 
     def rows(self, batch: TensorDict, timer: Timer) -> TensorDict:
         """Every row of the ``[T, N]`` ``batch`` flattened to [T * N] with ``names`` and ``valid``,
@@ -262,11 +279,14 @@ class RolloutLearner:
         return rows
 
     def state_dict(self) -> dict:
-        return {"step": self.step.state_dict(), "reward_scaler": self.reward_scaler.state_dict()}
+        state = {"step": self.step.state_dict(), "reward_scaler": self.reward_scaler.state_dict()}
+        return state if self.exploration is None else state | {"exploration": self.exploration.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.step.load_state_dict(state["step"])
         self.reward_scaler.load_state_dict(state["reward_scaler"])
+        if self.exploration is not None:
+            self.exploration.load_state_dict(state["exploration"])
 
 
 def sequences(rows: TensorDict, length: int) -> TensorDict:
@@ -299,7 +319,7 @@ class SingleStepLearner:
         self.objective = objective
         self.rollout = RolloutLearner(cfg, ctx, names=names, baseline=baseline)
         self.agent, self.step = self.rollout.agent, self.rollout.step
-        self.act, self.ingest_and_sample = self.agent.act, self.rollout.ingest_and_sample
+        self.act, self.ingest_and_sample = self.rollout.act, self.rollout.ingest_and_sample
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """The objective's terms of a batch of rows, ``loss/total`` the scalar to minimise."""

@@ -15,6 +15,7 @@ from rlcli import observations
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces, uses_masks
 from rlcli.build_context import BuildContext
 from rlcli.collectors import Collector
+from rlcli.config.algos import gsde_on
 from rlcli.config.errors import ConfigError, ConfigIssue, single
 from rlcli.config.ranks import rank_config, rank_problems
 from rlcli.config.recipes import how_to_get
@@ -263,6 +264,7 @@ def _spaces(
         source,
         encoder=cfg.network.encoder,
         normalize=cfg.env.normalize_observation,
+        gsde=gsde_on(cfg.algo),
         offline=cfg.offline,
     )
     return obs_space, act_space

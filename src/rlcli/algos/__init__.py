@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gymnasium import spaces
 
-from rlcli.config.algos import ALGO_CONFIGS
+from rlcli.config.algos import ALGO_CONFIGS, WITH_GSDE
 from rlcli.config.errors import single
 from rlcli.console import err_console
 from rlcli.models.encoders import is_image, space_problem
@@ -152,12 +152,14 @@ def check_spaces(
     encoder: str = "auto",
     normalize: bool = False,
     offline: bool = False,
+    gsde: bool = False,
 ) -> None:
     """Raise a ConfigError naming the env, the space, what is supported and which algorithms (of those
     that learn from envs, or with ``offline`` from a dataset) serve it, unless algorithm ``name``'s
     ``SUPPORTS`` serves both spaces, ``encoder`` (``[network] encoder``) can read the observations,
-    and observation normalization (``normalize``) applies to them. Normalizing images is allowed,
-    with one warning: their encoder scales raw frames by 1/255 itself."""
+    observation normalization (``normalize``) applies to them, and gSDE (``gsde``, ``[algo] use_sde``)
+    to the actions. Normalizing images is allowed, with one warning: their encoder scales raw frames
+    by 1/255 itself."""
     supports = ALGORITHMS[name].SUPPORTS
     for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
         if not _serves(supports, role, space):
@@ -181,6 +183,13 @@ def check_spaces(
                 f"supported {role} spaces: {names}{serving}",
                 path=path,
             )
+    if gsde and not isinstance(action, spaces.Box):
+        raise single(
+            source,
+            f"{env_id} has action space {action}: gSDE (use_sde) perturbs continuous actions and needs a Box "
+            f"action space (the algorithms with gSDE: {', '.join(WITH_GSDE)}); set use_sde = false",
+            path="algo.use_sde",
+        )
     problem = space_problem(observation, encoder)
     if problem:
         raise single(source, f"{env_id} has observation space {observation}: {problem}", path="network.encoder")

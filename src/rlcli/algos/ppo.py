@@ -82,7 +82,7 @@ class PPO:
         self.device = ctx.device
         self.rollout = RolloutLearner(cfg, ctx, names=LOSS_KEYS)
         self.agent, self.step = self.rollout.agent, self.rollout.step
-        self.act, self.ingest_and_sample = self.agent.act, self.rollout.ingest_and_sample
+        self.act, self.ingest_and_sample = self.rollout.act, self.rollout.ingest_and_sample
         self.group = self.step.group
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:

@@ -17,9 +17,10 @@ from torch import nn
 from rlcli import keys
 from rlcli.advantages import bootstrapped_target
 from rlcli.build_context import BuildContext
-from rlcli.config.algos import SACConfig
+from rlcli.config.algos import SACConfig, gsde_on
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.critics import QEnsemble, critic_regression
+from rlcli.models.gsde import NoiseSchedule, SquashedStateDependentActor, state_dependent_noise
 from rlcli.models.mlp import policy_mlp
 from rlcli.normalization import ObservationNormalizer
 from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
@@ -37,7 +38,13 @@ class SACAgent(nn.Module):
     memory = None
     samples = True
 
-    def __init__(self, obs_norm: ObservationNormalizer, actor: SquashedGaussianActor, critic: QEnsemble, alpha: float):
+    def __init__(
+        self,
+        obs_norm: ObservationNormalizer,
+        actor: SquashedGaussianActor | SquashedStateDependentActor,
+        critic: QEnsemble,
+        alpha: float,
+    ):
         super().__init__()
         self.obs_norm = obs_norm
         self.actor = actor
@@ -163,6 +170,17 @@ class SAC:
         # exploration_hold: each env's standard-normal draw and the collection steps it has served.
         self.held: torch.Tensor | None = None
         self.held_steps = 0
+        # gSDE: the noise matrices collection holds, drawn at each rollout's start (each collection of
+        # frames_per_batch, SB3's train_freq) and every sde_sample_freq steps.
+        self.exploration = (
+            NoiseSchedule(
+                agent.actor.noise,
+                rollout_steps=ctx.collector.frames_per_batch // ctx.env.num_envs,
+                sample_freq=cfg.sde_sample_freq,
+            )
+            if gsde_on(cfg)
+            else None
+        )
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -170,7 +188,14 @@ class SAC:
 
     def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
         """``action`` [N, A] in the Box bounds for raw ``observation`` [N, obs]: uniform in the bounds
-        during the warm-up, then sampled from the squashed Gaussian."""
+        during the warm-up, then sampled from the squashed Gaussian (with gSDE: its held noise matrices, drawn
+        when due during the warm-up too, as Stable-Baselines3 does)."""
+        if self.exploration is not None:
+            matrices = self.exploration(observation.shape[0], generator)
+            agent = self.agent
+            return self.learner.act(
+                observation, generator, self.bounds, lambda obs: agent.actor(agent.obs_norm(obs), noise=matrices)[0]
+            )
         return self.learner.act(observation, generator, self.bounds, lambda obs: self._explore(obs, generator))
 
     def _explore(self, observation: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -260,13 +285,14 @@ class SAC:
         return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
-        return self.learner.state_dict(replay=replay) | {
+        state = self.learner.state_dict(replay=replay) | {
             "target": self.target.state_dict(),
             "noise_generator": self.noise_generator.get_state(),
             "updates": self.updates,
             "held": self.held,
             "held_steps": self.held_steps,
         }
+        return state if self.exploration is None else state | {"exploration": self.exploration.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.learner.load_state_dict(state)
@@ -274,6 +300,8 @@ class SAC:
         self.noise_generator.set_state(state["noise_generator"])
         self.updates = state["updates"]
         self.held, self.held_steps = state.get("held"), state.get("held_steps", 0)
+        if self.exploration is not None:
+            self.exploration.load_state_dict(state["exploration"])
 
 
 CONFIG = SACConfig
@@ -305,11 +333,16 @@ def squashed_agent(cfg, ctx: BuildContext, *, critic_outputs: int = 1) -> SACAge
     ``critic_outputs`` outputs each (TQC's quantiles)."""
     network = ctx.network
     encoder = ctx.encoder()
-    actor = SquashedGaussianActor(
-        encoder,
-        policy_mlp(encoder.out_features, network, 2 * ctx.act_dim),
-        ctx.action_space,
-    )
+    if gsde_on(cfg):
+        net = policy_mlp(encoder.out_features, network, ctx.act_dim)
+        noise = state_dependent_noise(network, net[-1].in_features, ctx.act_dim)
+        actor = SquashedStateDependentActor(encoder, net, ctx.action_space, noise)
+    else:
+        actor = SquashedGaussianActor(
+            encoder,
+            policy_mlp(encoder.out_features, network, 2 * ctx.act_dim),
+            ctx.action_space,
+        )
     critic = QEnsemble(
         cfg.num_critics,
         ctx.encoder(),

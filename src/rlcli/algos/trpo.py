@@ -148,7 +148,7 @@ class TRPO:
         self.cfg = cfg
         self.rollout = RolloutLearner(cfg, ctx, names=LOSS_KEYS, trained=value_weights)
         self.agent, self.step = self.rollout.agent, self.rollout.step
-        self.act, self.ingest_and_sample = self.agent.act, self.rollout.ingest_and_sample
+        self.act, self.ingest_and_sample = self.rollout.act, self.rollout.ingest_and_sample
         self.group = self.step.group
         self.policy_params = policy_weights(self.agent)
         # Value minibatch order, drawn on the training device.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from rlcli.config.model import SECTION
 
@@ -55,6 +55,39 @@ ExplorationNoise = Annotated[
 ]
 NoiseScale = Annotated[float, Field(ge=0, le=10, description="Exploration noise std (fraction of the half-range).")]
 OUTheta = Annotated[float, Field(gt=0, le=100, description="Mean reversion of the Ornstein-Uhlenbeck noise.")]
+
+
+def _sample_freq(value: int) -> int:
+    """``sde_sample_freq`` as Stable-Baselines3 reads it: -1, or a count of steps (0 and below -1 mean nothing)."""
+    if value == 0 or value < -1:
+        raise ValueError(
+            f"{value} is not allowed; allowed: -1 (draw the noise only at the start of each rollout) "
+            "or N >= 1 (draw it every N collected steps, and at the start of each rollout)"
+        )
+    return value
+
+
+# gSDE's fields (Stable-Baselines3's names, so that an RL-Zoo entry maps across): an algorithm whose config has
+# them takes gSDE (rlcli.config.algos.WITH_GSDE is derived from that); [network] log_std_init, full_std and
+# use_expln shape its noise.
+UseSDE = Annotated[
+    bool,
+    Field(
+        description="Generalized state-dependent exploration (gSDE; Raffin, Kober & Stulp, 2022; Stable-Baselines3's "
+        "use_sde), for Box actions: the exploration noise is z @ E, a linear function of the policy's last hidden "
+        "features z, its matrix E held between draws; the action's distribution is a Gaussian of std "
+        "sqrt(z^2 @ std^2). [network] log_std_init, full_std and use_expln shape the std."
+    ),
+]
+SDESampleFreq = Annotated[
+    int,
+    AfterValidator(_sample_freq),
+    Field(
+        json_schema_extra={"allowed": "-1, or 1 and above"},
+        description="With use_sde: collected steps (per env) between draws of the noise matrix; -1 draws it only at "
+        "the start of each rollout (each collection of frames_per_batch), as Stable-Baselines3's sde_sample_freq.",
+    ),
+]
 
 
 Split = tuple[dict[str, Any], list[tuple[str, str]]]

@@ -162,9 +162,14 @@ def _shown(value: Any) -> str:
 
 
 def unknown_key(loc: tuple[str, ...]) -> str:
-    from rlcli.config.algos import ALGO_CONFIGS
+    from rlcli.config.algos import ALGO_CONFIGS, WITH_GSDE
 
     key = loc[-1]
+    if loc[0] == "algo" and len(loc) == 3 and key in ("use_sde", "sde_sample_freq"):
+        return (
+            f"{loc[1]} has no gSDE ({key}); the algorithms with gSDE (generalized state-dependent exploration, "
+            f"for Box actions): {', '.join(WITH_GSDE)}"
+        )
     model = _model_at(loc[:-1])
     allowed = sorted(model.model_fields) if model is not None else []
     if key in _RENAMED and _RENAMED[key][0] in allowed:

@@ -235,7 +235,23 @@ class NetworkConfig(BaseModel):
         "orthogonal",
         description='"orthogonal": gain sqrt(2) hidden, 0.01 policy head, 1 value head; "default": torch\'s.',
     )
-    log_std_init: float = Field(0.0, ge=-5, le=2, description="Initial log standard deviation of Gaussian policies.")
+    log_std_init: float = Field(
+        0.0,
+        ge=-5,
+        le=2,
+        description="Initial log standard deviation of Gaussian policies; with [algo] use_sde, of gSDE's noise "
+        "weights (Stable-Baselines3's default there: 0 for PPO, A2C and TRPO, -3 for SAC and TQC).",
+    )
+    full_std: bool = Field(
+        True,
+        description="With [algo] use_sde: one std per (hidden feature, action dimension) pair; false: one per "
+        "hidden feature, shared by the action dimensions (Stable-Baselines3's full_std).",
+    )
+    use_expln: bool = Field(
+        False,
+        description="With [algo] use_sde: the std is expln(log_std) (exp below 0, log1p(x) + 1 above: positive, "
+        "growing only logarithmically) instead of exp(log_std) (Stable-Baselines3's use_expln).",
+    )
     encoder: Literal["auto", "flat", "nature_cnn", "impala_cnn"] = Field(
         "auto",
         description='What reads observations before the MLPs: "auto" flattens a vector, takes the Nature CNN '

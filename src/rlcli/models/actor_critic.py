@@ -11,6 +11,7 @@ from torch import nn
 from rlcli import keys
 from rlcli.carry import Carry
 from rlcli.models.critics import ValueCritic
+from rlcli.models.gsde import StateDependentHead, state_dependent_noise
 from rlcli.models.heads import BernoulliHead, CategoricalHead, GaussianHead, MultiCategoricalHead
 from rlcli.models.memory import MemoryCore
 from rlcli.models.mlp import mlp, policy_mlp
@@ -70,8 +71,16 @@ class ActorCritic(nn.Module):
         return Carry.of(self, n, next(self.parameters()).device) if carry is None else carry
 
     @torch.no_grad()
-    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """Sample actions for raw ``observation`` ([N, *obs]) under ``carry``'s masks and memory.
+    def act(
+        self,
+        observation: torch.Tensor,
+        generator: torch.Generator,
+        carry: Carry | None = None,
+        *,
+        noise: torch.Tensor | None = None,
+    ) -> TensorDict:
+        """Sample actions for raw ``observation`` ([N, *obs]) under ``carry``'s masks and memory; with
+        ``noise`` (a gSDE head's held matrices, [N, L, A]) the action is its mean plus that noise.
 
         Returns a [N] TensorDict with ``action``, ``log_prob`` and ``value``; with memory also
         ``memory`` and ``first``, the state the step started from (the update re-runs it).
@@ -83,7 +92,7 @@ class ActorCritic(nn.Module):
         out = {} if self.memory is None else {keys.MEMORY: carry.memory, keys.FIRST: carry.first.clone()}
         policy_features, value_features = self._step(self.obs_norm(observation), carry)
         dist = self.policy(policy_features, carry.mask)
-        action = self.policy.sample(dist, generator)
+        action = self.policy.sample(dist, generator) if noise is None else self.policy.perturb(dist, noise)
         out[keys.ACTION] = action
         out[keys.LOG_PROB] = self.policy.log_prob(dist, action)
         out[keys.VALUE] = self.value(value_features)
@@ -138,10 +147,10 @@ class ActorCritic(nn.Module):
         return self.value(value[0])
 
 
-def build_actor_critic(ctx: BuildContext) -> ActorCritic:
+def build_actor_critic(ctx: BuildContext, *, gsde: bool = False) -> ActorCritic:
     """Networks sized from ``ctx``'s spaces and shaped by its ``network`` section (one encoder for
     both heads unless ``share_encoder`` is off; a memory core after the encoders when ``memory`` asks for
-    one); observations normalized as its ``env`` section
+    one; a gSDE head over Box actions with ``gsde``); observations normalized as its ``env`` section
     asks, with statistics pooled over its ranks."""
     network = ctx.network
     encoder = ctx.encoder()
@@ -154,17 +163,21 @@ def build_actor_critic(ctx: BuildContext) -> ActorCritic:
             inputs += ((value_encoder or encoder).out_features,)
         memory = MemoryCore(network.memory, inputs, size=network.memory_size, layers=network.memory_layers)
     obs_dim = encoder.out_features if memory is None else memory.out_features
-    policy = _policy_head(ctx, obs_dim)
+    policy = _policy_head(ctx, obs_dim, gsde=gsde)
     value = ValueCritic(
         mlp(obs_dim, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0)
     )
     return ActorCritic(ctx.observation_normalizer(), encoder, policy, value, value_encoder, memory)
 
 
-def _policy_head(ctx: BuildContext, obs_dim: int) -> nn.Module:
+def _policy_head(ctx: BuildContext, obs_dim: int, *, gsde: bool) -> nn.Module:
     """The policy MLP over ``obs_dim`` features and the head for ``ctx``'s action space: categorical
-    (Discrete), independent categoricals (MultiDiscrete), Bernoulli (MultiBinary) or Gaussian (Box)."""
+    (Discrete), independent categoricals (MultiDiscrete), Bernoulli (MultiBinary) or Gaussian (Box;
+    with ``gsde`` the state-dependent one, check_spaces having refused gSDE for other spaces)."""
     network, space = ctx.network, ctx.action_space
+    if gsde:
+        net = policy_mlp(obs_dim, network, ctx.act_dim)
+        return StateDependentHead(net, state_dependent_noise(network, net[-1].in_features, ctx.act_dim))
     if isinstance(space, spaces.Discrete):
         return CategoricalHead(policy_mlp(obs_dim, network, int(space.n)))
     if isinstance(space, spaces.MultiDiscrete):

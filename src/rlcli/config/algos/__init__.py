@@ -41,6 +41,15 @@ WITH_MEMORY = ("ppo", "a2c", "reinforce")
 """The algorithms whose policy may have a memory core (``[network] memory``); each config has
 ``sequence(steps)``, the steps per sequence of its recurrent update."""
 
+WITH_GSDE = tuple(name for name, model in ALGO_CONFIGS.items() if "use_sde" in model.model_fields)
+"""The algorithms that take gSDE (``[algo] use_sde``, for Box actions): those whose config has the field."""
+
+
+def gsde_on(algo: BaseModel) -> bool:
+    """Whether the ``[algo]`` section ``algo`` explores with gSDE."""
+    return algo.name in WITH_GSDE and algo.use_sde
+
+
 AlgoConfig = Annotated[
     Union[tuple(ALGO_CONFIGS.values())],  # noqa: UP007
     Field(discriminator="name"),
@@ -48,6 +57,7 @@ AlgoConfig = Annotated[
 
 __all__ = [
     "ALGO_CONFIGS",
+    "WITH_GSDE",
     "WITH_MEMORY",
     "A2CConfig",
     "AlgoConfig",
@@ -64,4 +74,5 @@ __all__ = [
     "TD3Config",
     "TQCConfig",
     "TRPOConfig",
+    "gsde_on",
 ]

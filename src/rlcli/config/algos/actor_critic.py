@@ -16,7 +16,9 @@ from rlcli.config.fields import (
     NStep,
     OUTheta,
     Replay,
+    SDESampleFreq,
     TargetWeight,
+    UseSDE,
     off_policy_per_rank,
     off_policy_problems,
     replay_warm_up,
@@ -49,6 +51,20 @@ ExplorationHold = Annotated[
 ]
 
 
+def held_noise_problems(cfg) -> list[tuple[str, str]]:
+    """gSDE and ``exploration_hold`` are two ways of holding the noise: a config takes one."""
+    if cfg.use_sde and cfg.exploration_hold > 1:
+        return [
+            (
+                "algo.exploration_hold",
+                f"exploration_hold ({cfg.exploration_hold}) holds the noise of the squashed Gaussian, which use_sde "
+                "replaces with gSDE's noise matrix (held for sde_sample_freq steps): set exploration_hold = 1, or "
+                "use_sde = false",
+            )
+        ]
+    return []
+
+
 class SACConfig(BaseModel):
     SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
 
@@ -76,6 +92,8 @@ class SACConfig(BaseModel):
     autotune_alpha: AutotuneTemperature = True
     target_entropy: TargetEntropy = None
     exploration_hold: ExplorationHold = 1
+    use_sde: UseSDE = False
+    sde_sample_freq: SDESampleFreq = -1
     replay: Replay
 
     def check(self, *, collector, env) -> list[tuple[str, str]]:
@@ -89,6 +107,7 @@ class SACConfig(BaseModel):
                 )
             )
         problems += off_policy_problems(self, collector=collector, env=env)
+        problems += held_noise_problems(self)
         return problems
 
     per_rank = off_policy_per_rank
@@ -218,6 +237,8 @@ class TQCConfig(BaseModel):
     autotune_alpha: AutotuneTemperature = True
     target_entropy: TargetEntropy = None
     exploration_hold: ExplorationHold = 1
+    use_sde: UseSDE = False
+    sde_sample_freq: SDESampleFreq = -1
     replay: Replay
 
     # What SAC's machinery reads: no random critic subsets, and the actor maximises the mean over every
@@ -249,6 +270,7 @@ class TQCConfig(BaseModel):
                 )
             )
         problems += off_policy_problems(self, collector=collector, env=env)
+        problems += held_noise_problems(self)
         return problems
 
     per_rank = off_policy_per_rank

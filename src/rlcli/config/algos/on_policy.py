@@ -10,7 +10,9 @@ from pydantic import BaseModel, Field
 from rlcli.config.fields import (
     Discount,
     ReturnLambda,
+    SDESampleFreq,
     Split,
+    UseSDE,
     ValueTarget,
     no_problems,
     no_warm_up,
@@ -52,6 +54,8 @@ class PPOConfig(BaseModel):
         "the memory stored at its first step (default: the rollout's steps per env, or minibatch_size if "
         "smaller); it must divide both.",
     )
+    use_sde: UseSDE = False
+    sde_sample_freq: SDESampleFreq = -1
 
     def sequence(self, steps: int) -> int:
         """Steps per sequence of a recurrent update, of rollouts of ``steps`` steps per env."""
@@ -103,6 +107,8 @@ class A2CConfig(BaseModel):
     value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
     normalize_advantage: bool = Field(False, description="Normalize advantages over the batch.")
     value_target: ValueTarget = "gae"
+    use_sde: UseSDE = False
+    sde_sample_freq: SDESampleFreq = -1
 
     check = no_problems
     per_rank = unsplit
@@ -192,6 +198,8 @@ class TRPOConfig(BaseModel):
     value_minibatch_size: int = Field(
         128, ge=1, description="Samples per value-function step (a larger one than the rollout takes it whole)."
     )
+    use_sde: UseSDE = False
+    sde_sample_freq: SDESampleFreq = -1
 
     check = no_problems
     per_rank = unsplit
