@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-# The guard (autouse) and the hook it reads: the default layer starts no process.
-from layers import layer_guard, pytest_runtest_makereport  # noqa: F401
+# The guard (autouse), the hook it reads, and the hook that builds the caches a library fills by starting a
+# process on first use (matplotlib's font list), before any test is guarded: the default layer starts no process.
+from layers import layer_guard, pytest_runtest_makereport, pytest_sessionstart  # noqa: F401
 from rlcli.config.load import preset_extras
 
 # Runs trained once per session, one per family (tests/runs.py), and copies of them for a test to change.

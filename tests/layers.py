@@ -2,11 +2,12 @@
 
 A default-layer test runs in the pytest process: one that starts a child process or connects to a
 server over the network belongs in the ``integration`` layer, and the autouse fixture here fails it
-with a message saying so. ``tests/conftest.py`` imports the fixture and its hook; ``tests/test_layers.py`` tests it.
+with a message saying so. ``tests/conftest.py`` imports the fixture and its hooks; ``tests/test_layers.py`` tests it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing.process
 import os
 import socket
@@ -25,6 +26,21 @@ ALLOWED_PROGRAMS = {"git", "uname"}
 
 # Whether a test's call already failed, so that the teardown check does not report it twice.
 CALL_FAILED = pytest.StashKey[bool]()
+
+
+def pytest_sessionstart(session):
+    """Build the caches that libraries fill by starting a process on first use, before any test is guarded.
+
+    matplotlib lists the system fonts with ``fc-list`` the first time ``matplotlib.font_manager`` is
+    imported on a machine (or under an empty ``MPLCONFIGDIR``), and keeps the list in its cache folder.
+    Inside a guarded test that probe fails the test (issue 44: the plot tests failed on a fresh machine).
+    Warming the cache here, rather than letting ``fc-list`` through the guard, keeps the guard's rule
+    whole (a test may start no process but git and uname, whoever asks), keeps the seconds the cache
+    takes to build out of whichever test draws first, and under xdist builds it once: the controller
+    runs this hook before it starts its workers, which then read the cache it wrote.
+    """
+    if importlib.util.find_spec("matplotlib") is not None:
+        import matplotlib.font_manager  # noqa: F401
 
 
 @pytest.hookimpl(wrapper=True)

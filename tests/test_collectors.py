@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 from gymnasium.vector import AutoresetMode
 
@@ -221,9 +222,19 @@ def test_an_unmasked_run_stores_no_masks():
         run.close()
 
 
-def test_a_mask_that_allows_nothing_stops_training_naming_the_env_and_the_step():
+@pytest.mark.parametrize(
+    ("ranks", "said"),
+    [
+        ({}, "iteration 1: the action mask of env 1 (Taxi-v4) at its step 3 is all False"),
+        # Rank 1 of 2: its own env 1, at that env's own step (frames count both ranks' steps).
+        (
+            {"world_size": 2, "rank": 1},
+            "rank 1, iteration 1: the action mask of env 1 (Taxi-v4) at its step 3 is all False",
+        ),
+    ],
+)
+def test_a_mask_that_allows_nothing_stops_training_naming_the_rank_the_env_and_the_step(ranks, said):
     import gymnasium as gym
-    import pytest
 
     from rlcli.collectors import Collector
     from rlcli.trainer import TrainingError
@@ -246,9 +257,14 @@ def test_a_mask_that_allows_nothing_stops_training_naming_the_env_and_the_step()
         autoreset_mode=AutoresetMode.SAME_STEP,
     )
     try:
-        collector = Collector(envs, run.algo, steps=8, device=run.device, seed=0, action_mask="info")
-        with pytest.raises(TrainingError, match="iteration 1: the action mask of env 1 at its step 3 is all False"):
+        collector = Collector(
+            envs, run.algo, steps=8, device=run.device, seed=0, env_id="Taxi-v4", action_mask="info", **ranks
+        )
+        with pytest.raises(TrainingError) as caught:
             collector.next_batch(Timer(run.device))
+        assert str(caught.value).startswith(said), str(caught.value)
+        # A rank that met it alone is named, so that it leaves its group without waiting for the others.
+        assert caught.value.rank == ranks.get("rank")
     finally:
         envs.close()
         run.close()

@@ -17,6 +17,7 @@ from conftest import ROOT, assert_bad_input, rlcli_executable
 from rlcli.config.errors import InputError
 from rlcli.distributed import COLLECTIVE_TIMEOUT
 from rlcli.launch import RankFailure, check_ranks
+from runs import ENV_PACKAGES, only_run_folder
 
 SMALL = ("--set", "collector.total_frames=4096", "--set", "checkpoint.every_frames=1024")
 
@@ -177,6 +178,59 @@ def test_a_dead_rank_ends_the_run_with_its_name_and_a_consistent_folder(tmp_path
     # Rank 0 completed the folder: a final status, never "running".
     assert info["status"] in ("failed", "interrupted"), info["status"]
     assert (folder / "final.pt").is_file()
+
+
+@pytest.mark.integration
+def test_a_mask_that_allows_nothing_on_one_rank_ends_every_rank_within_seconds(tmp_path):
+    """Rank 1's env allows no action from its 100th step (iteration 2, after a gradient step together):
+    rank 1 stops alone while rank 0 waits for it in a collective. The run must end at once, not at the
+    collective timeout (COLLECTIVE_TIMEOUT, minutes), with rank 1's own error and status."""
+    path = os.environ.get("PYTHONPATH")
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ENV_PACKAGES}{os.pathsep}{path}" if path else str(ENV_PACKAGES),
+        "COLUMNS": "400",
+        "NO_COLOR": "1",
+    }
+    # 4 envs a rank, 64 steps an iteration: rank 1's envs allow nothing from their step 100, in iteration 2.
+    settings = {
+        "env.id": '"RlcliTest/TaxiMaskEmptiesOnRank-v0"',
+        "env.kwargs": "{rank = 1, at = 100}",
+        "env.num_envs": "4",
+        "collector.frames_per_batch": "256",
+        "algo.minibatch_size": "64",
+    }
+    overrides = [item for key, value in settings.items() for item in ("--set", f"{key}={value}")]
+    command = ["train", "ppo_taxi_masked", "--nproc", "2", "--env-package", "rlcli_test_envs", "-q"]
+    proc = subprocess.Popen(
+        [rlcli_executable(), *command, "--out", str(tmp_path), *overrides],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Start-up and one iteration take seconds; a rank left waiting would hold the run for minutes.
+        stdout, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        # The ranks run in sessions of their own (torchrun's launcher starts them so) and hold the pipes.
+        for pid in _rank_pids(proc.pid).values():
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        pytest.fail(f"the run did not end within 60 s:\n{stdout[-3000:]}{stderr[-3000:]}")
+    output = stdout + stderr
+    assert proc.returncode == 1, output
+    assert "Traceback" not in output, output
+    said = (
+        "rank 1, iteration 2: the action mask of env 0 (RlcliTest/TaxiMaskEmptiesOnRank-v0) at its step 100 "
+        "is all False (the env allows no action)"
+    )
+    assert said in stderr, output
+    # Rank 0 completed the folder, with the weights of the last whole iteration.
+    info = json.loads((only_run_folder(tmp_path) / "run.json").read_text(encoding="utf-8"))
+    assert info["status"] == "failed" and info["iterations"] == 1, info
 
 
 @pytest.mark.integration

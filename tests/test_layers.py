@@ -1,7 +1,11 @@
 """The layer guard (tests/layers.py): a default-layer test that starts ``rlcli`` or reaches a server
-fails with a message naming the marker to use; git, unix sockets and marked tests are let through."""
+fails with a message naming the marker to use; git, unix sockets and marked tests are let through; a
+session on a machine that never ran matplotlib builds its font cache before the guard, not in a test."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +48,8 @@ def test_marked():
 """
 
 
+TESTS = Path(__file__).resolve().parent
+
 # pytest-benchmark asks hg and git for a commit when it loads: not the inner tests' doing.
 INNER_OPTIONS = ("-p", "no:cacheprovider", "-p", "no:benchmark")
 
@@ -75,3 +81,45 @@ def test_a_default_layer_test_that_starts_rlcli_fails_naming_the_marker(pytester
 def test_a_marked_test_may_start_rlcli(pytester, marker):
     run_inner(pytester, marker)
     pytester.runpytest_inprocess(*INNER_OPTIONS, "-k", "test_marked").assert_outcomes(passed=1)
+
+
+DRAWS_TEXT = """
+def test_draws_text(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots()
+    axes.set_title("return")
+    figure.savefig(tmp_path / "curve.png")
+    plt.close(figure)
+"""
+
+
+def run_on_a_fresh_machine(pytester, cache: Path, hooks: str):
+    """Run the inner test file in a fresh interpreter whose matplotlib has an empty cache folder, with
+    the conftest importing ``hooks`` from tests/layers.py."""
+    cache.mkdir()
+    pytester.makeconftest(f"from layers import {hooks}  # noqa: F401\n")
+    env = {"MPLCONFIGDIR": str(cache), "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        return pytester.runpytest_subprocess(*INNER_OPTIONS, timeout=120)
+
+
+@pytest.mark.integration
+def test_a_fresh_matplotlib_cache_is_built_before_the_guard_and_only_then(pytester, tmp_path):
+    """On a machine that never ran matplotlib, the session-start hook lets a guarded test draw; without
+    the hook, the guard stops matplotlib's ``fc-list`` as any other process."""
+    pytest.importorskip("matplotlib")
+    pytester.makepyfile(test_inner=DRAWS_TEXT)
+    guard_only = run_on_a_fresh_machine(pytester, tmp_path / "bare", "layer_guard, pytest_runtest_makereport")
+    guard_only.assert_outcomes(failed=1)
+    stopped = "test_inner.py::test_draws_text starts a process (fc-list) in the default test layer"
+    assert stopped in guard_only.stdout.str(), guard_only.stdout.str()
+    warmed = run_on_a_fresh_machine(
+        pytester, tmp_path / "warmed", "layer_guard, pytest_runtest_makereport, pytest_sessionstart"
+    )
+    warmed.assert_outcomes(passed=1)

@@ -58,6 +58,8 @@ class Collector:
         device: torch.device,
         seed: int,
         world_size: int = 1,
+        rank: int = 0,
+        env_id: str = "",
         action_mask: str | None = None,
     ):
         from tensordict import TensorDict
@@ -102,7 +104,15 @@ class Collector:
         # numpy views of the host tensors: the env's arrays are copied straight in.
         self.arrays = {key: observations.numpy_view(value) for key, value in self.host.items()}
         # Where the envs' action masks come from ("info", "observation"; rlcli.envs.masks), or None.
-        self.masks = masking.recorder(action_mask, self.arrays, device, per_step=n * world_size, steps=steps)
+        self.masks = masking.recorder(
+            action_mask,
+            self.arrays,
+            device,
+            per_step=n * world_size,
+            steps=steps,
+            env_id=env_id,
+            rank=rank if world_size > 1 else None,
+        )
         # The keys of the algorithm's act are allocated at the first step, from what it returns.
         self.batch = self.host if not pin else self.host.to(device)
         self.to_device = observations.ToDevice(obs_space, n, device)

@@ -36,13 +36,23 @@ def buffers(where: str | None, space: spaces.Space, steps: int, n: int) -> dict[
 
 
 def recorder(
-    where: str | None, arrays: dict[str, np.ndarray], device: torch.device, *, per_step: int, steps: int
+    where: str | None,
+    arrays: dict[str, np.ndarray],
+    device: torch.device,
+    *,
+    per_step: int,
+    steps: int,
+    env_id: str = "",
+    rank: int | None = None,
 ) -> MaskRecorder | None:
     """The :class:`MaskRecorder` of a collector whose masks come from ``where``; None without masks.
-    ``per_step``: the frames of one step of every rank's envs; ``steps``: the steps of a rollout."""
+    ``per_step``: the frames of one step of every rank's envs; ``steps``: the steps of a rollout;
+    ``env_id`` and ``rank`` (None with one process): what an error names."""
     if where is None:
         return None
-    return MaskRecorder(where, arrays, device, per_iteration=per_step * steps, per_step=per_step)
+    return MaskRecorder(
+        where, arrays, device, per_iteration=per_step * steps, per_step=per_step, env_id=env_id, rank=rank
+    )
 
 
 class MaskRecorder:
@@ -50,12 +60,20 @@ class MaskRecorder:
     each ``act`` and into the batch beside them.
 
     Each mask acted on is checked: one that allows no action at all stops training
-    (:class:`~rlcli.training_error.TrainingError`), naming the env and the step, before any policy
-    forms a distribution over nothing.
+    (:class:`~rlcli.training_error.TrainingError`), naming the rank, the env (its index in this rank's
+    vector env, and its id) and the step, before any policy forms a distribution over nothing.
     """
 
     def __init__(
-        self, where: str, arrays: dict[str, np.ndarray], device: torch.device, *, per_iteration: int, per_step: int
+        self,
+        where: str,
+        arrays: dict[str, np.ndarray],
+        device: torch.device,
+        *,
+        per_iteration: int,
+        per_step: int,
+        env_id: str = "",
+        rank: int | None = None,
     ):
         self.where = where
         """Where the masks come from: "info" or "observation" (:func:`rlcli.envs.masks.find_masks`)."""
@@ -63,6 +81,8 @@ class MaskRecorder:
         self.device = device
         # Frames of one iteration and of one step, over every rank: to name the iteration and the step.
         self.per_iteration, self.per_step = per_iteration, per_step
+        # This rank alone meets its envs' masks: an error names it (None with one process) and the env's id.
+        self.env_id, self.rank = env_id, rank
 
     def start(self, info: dict, carry: Carry, frames: int) -> None:
         """The masks of a reset's ``info`` (the envs' first observations) into ``carry``."""
@@ -104,8 +124,10 @@ class MaskRecorder:
             return
         env = int(np.flatnonzero(empty)[0])
         step = frames // self.per_step + t
+        named = f"env {env} ({self.env_id})" if self.env_id else f"env {env}"
         raise TrainingError(
             frames // self.per_iteration + 1,
-            f"the action mask of env {env} at its step {step}",
+            f"the action mask of {named} at its step {step}",
             "all False (the env allows no action)",
+            rank=self.rank,
         )

@@ -209,7 +209,15 @@ def _build(
         else:
             steps = local.collector.frames_per_batch // local.env.num_envs
             data_source = Collector(
-                envs, algo, steps=steps, device=device, seed=seed, world_size=group.world_size, action_mask=masks
+                envs,
+                algo,
+                steps=steps,
+                device=device,
+                seed=seed,
+                world_size=group.world_size,
+                rank=group.rank,
+                env_id=local.env.id,
+                action_mask=masks,
             )
     except BaseException:
         if envs is not None:

@@ -47,7 +47,7 @@ def train(run: Run, *, hooks: Hooks | None = None, resume: str | Path | None = N
     in the folder is written.
 
     Raises:
-        TrainingError: a loss became non-finite; the folder is written first.
+        TrainingError: a loss became non-finite, or an env allowed no action; the folder is written first.
         ConfigError: ``resume`` is not a run folder that can be resumed with ``run``
             (a CheckpointError or InputError, each naming what is wrong).
     """
@@ -148,7 +148,10 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
     except KeyboardInterrupt:
         state.status, whole, together = "interrupted", False, False
     except TrainingError as exc:
-        state.status, state.error, whole = "failed", str(exc), False
+        # A failure one rank met alone (its env's mask) is not joint: the other ranks are waiting for
+        # this one in a collective it will never join, and a barrier on leaving would wait with them
+        # until the collective timeout. Leaving at once fails their collective now (RankLost).
+        state.status, state.error, whole, together = "failed", str(exc), False, exc.rank is None
         raise
     except Exception as exc:
         state.status, state.error, whole, together = "failed", f"{type(exc).__name__}: {exc}", False, False

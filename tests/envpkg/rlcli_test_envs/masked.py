@@ -6,6 +6,8 @@
 - ``RlcliTest/CountedTaxi-v0``: gymnasium's Taxi (its masks in ``info``) counting the actions its
   mask forbade, for the bar "a masked policy takes no invalid action";
 - ``RlcliTest/TaxiMask-v0``: Taxi whose mask has the size and dtype its kwargs say (bad input);
+- ``RlcliTest/TaxiMaskEmptiesOnRank-v0``: Taxi whose mask allows nothing from a given step on, in one
+  rank of a ``--nproc`` run only;
 - ``RlcliTest/Bits-v0``: a ``MultiBinary`` action, without masks.
 
 The first three count the forbidden actions they are given in its ``invalid_actions`` attribute (over its
@@ -13,6 +15,8 @@ lifetimes) and in ``info["invalid_actions"]`` (this episode's so far).
 """
 
 from __future__ import annotations
+
+import os
 
 import gymnasium as gym
 import numpy as np
@@ -185,6 +189,32 @@ class ReshapedMask(gym.Wrapper):
 
 
 gym.register(id="RlcliTest/TaxiMask-v0", entry_point=taxi_with_mask, max_episode_steps=200)
+
+
+class MaskEmptiesOnRank(gym.Wrapper):
+    """gymnasium's Taxi whose ``info["action_mask"]`` allows no action at all once the env has taken
+    ``at`` steps (over its lifetime, resets included), in the process of rank ``rank`` only (torchrun's
+    ``RANK``; 0 outside torchrun): one rank's env fails while the other ranks go on."""
+
+    def __init__(self, env: gym.Env, rank: int, at: int):
+        super().__init__(env)
+        self.empties = int(os.environ.get("RANK", "0")) == rank
+        self.at, self.steps = at, 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        if self.empties and self.steps >= self.at:
+            info = {**info, "action_mask": np.zeros_like(info["action_mask"])}
+        return obs, reward, terminated, truncated, info
+
+
+def taxi_mask_empties_on_rank(rank: int = 1, at: int = 100) -> gym.Env:
+    """gymnasium's Taxi whose mask allows nothing from its ``at``-th step on, on rank ``rank`` alone."""
+    return MaskEmptiesOnRank(TaxiEnv(), rank, at)
+
+
+gym.register(id="RlcliTest/TaxiMaskEmptiesOnRank-v0", entry_point=taxi_mask_empties_on_rank, max_episode_steps=200)
 
 
 class Bits(gym.Env):
