@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -225,10 +227,10 @@ def test_an_unmasked_run_stores_no_masks():
 @pytest.mark.parametrize(
     ("ranks", "said"),
     [
-        ({}, "iteration 1: the action mask of env 1 (Taxi-v4) at its step 3 is all False"),
+        (None, "iteration 1: the action mask of env 1 (Taxi-v4) at its step 3 is all False"),
         # Rank 1 of 2: its own env 1, at that env's own step (frames count both ranks' steps).
         (
-            {"world_size": 2, "rank": 1},
+            SimpleNamespace(world_size=2, rank=1),
             "rank 1, iteration 1: the action mask of env 1 (Taxi-v4) at its step 3 is all False",
         ),
     ],
@@ -258,13 +260,13 @@ def test_a_mask_that_allows_nothing_stops_training_naming_the_rank_the_env_and_t
     )
     try:
         collector = Collector(
-            envs, run.algo, steps=8, device=run.device, seed=0, env_id="Taxi-v4", action_mask="info", **ranks
+            envs, run.algo, steps=8, device=run.device, seed=0, group=ranks, env_id="Taxi-v4", action_mask="info"
         )
         with pytest.raises(TrainingError) as caught:
             collector.next_batch(Timer(run.device))
         assert str(caught.value).startswith(said), str(caught.value)
         # A rank that met it alone is named, so that it leaves its group without waiting for the others.
-        assert caught.value.rank == ranks.get("rank")
+        assert caught.value.rank == (None if ranks is None else ranks.rank)
     finally:
         envs.close()
         run.close()

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.algos import Algorithm
+    from rlcli.distributed import Group
 
 
 def first_reset(envs: VectorEnv, seed: int) -> tuple:
@@ -31,6 +32,29 @@ def first_reset(envs: VectorEnv, seed: int) -> tuple:
         return envs.reset(seed=seed)
     except Exception as exc:  # noqa: BLE001
         raise single(None, f"cannot reset the env: {type(exc).__name__}: {exc}", path="env") from None
+
+
+def host_buffers(
+    obs_space: spaces.Space, act_space: spaces.Space, steps: int, n: int, action_mask: str | None, *, pin: bool
+) -> TensorDict:
+    """The host tensors of a rollout of ``steps`` x ``n`` env steps (pinned with ``pin``): observations in
+    the space's own dtype, rewards, flags, and the masks' buffers where the envs give masks."""
+    from tensordict import TensorDict
+
+    host = TensorDict(
+        {
+            keys.OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
+            keys.NEXT_OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
+            keys.REWARD: torch.zeros(steps, n),
+            keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
+            keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
+            keys.VALID: torch.ones(steps, n, dtype=torch.bool),
+            **masking.buffers(action_mask, act_space, steps, n),
+        },
+        batch_size=[steps, n],
+        device=torch.device("cpu"),
+    )
+    return host.pin_memory() if pin else host
 
 
 class Collector:
@@ -57,18 +81,15 @@ class Collector:
         steps: int,
         device: torch.device,
         seed: int,
-        world_size: int = 1,
-        rank: int = 0,
-        env_id: str = "",
+        group: Group | None = None,
+        env_id: str | None = None,
         action_mask: str | None = None,
     ):
-        from tensordict import TensorDict
-
         self.envs = envs
         self.algo = algo
         self.seed = seed
         # Frames count the whole run's: every rank of a data-parallel run steps as many as this one.
-        self.world_size = world_size
+        self.world_size = world_size = 1 if group is None else group.world_size
         self.mode = autoreset_mode(envs)
         if self.mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
             raise single(
@@ -86,32 +107,15 @@ class Collector:
         )
         self.device = device
         pin = device.type == "cuda"
-        self.host = TensorDict(
-            {
-                keys.OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
-                keys.NEXT_OBSERVATION: observations.host_buffer(obs_space, (steps, n)),
-                keys.REWARD: torch.zeros(steps, n),
-                keys.TERMINATED: torch.zeros(steps, n, dtype=torch.bool),
-                keys.TRUNCATED: torch.zeros(steps, n, dtype=torch.bool),
-                keys.VALID: torch.ones(steps, n, dtype=torch.bool),
-                **masking.buffers(action_mask, act_space, steps, n),
-            },
-            batch_size=[steps, n],
-            device=torch.device("cpu"),
-        )
-        if pin:
-            self.host = self.host.pin_memory()
+        self.host = host_buffers(obs_space, act_space, steps, n, action_mask, pin=pin)
         # numpy views of the host tensors: the env's arrays are copied straight in.
         self.arrays = {key: observations.numpy_view(value) for key, value in self.host.items()}
         # Where the envs' action masks come from ("info", "observation"; rlcli.envs.masks), or None.
+        # A mask error names the rank where there are several, and the env's id.
+        rank = group.rank if world_size > 1 else None
+        env_id = env_id or (envs.spec.id if envs.spec is not None else "")
         self.masks = masking.recorder(
-            action_mask,
-            self.arrays,
-            device,
-            per_step=n * world_size,
-            steps=steps,
-            env_id=env_id,
-            rank=rank if world_size > 1 else None,
+            action_mask, self.arrays, device, per_step=n * world_size, steps=steps, env_id=env_id, rank=rank
         )
         # The keys of the algorithm's act are allocated at the first step, from what it returns.
         self.batch = self.host if not pin else self.host.to(device)

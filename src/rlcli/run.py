@@ -208,17 +208,7 @@ def _build(
             )
         else:
             steps = local.collector.frames_per_batch // local.env.num_envs
-            data_source = Collector(
-                envs,
-                algo,
-                steps=steps,
-                device=device,
-                seed=seed,
-                world_size=group.world_size,
-                rank=group.rank,
-                env_id=local.env.id,
-                action_mask=masks,
-            )
+            data_source = Collector(envs, algo, steps=steps, device=device, seed=seed, group=group, action_mask=masks)
     except BaseException:
         if envs is not None:
             envs.close()

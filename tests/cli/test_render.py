@@ -62,7 +62,7 @@ def test_key_of_another_algorithm_names_its_owner(cli, tmp_path):
     output = assert_bad_input(
         result, "invalid config bad.toml", "algo.clip_epsilon: unknown key", "'clip_epsilon' belongs to ppo, not a2c"
     )
-    assert "allowed in [algo]: entropy_coef, gamma, name, normalize_advantage, return_lambda, value_coef" in output
+    assert "allowed in [algo]: entropy_coef, gamma, name, normalize_advantage, return_lambda, sde_sample_freq" in output
 
 
 def test_wrong_type_names_the_value_and_the_type(cli, tmp_path):
