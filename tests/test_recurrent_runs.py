@@ -35,10 +35,10 @@ def test_the_checkpoint_holds_each_envs_memory_and_episode_starts(recurrent_run)
     (path,) = sorted((recurrent_run.folder / "checkpoints").glob("ckpt-*.pt"))[-1:]
     state = checkpoint.load(path)
     carry = state["ranks"][0]["collector"]["carry"] if "ranks" in state else state["collector"]["carry"]
-    # 16 envs, two cores (policy and value), an LSTM's hidden and cell states of 16 units.
-    assert carry["memory"].shape == (16, 2, 2, 16)
+    # 8 envs, two cores (policy and value), an LSTM's hidden and cell states of 16 units.
+    assert carry["memory"].shape == (8, 2, 2, 16)
     assert carry["memory"].abs().sum() > 0
-    assert carry["first"].dtype == torch.bool and carry["first"].shape == (16,)
+    assert carry["first"].dtype == torch.bool and carry["first"].shape == (8,)
 
 
 def test_eval_replays_the_same_episodes_from_fresh_memory(recurrent_run, cli):

@@ -84,7 +84,7 @@ KILLED = [
             "eval.every_frames=4096",
             "eval.episodes=3",
         ),
-        512,
+        256,
     ),
 ]
 
