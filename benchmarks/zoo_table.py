@@ -211,15 +211,15 @@ def markdown(results: dict, sb3: dict, sb3_score: dict | None = None) -> str:
         met_low += low
         met_mean += mean
         # A run marked untimed (paused for a timing window elsewhere, or run beside more runs than there
-        # are cores) keeps its score, not its seconds.
-        timed = [r["train_s"] for r in rows if not r.get("untimed")] or [r["train_s"] for r in rows]
-        seconds = statistics.median(timed)
+        # are cores) keeps its score, not its seconds; a cell with no timed run shows none.
+        timed = [r["train_s"] for r in rows if not r.get("untimed")]
+        seconds = f"{statistics.median(timed):,.0f}" if timed else "untimed"
         peer = sb3.get(cell.preset)
         versus = f"{peer['sb3_s']:,.0f} ({peer['rlcli_s'] / peer['sb3_s']:.2f})" if peer else ""
         seeds = f"{len(rows)}" + (" (one seed: long budget)" if cell.one_seed and len(rows) == 1 else "")
         lines.append(
             f"| {cell.task} | {cell.algo} | {zoo} | {median:.1f} ({min(scores):.1f} – {max(scores):.1f}) | "
-            f"{seeds} | {'yes' if low else '**no**'} | {'yes' if mean else 'no'} | {seconds:,.0f} | {versus} |"
+            f"{seeds} | {'yes' if low else '**no**'} | {'yes' if mean else 'no'} | {seconds} | {versus} |"
         )
     import torch
 

@@ -110,9 +110,14 @@ def sampled_presets() -> list[str]:
     return sorted({*firsts.values(), *extras})
 
 
-OVERRIDES = {"bc_pendulum_expert": ['algo.policy="gaussian"'], "dqn_taxi_masked": ["algo.epsilon_end=0.2"]}
+OVERRIDES = {
+    "bc_pendulum_expert": ['algo.policy="gaussian"'],
+    "dqn_taxi_masked": ["algo.epsilon_end=0.2"],
+    "ppo_lstm_pendulumnovel": ["algo.use_sde=false"],
+}
 """Settings a preset is sampled with: its own policy has no distribution (a deterministic BC policy, a final
-epsilon of 0), which ``rlcli export --stochastic`` refuses (tested in test_export.py)."""
+epsilon of 0) or explores with gSDE's held noise matrix, which ``rlcli export --stochastic`` refuses (tested
+in test_export.py and algos/test_gsde.py); the memory preset is still sampled, with a plain Gaussian."""
 
 TEST_ENVS = {
     # A Dict observation holding the mask, a MultiDiscrete action masked per sub-action.
