@@ -116,6 +116,7 @@ def test_piped_validate_keeps_the_whole_message_on_its_line():
     message = (
         "algo.clip_epsilom: unknown key; did you mean clip_epsilon? (allowed in [algo]: clip_epsilon, "
         "clip_schedule, clip_value, entropy_coef, epochs, gamma, minibatch_size, name, normalize_advantage, "
-        "return_lambda, sequence_length, target_kl, value_coef, value_target)  [tests/broken_configs/unknown_key.toml:7]"
+        "return_lambda, sde_sample_freq, sequence_length, target_kl, use_sde, value_coef, value_target)  "
+        "[tests/broken_configs/unknown_key.toml:7]"
     )
     assert any(message in line for line in output.splitlines()), output
