@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from rlcli.config.load import load_config
-from rlcli.export import deployed_untrained, examples_for, write_file
+from rlcli.play.export import deployed_untrained, examples_for, write_file
 
 ROWS = 200
 ROOT = Path(__file__).resolve().parents[1]

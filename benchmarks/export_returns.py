@@ -1,6 +1,6 @@
 """Exported policies play the run's episodes: for each preset, train it (or take a run folder given with
 ``--run``), export it to ONNX and to pt2, and play 10 episodes of ``rlcli eval`` with the run's policy and
-with each file on the same seeds (:func:`rlcli.playback.evaluate_run` with ``policy``). Prints each
+with each file on the same seeds (:func:`rlcli.play.playback.evaluate_run` with ``policy``). Prints each
 episode's returns and, for a continuous policy, the first step at which the file's action left the eager
 one's on the eager policy's own trajectory of that episode, and by how much.
 
@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rlcli import checkpoint
 from rlcli.config.load import load_config
 from rlcli.envs import make_env
-from rlcli.export import deployed, export_policy
-from rlcli.playback import evaluate_run
-from rlcli.policy_file import PolicyFile
+from rlcli.play.export import deployed, export_policy
+from rlcli.play.playback import evaluate_run
+from rlcli.play.policy_file import PolicyFile
 from rlcli.run import build_run
-from rlcli.trainer import train
+from rlcli.trainer import checkpoint
+from rlcli.trainer.loop import train
 
 PRESETS = ("ppo_cartpole", "sac_pendulum", "dqn_cartpole", "ppo_breakout")
 FRAMES = {"ppo_breakout": 200_000}

@@ -35,7 +35,7 @@ def run_one(preset: str, mask: str, seed: int, out: Path) -> dict:
     """Train one seed of ``preset`` with ``action_mask`` = ``mask``; returns its figures."""
     from rlcli.config.load import load_config
     from rlcli.run import build_run
-    from rlcli.trainer import train
+    from rlcli.trainer.loop import train
 
     cfg = load_config(
         preset,

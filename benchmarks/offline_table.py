@@ -44,7 +44,7 @@ def train_one(preset: str, dataset: str, seed: int, out: str, extra: tuple[str, 
     """One run of ``preset`` on ``dataset``; returns its final evaluation and wall time."""
     from rlcli.config.load import load_config
     from rlcli.run import build_run
-    from rlcli.trainer import train
+    from rlcli.trainer.loop import train
 
     cfg = load_config(
         preset,

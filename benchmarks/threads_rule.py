@@ -1,4 +1,4 @@
-"""The measurements behind ``run.threads = "auto"`` (``rlcli.threads``): where a second thread pays.
+"""The measurements behind ``run.threads = "auto"`` (``rlcli.runtime.threads``): where a second thread pays.
 
 Two parts, each timed with 1 and with N torch threads (N: the physical cores, at most 2 by default) in
 alternating rounds, medians:
@@ -27,8 +27,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from rlcli.bench.suites.options import short_warm_up
 from rlcli.config.load import load_config
-from rlcli.cores import physical_cores
 from rlcli.run import build_run
+from rlcli.runtime.cores import physical_cores
 from rlcli.timing import Timer
 
 PRESETS = [

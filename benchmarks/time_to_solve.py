@@ -1,6 +1,6 @@
 """Frames and seconds until presets reach their return threshold, over several seeds.
 
-A thin wrapper over ``rlcli train PRESET --seeds SPEC`` (:func:`rlcli.seed_runs.train_seeds`):
+A thin wrapper over ``rlcli train PRESET --seeds SPEC`` (:func:`rlcli.runtime.seed_runs.train_seeds`):
 each seed is its own ``rlcli train`` process, so "process s" counts start-up too.
 Seeds run one at a time by default, so that they do not share cores while timed.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rlcli.cli.train import seeds_table
 from rlcli.console import console
-from rlcli.seed_runs import SeedsResult, parse_seeds, train_seeds
+from rlcli.runtime.seed_runs import SeedsResult, parse_seeds, train_seeds
 
 # The presets of the time-to-solve table (docs/results.md): the seeds each runs (the slow ones fewer) and
 # the return threshold (the learning tests' bars; -200 for the off-policy Pendulum presets).

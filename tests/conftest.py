@@ -34,10 +34,10 @@ for _variable in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS")
     os.environ.pop(_variable, None)
 
 # Each pytest-xdist worker computes on its share of the cores, as rlcli's own --jobs gives its processes
-# (rlcli.cores.share_for_jobs): run.threads = "auto" reads it, in this process and in the rlcli processes
+# (rlcli.runtime.cores.share_for_jobs): run.threads = "auto" reads it, in this process and in the rlcli processes
 # the tests start. Two workers of two threads each on two cores would wait on each other at every matmul.
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ and "OMP_NUM_THREADS" not in os.environ:
-    from rlcli.cores import share_for_jobs
+    from rlcli.runtime.cores import share_for_jobs
 
     os.environ.update(share_for_jobs(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 

@@ -81,7 +81,7 @@ def off_policy_run(tmp_path_factory) -> TrainedRun:
     replay buffer."""
     from rlcli.config.load import validate_data
     from rlcli.run import build_run
-    from rlcli.trainer import train
+    from rlcli.trainer.loop import train
 
     state = train(
         build_run(
@@ -108,7 +108,7 @@ def offline_run(tmp_path_factory) -> TrainedRun:
     from offline import random_dataset
     from rlcli.config.load import validate_data
     from rlcli.run import build_run
-    from rlcli.trainer import train
+    from rlcli.trainer.loop import train
 
     state = train(
         build_run(

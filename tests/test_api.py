@@ -9,9 +9,9 @@ import pytest
 
 CODE = (
     "from rlcli import ConfigError, TrainingError, build_run, load_config, train; "
-    "import rlcli.trainer; "
+    "import rlcli.trainer.loop, rlcli.training_error; "
     "assert issubclass(ConfigError, Exception) and issubclass(TrainingError, Exception); "
-    "print(TrainingError is rlcli.trainer.TrainingError and train is rlcli.trainer.train)"
+    "print(TrainingError is rlcli.training_error.TrainingError and train is rlcli.trainer.loop.train)"
 )
 
 
@@ -20,11 +20,12 @@ def test_errors_and_entry_points_import_from_the_package():
     import rlcli.config.errors
     import rlcli.config.load
     import rlcli.run
-    import rlcli.trainer
+    import rlcli.trainer.loop
+    import rlcli.training_error
 
     assert issubclass(rlcli.ConfigError, Exception) and issubclass(rlcli.TrainingError, Exception)
     assert rlcli.ConfigError is rlcli.config.errors.ConfigError
-    assert rlcli.TrainingError is rlcli.trainer.TrainingError and rlcli.train is rlcli.trainer.train
+    assert rlcli.TrainingError is rlcli.training_error.TrainingError and rlcli.train is rlcli.trainer.loop.train
     assert rlcli.build_run is rlcli.run.build_run and rlcli.load_config is rlcli.config.load.load_config
     assert set(rlcli.__all__) == {"__version__", "load_config", "ConfigError", "TrainingError", "build_run", "train"}
 

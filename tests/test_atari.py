@@ -100,7 +100,7 @@ def test_the_return_column_is_the_game_score_while_learning_sees_lost_lives_and_
 
 
 def test_learning_sees_rewards_clipped_to_clip_reward(tmp_path):
-    from rlcli.rollout import prepare_rollout
+    from rlcli.learning.on_policy import prepare_rollout
 
     run = build_run(_space_invaders(tmp_path))
     try:
@@ -192,7 +192,7 @@ def test_normalizing_image_observations_is_allowed_with_one_warning(tmp_path, ca
 
 def test_ale_envs_are_not_taken_for_exactly_resumable(tmp_path):
     # Their emulators live in C++: a resume resets them (seeded) instead of acting on a stale observation.
-    from rlcli import envstate
+    from rlcli.collectors import envstate
     from rlcli.envs import make_envs
 
     envs = make_envs(load_config("ppo_breakout", ["env.num_envs=2"]).env)

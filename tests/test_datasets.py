@@ -15,7 +15,7 @@ from rlcli.config.errors import ConfigError, InputError
 from rlcli.config.load import validate_data
 from rlcli.datasets import dataset_bytes, load_dataset, open_dataset
 from rlcli.run import build_run
-from rlcli.trainer import train
+from rlcli.trainer.loop import train
 
 minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.11+")
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from rlcli.checkpoint import write_json
 from rlcli.config.errors import ConfigError, InputError
 from rlcli.config.schema import EnvConfig
 from rlcli.envs import (
@@ -21,7 +20,8 @@ from rlcli.envs import (
     make_env,
     make_envs,
 )
-from rlcli.provenance import provenance
+from rlcli.trainer.checkpoint import write_json
+from rlcli.trainer.provenance import provenance
 
 
 def episodes_by_loop(envs, actions, mode: AutoresetMode) -> tuple[list[float], list[int]]:

@@ -11,8 +11,8 @@ import gymnasium as gym
 import pytest
 import torch
 
-from rlcli import checkpoint
-from rlcli.export import deployed, export_policy
+from rlcli.play.export import deployed, export_policy
+from rlcli.trainer import checkpoint
 from runs import ROOT
 
 EXAMPLE = ROOT / "examples" / "play_onnx.py"

@@ -11,7 +11,7 @@ import torch
 from rlcli.config.load import load_config, validate_data
 from rlcli.models.precision import bf16_problem
 from rlcli.run import build_run
-from rlcli.trainer import train
+from rlcli.trainer.loop import train
 
 pytestmark = pytest.mark.slow
 

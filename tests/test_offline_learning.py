@@ -15,7 +15,7 @@ import pytest
 from rlcli.config.load import load_config
 from rlcli.datasets import load_dataset, open_dataset
 from rlcli.run import build_run
-from rlcli.trainer import train
+from rlcli.trainer.loop import train
 
 pytestmark = pytest.mark.slow
 minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.11+")

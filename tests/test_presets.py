@@ -45,7 +45,7 @@ def test_the_preset_on_a_hosted_dataset_trains_on_a_stand_in_written_under_its_i
         pytest.skip(f"needs the {', '.join(MISSING_EXTRAS[preset])} extra")
     from rlcli.config.recipes import RECIPES
     from rlcli.run import build_run
-    from rlcli.trainer import train
+    from rlcli.trainer.loop import train
 
     shipped = load_config(preset)
     assert shipped.data.dataset == "mujoco/halfcheetah/medium-v0" and shipped.data.dataset not in RECIPES

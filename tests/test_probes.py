@@ -15,7 +15,7 @@ from gymnasium import spaces
 
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
-from rlcli.trainer import train
+from rlcli.trainer.loop import train
 
 
 class ConstantReward(gym.Env):

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from rlcli import checkpoint
+from rlcli.trainer import checkpoint
 from runs import train_cli
 
 

@@ -11,7 +11,7 @@ from rlcli.algos import ALGORITHMS, check_spaces
 from rlcli.config.errors import ConfigError, InputError
 from rlcli.config.load import validate_data
 from rlcli.run import build_run, check_build
-from rlcli.run_folder import RunFolder
+from rlcli.trainer.run_folder import RunFolder
 
 
 def cfg(**sections):
@@ -66,7 +66,7 @@ def test_the_run_folder_is_made_when_first_read_and_suffixed_when_taken(tmp_path
         def now(cls, tz=None):
             return datetime(2026, 1, 2, 3, 4, 5)
 
-    monkeypatch.setattr("rlcli.run_folder.datetime", Frozen)
+    monkeypatch.setattr("rlcli.trainer.run_folder.datetime", Frozen)
     first, second = RunFolder(tmp_path / "runs", "exp"), RunFolder(tmp_path / "runs", "exp")
     assert not first.created and not (tmp_path / "runs").exists()
     assert first.path == tmp_path / "runs" / "exp-20260102-030405" and first.path.is_dir() and first.created

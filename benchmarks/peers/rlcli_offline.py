@@ -41,7 +41,7 @@ import torch
 
 from rlcli.config.load import load_config
 from rlcli.run import build_run
-from rlcli.trainer import train
+from rlcli.trainer.loop import train
 
 PRESETS = {"iql": "iql_pendulum_medium", "cql": "cql_pendulum_medium"}
 EVAL_EPISODES = 10

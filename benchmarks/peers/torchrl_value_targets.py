@@ -1,6 +1,6 @@
 """rlcli's TD(0), TD(1) and TD(lambda) targets beside TorchRL's: the largest difference and the speed.
 
-The peer check of ``rlcli.advantages`` (issue 20): the same random ``[T, N]`` rollouts, with
+The peer check of ``rlcli.learning.advantages`` (issue 20): the same random ``[T, N]`` rollouts, with
 terminations and truncations, go through rlcli's ``td0``, ``td1`` and ``td_lambda`` and through
 TorchRL's ``td0_return_estimate``, ``td1_return_estimate`` and ``td_lambda_return_estimate``
 (``torchrl.objectives.value.functional``; the ``vec_`` variants of the last two are timed as well).
@@ -38,7 +38,7 @@ from importlib.metadata import version
 import torch
 from torchrl.objectives.value import functional as trl
 
-from rlcli.advantages import td0, td1, td_lambda
+from rlcli.learning.advantages import td0, td1, td_lambda
 
 SHAPES = ((128, 64), (2048, 8))
 

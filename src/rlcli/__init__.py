@@ -27,11 +27,11 @@ def __getattr__(name: str):
 
         return build_run
     if name == "train":
-        from rlcli.trainer import train
+        from rlcli.trainer.loop import train
 
         return train
     if name == "TrainingError":
-        from rlcli.trainer import TrainingError
+        from rlcli.training_error import TrainingError
 
         return TrainingError
     raise AttributeError(f"module 'rlcli' has no attribute {name!r}")

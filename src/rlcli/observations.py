@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlcli.devices import HostToDevice
+from rlcli.runtime.devices import HostToDevice
 
 Leaf = tuple[tuple[int, ...], torch.dtype]
 """A stored observation tensor's per-row shape and dtype."""

@@ -13,29 +13,29 @@ from gymnasium import spaces
 
 from rlcli import observations
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces, uses_masks
-from rlcli.build_context import BuildContext
-from rlcli.collectors import Collector
+from rlcli.algos.context import BuildContext
+from rlcli.collectors.stepper import Collector
 from rlcli.config.algos import gsde_on
 from rlcli.config.errors import ConfigError, ConfigIssue, single
 from rlcli.config.ranks import rank_config, rank_problems
 from rlcli.config.recipes import how_to_get
 from rlcli.config.schema import RunConfig
-from rlcli.cores import physical_cores
 from rlcli.datasets import DatasetFile, DatasetSource, check_env, datasets_root
 from rlcli.datasets.load import dataset_placement, load_for_run, open_for_run
-from rlcli.devices import resolve_device
-from rlcli.distributed import Group, Single, from_environment, launched, local_rank
 from rlcli.envs import describe_space, make_envs
 from rlcli.envs.masks import find_masks
-from rlcli.evaluation import SEED_OFFSET, Evaluator
 from rlcli.loggers import check_backends
 from rlcli.models.compile import compile_networks
 from rlcli.models.encoders import describe, is_image, named_encoders
 from rlcli.models.precision import autocast_networks, bf16_problem
-from rlcli.run_folder import RunFolder
+from rlcli.play.evaluation import SEED_OFFSET, Evaluator
+from rlcli.runtime.cores import physical_cores
+from rlcli.runtime.devices import resolve_device
+from rlcli.runtime.distributed import Group, Single, from_environment, launched, local_rank
+from rlcli.runtime.threads import ThreadPlan, fixed
+from rlcli.runtime.threads import plan as thread_plan
 from rlcli.sources import Source
-from rlcli.threads import ThreadPlan, fixed
-from rlcli.threads import plan as thread_plan
+from rlcli.trainer.run_folder import RunFolder
 
 if TYPE_CHECKING:
     pass
@@ -101,7 +101,7 @@ def build_run(
     Networks are initialised from ``run.seed`` inside a forked RNG, and actions
     and minibatches are drawn from generators of their own, so torch's global
     generator is neither used nor changed. Leaves torch on the acting threads of ``run.threads``
-    (:mod:`rlcli.threads`; the loop sets each phase's) and turns on flushing of denormal floats
+    (:mod:`rlcli.runtime.threads`; the loop sets each phase's) and turns on flushing of denormal floats
     (both process-wide): Adam's second-moment estimates
     of small gradients sink into the denormal range, where CPU arithmetic is
     several times slower (measured: the DQN preset's fused Adam step, 560 -> 47 us).
@@ -314,7 +314,7 @@ def _check_precision(cfg: RunConfig, device: torch.device, source: str | None) -
 def _thread_plan(
     cfg: RunConfig, local: RunConfig, algo: Algorithm, obs_space: spaces.Space, device: torch.device
 ) -> ThreadPlan:
-    """The threads of each phase (:mod:`rlcli.threads`), counted on a batch of the rank's envs' observations
+    """The threads of each phase (:mod:`rlcli.runtime.threads`), counted on a batch of the rank's envs' observations
     (made up from the space); torch is left on the acting ones."""
     observation = None
     if cfg.run.threads == "auto":

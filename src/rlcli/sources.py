@@ -24,7 +24,7 @@ class Episodes(Protocol):
 
 
 class Source(Protocol):
-    """Where a run's batches come from: the :class:`~rlcli.collectors.Collector` (envs, online) or a
+    """Where a run's batches come from: the :class:`~rlcli.collectors.stepper.Collector` (envs, online) or a
     :class:`~rlcli.datasets.DatasetSource` (a dataset, offline). The loop asks it for the next batch,
     hands the batch to the algorithm's ``learn`` and counts its progress; checkpoints save its state.
     """

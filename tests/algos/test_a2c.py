@@ -3,7 +3,7 @@ from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.algos.a2c import a2c_loss
-from rlcli.trainer import train
+from rlcli.trainer.loop import train
 
 
 def test_masked_rows_count_for_nothing_in_any_term(tmp_path, cartpole_run):

@@ -9,7 +9,7 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.dqn import QAgent, dqn_loss
-from rlcli.normalization import ObservationNormalizer
+from rlcli.models.normalization import ObservationNormalizer
 from rlcli.timing import Timer
 
 

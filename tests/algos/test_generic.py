@@ -9,7 +9,7 @@ import torch
 
 from offline import random_dataset
 from rlcli.algos import ALGORITHMS
-from rlcli.build_context import BuildContext
+from rlcli.algos.context import BuildContext
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
@@ -321,11 +321,11 @@ def test_build_agent_makes_no_optimizer_and_no_replay_buffer(name, env_id, monke
         raise AssertionError("build_agent made an optimizer or a replay buffer")
 
     for target in (
-        "rlcli.optim.GradientStep.__init__",
-        "rlcli.optim.make_optimizer",
+        "rlcli.learning.optim.GradientStep.__init__",
+        "rlcli.learning.optim.make_optimizer",
         "rlcli.replay.storage.ReplayBuffer.__init__",
         "rlcli.replay.feed.check_storage",
-        "rlcli.normalization.RewardScaler.__init__",
+        "rlcli.models.normalization.RewardScaler.__init__",
     ):
         monkeypatch.setattr(target, refuse)
     agent = ALGORITHMS[name].build_agent(cfg.algo, ctx)

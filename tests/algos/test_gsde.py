@@ -14,7 +14,8 @@ from rlcli.config.algos import WITH_GSDE
 from rlcli.config.load import validate_data
 from rlcli.models.gsde import SquashedStateDependentActor, StateDependentHead
 from rlcli.run import build_run
-from rlcli.trainer import Hooks, train
+from rlcli.trainer.loop import train
+from rlcli.trainer.state import Hooks
 
 # Each algorithm's settings for a few iterations of 64 frames that learn from the second on.
 ALGOS = {
@@ -142,9 +143,9 @@ def ppo_gsde_run(tmp_path_factory):
 
 
 def test_export_writes_the_mean_and_refuses_stochastic_naming_gsde(ppo_gsde_run, tmp_path):
-    from rlcli import checkpoint
-    from rlcli.export import deployed, export_policy
-    from rlcli.policy_file import PolicyFile
+    from rlcli.play.export import deployed, export_policy
+    from rlcli.play.policy_file import PolicyFile
+    from rlcli.trainer import checkpoint
 
     report = export_policy(ppo_gsde_run, format="pt2", out=tmp_path / "policy.pt2")
     _, weights = checkpoint.find_checkpoint(ppo_gsde_run)

@@ -4,7 +4,7 @@ from tensordict import TensorDict
 from rlcli import keys
 from rlcli.algos.ppo import ppo_loss
 from rlcli.config.load import validate_data
-from rlcli.rollout import prepare_rollout
+from rlcli.learning.on_policy import prepare_rollout
 from rlcli.run import build_run
 from rlcli.timing import Timer
 

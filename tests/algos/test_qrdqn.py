@@ -12,8 +12,8 @@ from rlcli.algos.dqn import QAgent
 from rlcli.algos.qrdqn import QuantileQ, qrdqn_loss
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
-from rlcli.normalization import ObservationNormalizer
-from rlcli.quantiles import midpoints, quantile_huber, quantile_huber_pairs
+from rlcli.learning.quantiles import midpoints, quantile_huber, quantile_huber_pairs
+from rlcli.models.normalization import ObservationNormalizer
 from rlcli.run import build_run
 
 ACTIONS, QUANTILES, OBS = 3, 4, 2

@@ -1,7 +1,6 @@
 import pytest
 import torch
 
-from rlcli.advantages import gae
 from rlcli.algos import ALGORITHMS
 from rlcli.bench import UNITS
 from rlcli.bench.floors import gae_loop
@@ -12,6 +11,7 @@ from rlcli.bench.suites.options import BenchOptions
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
 from rlcli.envs import env_family
+from rlcli.learning.advantages import gae
 
 
 @pytest.fixture

@@ -141,7 +141,7 @@ def test_a_disk_without_room_is_refused_before_anything_is_written(off_policy_ru
     from collections import namedtuple
 
     from rlcli.config.errors import InputError
-    from rlcli.recording import record_policy
+    from rlcli.datasets.recording import record_policy
 
     usage = namedtuple("usage", "total used free")
     real = shutil.disk_usage

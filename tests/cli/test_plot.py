@@ -23,7 +23,7 @@ FRAMES = ["--set", "collector.total_frames=1024"]
 
 
 class _Ended:
-    """What ``rlcli.seed_runs`` reads of a seed's Popen, for a seed that already ran to its end."""
+    """What ``rlcli.runtime.seed_runs`` reads of a seed's Popen, for a seed that already ran to its end."""
 
     def __init__(self, returncode: int):
         self.returncode = returncode
@@ -48,10 +48,12 @@ def runs(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("plot") / "runs"
     done = invoke("train", "ppo_cartpole", *FRAMES, "--out", out, "--quiet", "--seed", "5")
     assert done.returncode == 0, done.stdout + done.stderr
-    import rlcli.seed_runs
+    import rlcli.runtime.seed_runs
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rlcli.seed_runs, "subprocess", SimpleNamespace(Popen=_run_seed_here, STDOUT=subprocess.STDOUT))
+        patch.setattr(
+            rlcli.runtime.seed_runs, "subprocess", SimpleNamespace(Popen=_run_seed_here, STDOUT=subprocess.STDOUT)
+        )
         done = invoke("train", "ppo_cartpole", *FRAMES, "--out", out, "--quiet", "--seeds", "0-1", "--jobs", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     return out

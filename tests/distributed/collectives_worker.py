@@ -14,9 +14,9 @@ import sys
 import torch
 
 from rlcli.config.schema import OptimConfig
-from rlcli.distributed import from_environment
-from rlcli.normalization import RunningMeanStd
-from rlcli.optim import GradientStep
+from rlcli.learning.optim import GradientStep
+from rlcli.models.normalization import RunningMeanStd
+from rlcli.runtime.distributed import from_environment
 from rlcli.timing import Timer
 
 

@@ -14,9 +14,9 @@ import sys
 import torch
 
 from rlcli.config.load import validate_data
-from rlcli.optim import GradientStep
+from rlcli.learning.optim import GradientStep
 from rlcli.run import build_run
-from rlcli.trainer import train
+from rlcli.trainer.loop import train
 
 CONFIGS = {
     "ppo": {

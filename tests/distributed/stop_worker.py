@@ -12,13 +12,14 @@ import json
 import os
 import sys
 
-import rlcli.distributed
+import rlcli.runtime.distributed
+import rlcli.trainer.loop
 import rlcli.trainer.saving
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
 
 # A hang shows as a failure (RankLost) within the test's time, not after the real 5 minutes.
-rlcli.distributed.COLLECTIVE_TIMEOUT = datetime.timedelta(seconds=30)
+rlcli.runtime.distributed.COLLECTIVE_TIMEOUT = datetime.timedelta(seconds=30)
 
 
 def main() -> None:
@@ -45,7 +46,7 @@ def main() -> None:
 
     rlcli.trainer.saving.save_checkpoint = save_then_signal
     try:
-        state = rlcli.trainer.train(run)
+        state = rlcli.trainer.loop.train(run)
         result = {"status": state.status, "iteration": state.iteration}
     except Exception as exc:  # noqa: BLE001 - recorded for the test to show
         result = {"status": "raised", "error": f"{type(exc).__name__}: {exc}"}

@@ -3,7 +3,7 @@ in test_identity.py."""
 
 import torch
 
-from rlcli.distributed import Single
+from rlcli.runtime.distributed import Single
 
 
 def test_the_single_group_is_the_identity():

@@ -93,7 +93,7 @@ def test_collectives_give_every_rank_what_one_process_would_compute_from_the_poo
     # process would step; unweighted: the mean of the ranks' means, (1 + 3) / 2, from w = 2.5.
     assert got["weighted"] == pytest.approx(2.5)
     assert got["unweighted_step"] == pytest.approx(-0.5)
-    from rlcli.normalization import RunningMeanStd
+    from rlcli.models.normalization import RunningMeanStd
 
     pooled = RunningMeanStd((1,))
     pooled.update(torch.tensor([[1.0], [2.0], [3.0], [4.0]]))

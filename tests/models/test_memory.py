@@ -13,8 +13,8 @@ from torch import nn
 from rlcli import keys
 from rlcli.carry import Carry
 from rlcli.config.load import validate_data
+from rlcli.learning.on_policy import sequences
 from rlcli.models.memory import MemoryCore, unroll
-from rlcli.rollout import sequences
 from rlcli.run import build_run
 from rlcli.timing import Timer
 

@@ -13,7 +13,8 @@ from rlcli.config.load import load_config, validate_data
 from rlcli.models.precision import autocast_networks
 from rlcli.run import build_run
 from rlcli.timing import Timer
-from rlcli.trainer import Hooks, train
+from rlcli.trainer.loop import train
+from rlcli.trainer.state import Hooks
 
 
 def small(precision: str = "bf16", **run) -> dict:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from rlcli import keys
-from rlcli.advantages import n_step_returns
+from rlcli.learning.advantages import n_step_returns
 from rlcli.timing import Timer
 
 

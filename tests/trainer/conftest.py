@@ -11,7 +11,8 @@ import pytest
 
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
-from rlcli.trainer import Hooks, train
+from rlcli.trainer.loop import train
+from rlcli.trainer.state import Hooks
 
 
 def small_config(output_dir: Path, **sections):

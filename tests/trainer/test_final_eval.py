@@ -47,7 +47,8 @@ def test_a_completed_run_is_scored_by_a_final_evaluation_that_rlcli_eval_plays_a
 def test_the_final_evaluation_tells_its_hooks_each_episode_in_order(tmp_path):
     from rlcli.config.load import load_config
     from rlcli.run import build_run
-    from rlcli.trainer import Hooks, train
+    from rlcli.trainer.loop import train
+    from rlcli.trainer.state import Hooks
 
     config = tmp_path / "run.toml"
     config.write_text(MINIMAL_TOML + "\n[eval]\nfinal_episodes = 7\nnum_envs = 3\n")

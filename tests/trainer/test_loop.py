@@ -14,7 +14,7 @@ from rlcli import keys
 from rlcli.config.errors import ConfigError
 from rlcli.run import build_run
 from rlcli.timing import Timer
-from rlcli.trainer import train
+from rlcli.trainer.loop import train
 
 from .conftest import small_config
 
@@ -179,7 +179,7 @@ DQN = {"name": "dqn", "learning_starts": 64, "batch_size": 16, "n_step": 3}
     ids=["tensor", "memmap", "prioritized"],
 )
 def test_a_stopped_run_resumed_from_python_matches_an_unbroken_one(tmp_path, replay):
-    from rlcli.trainer import Hooks
+    from rlcli.trainer.state import Hooks
 
     sections = {
         "algo": {**DQN, "replay": replay},
@@ -197,7 +197,7 @@ def test_a_stopped_run_resumed_from_python_matches_an_unbroken_one(tmp_path, rep
 
 
 def test_resume_without_the_replay_buffer_starts_it_empty(tmp_path):
-    from rlcli.trainer import Hooks
+    from rlcli.trainer.state import Hooks
 
     sections = {
         "algo": DQN,
@@ -219,7 +219,7 @@ def test_resume_without_the_replay_buffer_starts_it_empty(tmp_path):
 def test_resumed_async_envs_are_reseeded_and_keep_stepping(tmp_path):
     """Subprocess envs cannot be captured: they restart from new seeds, and their observations
     still come from the workers (not from a copy detached from their shared memory)."""
-    from rlcli.trainer import Hooks
+    from rlcli.trainer.state import Hooks
 
     sections = {
         "env": {"id": "CartPole-v1", "num_envs": 2, "vectorization": "async"},
@@ -240,7 +240,7 @@ def test_resumed_async_envs_are_reseeded_and_keep_stepping(tmp_path):
 
 
 def test_a_stop_off_the_logging_interval_resumes_to_the_rows_of_an_unbroken_run(tmp_path):
-    from rlcli.trainer import Hooks
+    from rlcli.trainer.state import Hooks
 
     sections = {
         "collector": {"frames_per_batch": 64, "total_frames": 640},

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlcli import checkpoint
-from rlcli.checkpoint import CheckpointError
 from rlcli.config.errors import InputError
 from rlcli.run import build_run
 from rlcli.timing import Timer
-from rlcli.trainer import TrainState
+from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint import CheckpointError
 from rlcli.trainer.resume import continue_from, kept_rows, release, restore
+from rlcli.trainer.state import TrainState
 
 from .conftest import STOP_AFTER, small_config
 

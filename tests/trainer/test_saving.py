@@ -7,11 +7,12 @@ from collections import deque
 import pytest
 import torch
 
-from rlcli import checkpoint, keys
+from rlcli import keys
 from rlcli.run import build_run
 from rlcli.timing import Timer
-from rlcli.trainer import TrainState
+from rlcli.trainer import checkpoint
 from rlcli.trainer.saving import header, save_checkpoint, save_final, spaces, write_status
+from rlcli.trainer.state import TrainState
 
 from .conftest import small_config
 

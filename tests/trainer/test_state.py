@@ -10,15 +10,8 @@ from torch import nn
 
 from rlcli.run import build_run
 from rlcli.timing import Timer
-from rlcli.trainer import (
-    BASE_COLUMNS,
-    EVAL_COLUMNS,
-    TrainingError,
-    TrainState,
-    WeightsSnapshot,
-    columns,
-    weights_finite,
-)
+from rlcli.trainer.state import BASE_COLUMNS, EVAL_COLUMNS, TrainState, WeightsSnapshot, columns, weights_finite
+from rlcli.training_error import TrainingError
 
 from .conftest import small_config
 

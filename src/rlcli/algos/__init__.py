@@ -4,7 +4,7 @@ against what an algorithm supports.
 An algorithm is one module ``rlcli/algos/<name>.py`` exposing ``CONFIG`` (its pydantic
 model), ``SUPPORTS`` (the space types it accepts), ``PHASES`` (the timed sub-phases of its
 ``learn``), ``METRICS`` (the row keys its ``learn`` reports), ``build(cfg, ctx)`` and
-``build_agent(cfg, ctx)`` (see :mod:`rlcli.build_context`). Its config model lives in
+``build_agent(cfg, ctx)`` (see :mod:`rlcli.algos.context`). Its config model lives in
 :mod:`rlcli.config.algos`, so that reading and checking a config never imports torch; that
 module's ``ALGO_CONFIGS`` is the one list of algorithms, and :data:`ALGORITHMS` is derived from
 it here: adding an algorithm is its module, its config model with one line in that table, and a

@@ -9,12 +9,12 @@ import torch
 from gymnasium import spaces as gspaces
 
 from rlcli import keys
-from rlcli.build_context import BuildContext
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import A2CConfig
-from rlcli.rollout import ROLLOUT_PHASES, SingleStepLearner, evaluate_minibatch
+from rlcli.learning.on_policy import ROLLOUT_PHASES, SingleStepLearner, evaluate_minibatch
 
 # The actor-critic alone, for evaluation: this module's build_agent.
-from rlcli.rollout import build_agent as build_agent
+from rlcli.learning.on_policy import build_agent as build_agent
 
 if TYPE_CHECKING:
     from tensordict import TensorDict

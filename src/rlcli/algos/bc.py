@@ -15,13 +15,14 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.build_context import BuildContext
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import BCConfig
+from rlcli.learning.off_policy import REPLAY_METRICS, ReplayLearner, total_loss
 from rlcli.models.actors import BoundedGaussianActor, DeterministicActor
 from rlcli.models.heads import CategoricalHead
 from rlcli.models.mlp import policy_mlp
-from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_METRICS, ReplayLearner, offline_replay, total_loss
+from rlcli.models.normalization import ObservationNormalizer
+from rlcli.replay import offline_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:

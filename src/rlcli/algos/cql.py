@@ -18,14 +18,15 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target
+from rlcli.algos.context import BuildContext
 from rlcli.algos.sac import SACAgent, sac_actor_loss
 from rlcli.algos.sac import build_agent as sac_agent
-from rlcli.build_context import BuildContext
 from rlcli.config.algos import CQLConfig
+from rlcli.learning.advantages import bootstrapped_target
+from rlcli.learning.off_policy import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, total_loss
+from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.critics import critic_regression
-from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, offline_replay, total_loss
-from rlcli.target_networks import TargetSchedule
+from rlcli.replay import offline_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:

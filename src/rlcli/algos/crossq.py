@@ -17,15 +17,16 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target
+from rlcli.algos.context import BuildContext
 from rlcli.algos.sac import box_replay, sac_actor_loss
-from rlcli.build_context import BuildContext
 from rlcli.config.algos import CrossQConfig
+from rlcli.learning.advantages import bootstrapped_target
+from rlcli.learning.off_policy import REPLAY_METRICS, REPLAY_PHASES, ReplayLearner, total_loss
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.batch_renorm import Renorm, learning, renormed_mlp
 from rlcli.models.critics import QEnsemble, critic_regression
-from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, total_loss
+from rlcli.models.normalization import ObservationNormalizer
+from rlcli.replay import Replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:

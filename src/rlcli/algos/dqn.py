@@ -15,14 +15,15 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target
-from rlcli.build_context import BuildContext
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import DQNConfig
-from rlcli.exploration import EpsilonGreedy, epsilon_greedy, masked_argmax, masked_max
+from rlcli.learning.advantages import bootstrapped_target
+from rlcli.learning.exploration import EpsilonGreedy, epsilon_greedy, masked_argmax, masked_max
+from rlcli.learning.off_policy import REPLAY_PHASES, ReplayLearner, total_loss
+from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.mlp import mlp
-from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
-from rlcli.target_networks import TargetSchedule
+from rlcli.models.normalization import ObservationNormalizer
+from rlcli.replay import Replay, build_replay, transition_spec
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ CONFIG = DQNConfig
 SUPPORTS = {
     "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
     "action": (gspaces.Discrete,),
-    # Masked argmax when acting and in the target, masked uniform exploration (rlcli.exploration).
+    # Masked argmax when acting and in the target, masked uniform exploration (rlcli.learning.exploration).
     "action_mask": (gspaces.Discrete,),
 }
 PHASES = REPLAY_PHASES

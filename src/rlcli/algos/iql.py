@@ -16,15 +16,16 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target
-from rlcli.build_context import BuildContext
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import IQLConfig
+from rlcli.learning.advantages import bootstrapped_target
+from rlcli.learning.off_policy import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, total_loss
+from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import BoundedGaussianActor
 from rlcli.models.critics import QEnsemble, ValueCritic, critic_regression
 from rlcli.models.mlp import mlp, policy_mlp
-from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, offline_replay, total_loss
-from rlcli.target_networks import TargetSchedule
+from rlcli.models.normalization import ObservationNormalizer
+from rlcli.replay import offline_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:

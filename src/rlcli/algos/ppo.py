@@ -8,14 +8,14 @@ import torch
 from gymnasium import spaces as gspaces
 
 from rlcli import keys
-from rlcli.build_context import BuildContext
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import PPOConfig
-from rlcli.models.actor_critic import ActorCritic
-from rlcli.optim import SCHEDULES
-from rlcli.rollout import ROLLOUT_PHASES, RolloutLearner, evaluate_minibatch
+from rlcli.learning.on_policy import ROLLOUT_PHASES, RolloutLearner, evaluate_minibatch
 
 # The actor-critic alone, for evaluation: this module's build_agent.
-from rlcli.rollout import build_agent as build_agent
+from rlcli.learning.on_policy import build_agent as build_agent
+from rlcli.learning.optim import SCHEDULES
+from rlcli.models.actor_critic import ActorCritic
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:

@@ -14,13 +14,14 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target
+from rlcli.algos.context import BuildContext
 from rlcli.algos.dqn import DQN, METRICS, QAgent, q_network, q_transitions
-from rlcli.build_context import BuildContext
 from rlcli.config.algos import QRDQNConfig
-from rlcli.exploration import masked_argmax
-from rlcli.quantiles import quantile_huber
-from rlcli.replay import REPLAY_PHASES, build_replay
+from rlcli.learning.advantages import bootstrapped_target
+from rlcli.learning.exploration import masked_argmax
+from rlcli.learning.off_policy import REPLAY_PHASES
+from rlcli.learning.quantiles import quantile_huber
+from rlcli.replay import build_replay
 
 
 class QuantileQ(nn.Module):

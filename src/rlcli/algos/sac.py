@@ -15,16 +15,17 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target
-from rlcli.build_context import BuildContext
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import SACConfig, gsde_on
+from rlcli.learning.advantages import bootstrapped_target
+from rlcli.learning.off_policy import REPLAY_METRICS, REPLAY_PHASES, ReplayLearner, total_loss
+from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.gsde import NoiseSchedule, SquashedStateDependentActor, state_dependent_noise
 from rlcli.models.mlp import policy_mlp
-from rlcli.normalization import ObservationNormalizer
-from rlcli.replay import REPLAY_METRICS, REPLAY_PHASES, Replay, ReplayLearner, build_replay, total_loss, transition_spec
-from rlcli.target_networks import TargetSchedule
+from rlcli.models.normalization import ObservationNormalizer
+from rlcli.replay import Replay, build_replay, transition_spec
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:

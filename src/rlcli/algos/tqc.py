@@ -16,12 +16,12 @@ from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.advantages import bootstrapped_target
+from rlcli.algos.context import BuildContext
 from rlcli.algos.sac import METRICS, SAC, SACAgent, box_replay, squashed_agent
-from rlcli.build_context import BuildContext
 from rlcli.config.algos import TQCConfig
-from rlcli.quantiles import quantile_huber
-from rlcli.replay import REPLAY_PHASES
+from rlcli.learning.advantages import bootstrapped_target
+from rlcli.learning.off_policy import REPLAY_PHASES
+from rlcli.learning.quantiles import quantile_huber
 
 
 def truncated_target(next_quantiles: torch.Tensor, kept: int) -> torch.Tensor:

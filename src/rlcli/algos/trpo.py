@@ -16,13 +16,13 @@ import torch
 from gymnasium import spaces as gspaces
 
 from rlcli import keys
-from rlcli.advantages import masked_mean, normalized_advantage
-from rlcli.build_context import BuildContext
+from rlcli.algos.context import BuildContext
 from rlcli.config.algos import TRPOConfig
-from rlcli.rollout import ROLLOUT_PHASES, RolloutLearner
+from rlcli.learning.advantages import masked_mean, normalized_advantage
+from rlcli.learning.on_policy import ROLLOUT_PHASES, RolloutLearner
 
 # The actor-critic alone, for evaluation: this module's build_agent.
-from rlcli.rollout import build_agent as build_agent
+from rlcli.learning.on_policy import build_agent as build_agent
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from rlcli.bench.compare import FORMAT
 from rlcli.bench.measure import Result, measure
 from rlcli.bench.suites import SUITES
 from rlcli.bench.suites.options import BenchOptions
-from rlcli.devices import resolve_device
-from rlcli.interrupts import on_stop_signals
+from rlcli.runtime.devices import resolve_device
+from rlcli.runtime.interrupts import on_stop_signals
 
 
 def run_bench(

@@ -16,7 +16,7 @@ from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 from rlcli.cli.render import user_errors
 from rlcli.config.errors import InputError
 from rlcli.console import console, err_console
-from rlcli.interrupts import held_stop_signals, on_stop_signals
+from rlcli.runtime.interrupts import held_stop_signals, on_stop_signals
 
 EXIT_REGRESSION = 1
 COLOURS = {"better": "green", "worse": "red", "same": "", "only here": "dim", "only in baseline": "dim"}
@@ -112,7 +112,7 @@ def bench(
         )
     if json_out is not None:
         # Atomic: a stop while it is written leaves no half report.
-        from rlcli.checkpoint import write_json
+        from rlcli.trainer.checkpoint import write_json
 
         write_json(json_out, report)
     rows = compare(report, old, noise_pct=noise) if old is not None else None

@@ -83,7 +83,7 @@ def collect(
                 "give either a run to play (RUN_DIR_OR_CHECKPOINT with --steps) "
                 "or --from-replay RUN_DIR, not both or neither",
             )
-        from rlcli.recording import record_policy, record_replay
+        from rlcli.datasets.recording import record_policy, record_replay
 
         if from_replay is not None:
             recorded = record_replay(from_replay, out=out, overwrite=overwrite, env_packages=env_package or [])

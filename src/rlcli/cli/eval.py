@@ -14,7 +14,7 @@ from rlcli.cli.render import RunEnvPackages, progress_bar, user_errors
 from rlcli.console import console
 
 if TYPE_CHECKING:
-    from rlcli.playback import EvalReport
+    from rlcli.play.playback import EvalReport
 
 
 def eval_(
@@ -61,7 +61,7 @@ def eval_(
     """Evaluate a trained policy with its saved normalization; the run folder is left unchanged."""
     with user_errors(), progress_bar(quiet=as_json) as bar:
         # Imported only now: --help and a bad flag stay free of torch.
-        from rlcli.playback import evaluate_run
+        from rlcli.play.playback import evaluate_run
 
         report = evaluate_run(
             path,

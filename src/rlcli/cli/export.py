@@ -51,7 +51,7 @@ def export(
     """Export a trained policy: raw observations in, env actions out, normalization and clipping inside."""
     with user_errors():
         from rlcli.config.errors import InputError
-        from rlcli.export import export_policy
+        from rlcli.play.export import export_policy
 
         rows = None
         if batch != "dynamic":

@@ -19,7 +19,7 @@ from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset, run_config_file
 from rlcli.console import console, err_console
 from rlcli.envs import check_run_packages, import_env_packages
-from rlcli.seed_runs import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
+from rlcli.runtime.seed_runs import FIGURES, SeedRun, SeedsResult, parse_seeds, train_seeds
 from rlcli.tune.reporter import TrialReporter, TrialSpec
 
 EXIT_TRAINING_FAILED = 1
@@ -159,11 +159,11 @@ def _train_one(
         cfg = load_config(config_file, overrides)
         reporter = None if tune_trial is None else TrialReporter(TrialSpec.read(tune_trial))
     # Imported only now: a bad config is reported without loading the training stack.
-    from rlcli.distributed import RANK_LOST_GRACE_S, RANK_LOST_STATUS, RankLost
-    from rlcli.report import ConsoleReport
     from rlcli.run import build_run
-    from rlcli.trainer import TrainingError
-    from rlcli.trainer import train as train_run
+    from rlcli.runtime.distributed import RANK_LOST_GRACE_S, RANK_LOST_STATUS, RankLost
+    from rlcli.trainer.loop import train as train_run
+    from rlcli.trainer.report import ConsoleReport
+    from rlcli.training_error import TrainingError
 
     try:
         with user_errors(preset):
@@ -210,7 +210,7 @@ def _launch(
     nproc: int, preset: str, resume: Path | None, overrides: list[str | Override], packages: list[str], quiet: bool
 ) -> None:
     """Train on ``nproc`` ranks; their exit becomes this one's."""
-    from rlcli.launch import LaunchInterrupted, RankFailure, train_ranks
+    from rlcli.runtime.launch import LaunchInterrupted, RankFailure, train_ranks
 
     try:
         with user_errors(preset):

@@ -223,7 +223,7 @@ ReturnLambda = Annotated[
     ),
 ]
 
-# The estimators of rlcli.advantages.ESTIMATORS, whose keys a test holds to these names.
+# The estimators of rlcli.learning.advantages.ESTIMATORS, whose keys a test holds to these names.
 ValueTarget = Annotated[
     Literal["gae", "td0", "td1", "td_lambda"],
     Field(

@@ -1,5 +1,6 @@
 """Documentation generated from the code: the config reference, from the pydantic models, and the
-README's table of the optional extras each shipped preset needs, from the presets.
+README's table of the optional extras each shipped preset needs, from the presets, and the
+architecture page's map of the code, from each package's and root module's docstring.
 
 ``python -m rlcli.config.reference --write`` rewrites each generated block, between its ``BEGIN`` and
 ``END`` markers, of ``docs/reference.md`` and ``README.md`` (or of the files it is given); ``--check``
@@ -9,6 +10,8 @@ exits 1 when a block and the code disagree (``tests/test_docs.py`` does the same
 from __future__ import annotations
 
 import argparse
+import ast
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -24,7 +27,7 @@ from rlcli.config.model import field_bounds, range_text, toml_value
 from rlcli.config.presets import available_presets
 
 COMMAND = "python -m rlcli.config.reference --write"
-TARGETS = (Path("docs/reference.md"), Path("README.md"))
+TARGETS = (Path("docs/reference.md"), Path("README.md"), Path("docs/architecture/training.md"))
 """The files ``--write`` and ``--check`` read without arguments, from the repository's root."""
 
 
@@ -160,6 +163,27 @@ def extras_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+def code_map_markdown() -> str:
+    """The map of ``src/rlcli``: one row per package and per module at its root, each with the first
+    paragraph of its docstring, read from the source (nothing is imported)."""
+    package = Path(__file__).resolve().parents[1]
+    rows = ["| where | what |", "|---|---|"]
+    entries = sorted(p for p in package.iterdir() if (p / "__init__.py").is_file())
+    entries += sorted(p for p in package.glob("*.py") if p.name != "__init__.py")
+    for path in entries:
+        source = path / "__init__.py" if path.is_dir() else path
+        doc = ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))) or ""
+        first = _markdown(" ".join(doc.split("\n\n", 1)[0].split())).replace("|", "\\|")
+        rows.append(f"| `{path.name}{'/' if path.is_dir() else ''}` | {first} |")
+    return "\n".join(rows) + "\n"
+
+
+def _markdown(text: str) -> str:
+    """Sphinx markup as Markdown: ``:mod:`~a.b``` as `b`, ``:class:`a.B``` as `a.B`, double backquotes as one."""
+    text = re.sub(r":[a-z]+:`~[\w.]*?([\w]+)`", r"`\1`", text)
+    return re.sub(r":[a-z]+:`([^`]+)`", r"`\1`", text).replace("``", "`")
+
+
 @dataclass(frozen=True)
 class Block:
     """A generated part of a Markdown file, between two marker lines."""
@@ -178,7 +202,8 @@ class Block:
 
 REFERENCE = Block("config reference", markdown)
 EXTRAS = Block("extras", extras_markdown)
-BLOCKS = (REFERENCE, EXTRAS)
+CODE_MAP = Block("code map", code_map_markdown)
+BLOCKS = (REFERENCE, EXTRAS, CODE_MAP)
 
 
 def current(text: str, block: Block = REFERENCE) -> str | None:
@@ -200,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="rewrite the generated blocks of each file")
     mode.add_argument("--check", action="store_true", help="exit 1 when a generated block is out of date")
-    parser.add_argument("files", nargs="*", type=Path, metavar="FILE", help="default: docs/reference.md README.md")
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILE", help="default: docs/reference.md README.md docs/architecture/training.md")
     args = parser.parse_args(argv)
     stale = []
     for path in args.files or TARGETS:

@@ -1,7 +1,9 @@
 """Offline data: Minari datasets found by id or path (:mod:`~rlcli.datasets.find`), read into
 preallocated tensors (:mod:`~rlcli.datasets.load`, in the layout of :mod:`~rlcli.datasets.dataset`),
-and the :class:`~rlcli.datasets.source.DatasetSource` that feeds an offline run's loop in place of
-the collector."""
+the :class:`~rlcli.datasets.source.DatasetSource` that feeds an offline run's loop in place of
+the collector, and datasets written by rlcli: played by a trained policy or read from a run's replay
+(:mod:`~rlcli.datasets.recording`, ``rlcli collect``) and made from the recipes of the offline presets
+(:mod:`~rlcli.datasets.make`, ``rlcli datasets make``)."""
 
 from rlcli.datasets.dataset import Dataset, dataset_bytes
 from rlcli.datasets.find import EXTRA, DatasetNotFound, datasets_root, import_minari, local_ids, resolve

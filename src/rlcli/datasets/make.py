@@ -19,9 +19,10 @@ from rlcli.config.load import load_config
 from rlcli.config.recipes import DEFAULT_STEPS, Recipe, Training, lookup
 from rlcli.config.schema import EnvConfig
 from rlcli.datasets.find import datasets_root, import_minari
-from rlcli.recording import Recorded, record_policy, record_random, record_replay
+from rlcli.datasets.recording import Recorded, record_policy, record_random, record_replay
 from rlcli.run import build_run
-from rlcli.trainer import Hooks, TrainState, train
+from rlcli.trainer.loop import train
+from rlcli.trainer.state import Hooks, TrainState
 
 Progress = Callable[[str, int, int], None]
 """Called with (what is under way, units done, units planned): the training run's frames, then each dataset's

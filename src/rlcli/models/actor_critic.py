@@ -15,12 +15,12 @@ from rlcli.models.gsde import StateDependentHead, state_dependent_noise
 from rlcli.models.heads import BernoulliHead, CategoricalHead, GaussianHead, MultiCategoricalHead
 from rlcli.models.memory import MemoryCore
 from rlcli.models.mlp import mlp, policy_mlp
-from rlcli.normalization import ObservationNormalizer
+from rlcli.models.normalization import ObservationNormalizer
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
-    from rlcli.build_context import BuildContext
+    from rlcli.algos.context import BuildContext
     from rlcli.carry import Carry
 
 

@@ -10,10 +10,10 @@ import torch
 from gymnasium import spaces
 
 from rlcli import keys, observations
-from rlcli.advantages import n_step_returns
 from rlcli.envs import ATARI, env_family
+from rlcli.learning.advantages import n_step_returns
 from rlcli.models.encoders import is_image
-from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
+from rlcli.models.normalization import ObservationNormalizer, RewardScaler, clip_rewards
 from rlcli.replay.frames import FrameStackBuffer, frame_storage_bytes
 from rlcli.replay.offline import OfflineReplay
 from rlcli.replay.storage import NormalizedSampler, ReplayBuffer, Spec, check_storage
@@ -21,7 +21,7 @@ from rlcli.replay.storage import NormalizedSampler, ReplayBuffer, Spec, check_st
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
-    from rlcli.build_context import BuildContext
+    from rlcli.algos.context import BuildContext
     from rlcli.timing import Timer
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlcli import keys
-from rlcli.normalization import ObservationNormalizer, RewardScaler, clip_rewards
+from rlcli.models.normalization import ObservationNormalizer, RewardScaler, clip_rewards
 from rlcli.replay.storage import NormalizedSampler, sample_batch
 
 if TYPE_CHECKING:

@@ -1,34 +1,12 @@
-"""The training loop and what it shares with hooks and callers.
+"""The training loop, its state and hooks, what it writes to the run folder (checkpoints, provenance,
+the console report) and the resume of a run from its folder.
 
-``loop`` holds :func:`train` and the loop itself, ``state`` the run's state, hooks and columns,
-``saving`` what the loop writes to the run folder, and ``resume`` the continuation of a run
-from its folder.
+:mod:`~rlcli.trainer.loop` holds :func:`~rlcli.trainer.loop.train` and the loop itself,
+:mod:`~rlcli.trainer.state` the run's state, hooks and columns, :mod:`~rlcli.trainer.saving` what the
+loop writes to the run folder (:mod:`~rlcli.trainer.run_folder`, :mod:`~rlcli.trainer.checkpoint`,
+:mod:`~rlcli.trainer.provenance`), :mod:`~rlcli.trainer.report` its console output, and
+:mod:`~rlcli.trainer.resume` the continuation of a run from its folder.
+
+This package's ``__init__`` imports nothing: :mod:`rlcli.run` reads the run folder from here, and the
+loop reads :class:`~rlcli.run.Run`, so re-exporting the loop here would close a cycle.
 """
-
-from rlcli.trainer.loop import train
-from rlcli.trainer.state import (
-    BASE_COLUMNS,
-    EVAL_COLUMNS,
-    EvalHook,
-    Hook,
-    Hooks,
-    TrainingError,
-    TrainState,
-    WeightsSnapshot,
-    columns,
-    weights_finite,
-)
-
-__all__ = [
-    "BASE_COLUMNS",
-    "EVAL_COLUMNS",
-    "EvalHook",
-    "Hook",
-    "Hooks",
-    "TrainState",
-    "TrainingError",
-    "WeightsSnapshot",
-    "columns",
-    "train",
-    "weights_finite",
-]

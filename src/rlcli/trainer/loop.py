@@ -9,17 +9,16 @@ from collections import deque
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from rlcli import checkpoint
 from rlcli.config.dump import to_toml
 from rlcli.config.errors import folder_error
-from rlcli.evaluation import EpisodeProgress
-from rlcli.interrupts import on_stop_signals
 from rlcli.loggers import MetricLoggers, Row, make_loggers
-from rlcli.provenance import provenance
+from rlcli.play.evaluation import EpisodeProgress
 from rlcli.run import Run
+from rlcli.runtime.interrupts import on_stop_signals
 from rlcli.timing import Timer, since_process_start
-from rlcli.trainer import saving
+from rlcli.trainer import checkpoint, saving
 from rlcli.trainer.progress import count_iteration, gather_across_ranks, metrics_row
+from rlcli.trainer.provenance import provenance
 from rlcli.trainer.resume import continue_from, kept_rows, release, restore
 from rlcli.trainer.schedule import checkpoint_due, evaluate_if_due, final_evaluation
 from rlcli.trainer.state import (

@@ -7,11 +7,11 @@ import datetime
 import os
 from pathlib import Path
 
-from rlcli import checkpoint
-from rlcli.checkpoint import CheckpointError, Checkpoints
+from rlcli.collectors.envstate import EnvStateError
 from rlcli.config.errors import InputError
-from rlcli.envstate import EnvStateError
 from rlcli.run import Run
+from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint import CheckpointError, Checkpoints
 from rlcli.trainer.saving import spaces
 from rlcli.trainer.state import TrainState
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import time
 
-from rlcli import checkpoint
-from rlcli.checkpoint import Checkpoints
 from rlcli.envs import describe_space
 from rlcli.run import Run
+from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint import Checkpoints
 from rlcli.trainer.state import TrainState
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from rlcli.evaluation import SEED_OFFSET, EpisodeProgress, Evaluator, Stopped
+from rlcli.play.evaluation import SEED_OFFSET, EpisodeProgress, Evaluator, Stopped
 from rlcli.run import Run
 from rlcli.trainer.state import TrainState
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlcli.child_runs import SeedRun, read_outcome, train_command
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import load_config
-from rlcli.cores import share_for_jobs
-from rlcli.interrupts import on_stop_signals
+from rlcli.runtime.child_runs import SeedRun, read_outcome, train_command
+from rlcli.runtime.cores import share_for_jobs
+from rlcli.runtime.interrupts import on_stop_signals
 from rlcli.tune import study as studies
 from rlcli.tune.reporter import TrialSpec
 from rlcli.tune.space import Space, overrides

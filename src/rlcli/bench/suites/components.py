@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rlcli.advantages import gae
 from rlcli.bench.floors import gae_loop
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs
 from rlcli.envs import env_family, make_envs
+from rlcli.learning.advantages import gae
 from rlcli.run import build_run
 from rlcli.timing import Timer
 

@@ -40,11 +40,11 @@ def export_suite(opts: BenchOptions) -> SuiteOutput:
 
 
 def _deployed(opts: BenchOptions, preset: str):
-    """(The preset's untrained policy as :class:`rlcli.export.DeployedPolicy` on the CPU, example inputs), or
+    """(The preset's untrained policy as :class:`rlcli.play.export.DeployedPolicy` on the CPU, example inputs), or
     None where its env cannot be made here."""
     import gymnasium as gym
 
-    from rlcli.export import deployed_untrained, examples_for
+    from rlcli.play.export import deployed_untrained, examples_for
 
     cfg = load_config(preset, ["timing.enabled=false", opts.threads_setting])
     try:
@@ -57,8 +57,8 @@ def _deployed(opts: BenchOptions, preset: str):
 def _files(opts: BenchOptions, preset: str, module, examples) -> dict:
     """The pt2 and (with the export extra) onnx files of ``module``, each as its runtime's call of the
     file's inputs."""
-    from rlcli.export import write_file
-    from rlcli.policy_file import opened
+    from rlcli.play.export import write_file
+    from rlcli.play.policy_file import opened
 
     found = {}
     for fmt in ("pt2", "onnx") if _onnx_available() else ("pt2",):

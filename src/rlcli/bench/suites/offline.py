@@ -33,7 +33,7 @@ def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 
         return {}
     from rlcli.config.errors import InputError
     from rlcli.datasets import resolve
-    from rlcli.recording import record_random
+    from rlcli.datasets.recording import record_random
 
     offline = [name for name in available_presets() if load_config(name).offline]
     # sorted() is stable: the presets on rlcli's own datasets first, each group in name order.

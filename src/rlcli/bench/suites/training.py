@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 from rlcli.bench import BenchStopped
 from rlcli.bench.measure import Case
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs, short_warm_up
-from rlcli.interrupts import STOP_SIGNALS
 from rlcli.run import build_run
-from rlcli.trainer import Hooks, train
+from rlcli.runtime.interrupts import STOP_SIGNALS
+from rlcli.trainer.loop import train
+from rlcli.trainer.state import Hooks
 
 if TYPE_CHECKING:
     from rlcli.config.schema import RunConfig

@@ -1,0 +1,93 @@
+"""What every algorithm's ``build`` receives besides its own config: one frozen build context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from rlcli.learning.exploration import ActionBounds
+from rlcli.learning.optim import GradientStep
+from rlcli.models.encoders import build_encoder
+from rlcli.models.normalization import ObservationNormalizer
+
+if TYPE_CHECKING:
+    from rlcli.config.schema import (
+        CollectorConfig,
+        EnvConfig,
+        NetworkConfig,
+        OptimConfig,
+    )
+    from rlcli.datasets import Dataset
+    from rlcli.runtime.distributed import Group
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """The run's sections and runtime objects an algorithm is built from.
+
+    ``build_run`` makes one per rank (``env`` and ``collector`` are that rank's share);
+    evaluation makes one from a run's config to build the agent alone.
+    """
+
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    network: NetworkConfig
+    env: EnvConfig
+    collector: CollectorConfig
+    optim: OptimConfig
+    device: torch.device
+    seed: int
+    """Seeds the algorithm's own generators (replay samples, minibatch order, target noise)."""
+    run_folder: Callable[[], Path] | None = None
+    """The run folder, made when first called (memmap replay storage); None when nothing is kept."""
+    source: str | None = None
+    """Names the config in errors."""
+    group: Group | None = None
+    """The ranks of a data-parallel run; None in one process."""
+    iterations: int | None = None
+    """Training iterations, over which ``[optim]``'s schedule runs (default: the collector's)."""
+    dataset: Dataset | None = None
+    """An offline run's dataset, which its replay samples (None online)."""
+    dataset_device: torch.device | None = None
+    """Where the dataset's tensors live (``[data] device``)."""
+    action_masks: bool = False
+    """The envs give action masks that the algorithm applies (:func:`rlcli.envs.masks.find_masks`): batches
+    carry ``action_mask`` and ``next_action_mask``."""
+
+    def encoder(self) -> torch.nn.Module:
+        """A new encoder of the observation space as ``[network] encoder`` asks (its ``out_features``
+        sizes the MLP after it); each call builds one with weights of its own."""
+        return build_encoder(self.observation_space, self.network)
+
+    @property
+    def act_dim(self) -> int:
+        """Outputs of an actor of a Box action space."""
+        return int(np.prod(self.action_space.shape))
+
+    def observation_normalizer(self) -> ObservationNormalizer:
+        """Running observation statistics as ``[env]`` asks, pooled over the ranks (a Box's only: Discrete
+        and Dict observations are never normalized, which the config check says)."""
+        space = self.observation_space
+        box = isinstance(space, spaces.Box)
+        return ObservationNormalizer(
+            space.shape if box else (),
+            enabled=self.env.normalize_observation and box,
+            clip=self.env.clip_observation,
+            group=self.group,
+        )
+
+    def action_bounds(self) -> ActionBounds:
+        """The Box action space's bounds on the device."""
+        return ActionBounds(self.action_space, self.device)
+
+    def gradient_step(self, params: Iterable[torch.nn.Parameter], *, lr: float | None = None) -> GradientStep:
+        """``[optim]`` over ``params``, its schedule over the run's iterations; ``lr`` replaces ``optim.lr``."""
+        optim = self.optim if lr is None else self.optim.model_copy(update={"lr": lr})
+        iterations = self.collector.iterations if self.iterations is None else self.iterations
+        return GradientStep(optim, params, iterations, self.group)
