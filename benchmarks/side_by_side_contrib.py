@@ -60,8 +60,11 @@ def run_peer(python: str, script: str, extra: list[str], seed: int, episodes: in
     process = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"the peer failed for seed {seed}:\n{done.stdout}\n{done.stderr}")
-    (row,) = json.loads(report.read_text(encoding="utf-8"))["seeds"]
-    return {"process_s": process, "train_s": row["train_seconds"], "eval_mean": row["eval_mean"]}
+    ran = json.loads(report.read_text(encoding="utf-8"))
+    (row,) = ran["seeds"]
+    # What the peer ran, as its script wrote it (the Zoo's settings as read and passed, and versions).
+    ran_with = {key: ran[key] for key in ("peer", "settings", "torch_threads", "versions") if key in ran}
+    return {"process_s": process, "train_s": row["train_seconds"], "eval_mean": row["eval_mean"], "ran": ran_with}
 
 
 def main() -> None:
