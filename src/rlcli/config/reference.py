@@ -225,7 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="rewrite the generated blocks of each file")
     mode.add_argument("--check", action="store_true", help="exit 1 when a generated block is out of date")
-    parser.add_argument("files", nargs="*", type=Path, metavar="FILE", help="default: docs/reference.md README.md docs/architecture/training.md")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help="default: docs/reference.md README.md docs/architecture/training.md",
+    )
     args = parser.parse_args(argv)
     stale = []
     for path in args.files or TARGETS:
