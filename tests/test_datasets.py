@@ -112,6 +112,36 @@ def test_an_offline_run_resumes_from_its_checkpoint(tmp_path):
     assert resumed.episodes == 8  # two evaluations of 2 episodes before, two after
 
 
+def test_a_checkpoint_with_the_old_gradient_steps_key_resumes_as_a_new_one(tmp_path):
+    """Checkpoints written before issue 45 name the offline source's gradient steps "frames"."""
+    import shutil
+
+    import torch
+
+    data = offline_config(tmp_path / "run", random_dataset("Pendulum-v1"))
+    first = train(build_run(validate_data(data)))
+    old = tmp_path / "old"
+    shutil.copytree(first.run_dir, old)
+    (path,) = (old / "checkpoints").glob("ckpt-*.pt")
+    payload = torch.load(path, weights_only=True)
+    source = payload["ranks"][0]["collector"]
+    assert source["gradient_steps"] == 40 and "frames" not in source
+    source["frames"] = source.pop("gradient_steps")
+    torch.save(payload, path)
+    data["data"]["total_steps"] = 80
+    resumed = {folder: train(build_run(validate_data(data)), resume=folder) for folder in (first.run_dir, old)}
+    rows = {
+        folder: [
+            {k: v for k, v in json.loads(line).items() if not k.startswith("time/") and k not in ("wall_time_s", "fps")}
+            for line in (folder / "metrics.jsonl").read_text().splitlines()
+        ]
+        for folder in resumed
+    }
+    assert resumed[old].run.source.progress == resumed[first.run_dir].run.source.progress == 80
+    assert [row["frames"] for row in rows[old]] == [20, 40, 60, 80]
+    assert rows[old] == rows[first.run_dir]
+
+
 @pytest.mark.parametrize(
     ("change", "path", "fragment"),
     [

@@ -14,7 +14,17 @@ import pytest
 
 from rlcli.algos import ALGORITHMS
 from rlcli.cli.app import app
-from rlcli.config.reference import BLOCKS, EXTRAS, REFERENCE, current, extras_markdown, main, markdown
+from rlcli.config.reference import (
+    BLOCKS,
+    EXAMPLE,
+    EXTRAS,
+    REFERENCE,
+    current,
+    example_markdown,
+    extras_markdown,
+    main,
+    markdown,
+)
 from rlcli.config.schema import RunConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,6 +113,18 @@ def test_extras_table_is_generated_from_the_presets():
     # The presets' extras come from their env ids and [data] sections, not from a list.
     assert "| `atari` | `dqn_breakout`, `ppo_breakout`, `ppo_lstm_breakout`, `ppo_pong` |" in block
     assert "`iql_pendulum_medium`" in block.split("| `minari` |", 1)[1].split("\n", 1)[0]
+
+
+def test_the_readme_and_the_config_page_show_ppo_cartpole_as_its_file_reads(tmp_path):
+    preset = (ROOT / "presets" / "ppo_cartpole.toml").read_text(encoding="utf-8")
+    for page in (README, (DOCS / "config.md").read_text(encoding="utf-8")):
+        block = current(page, EXAMPLE)
+        assert block == example_markdown() == f"```toml\n{preset.rstrip()}\n```\n"
+    # A page whose copy fell behind the file is stale until rewritten.
+    stale = tmp_path / "config.md"
+    stale.write_text(f"{EXAMPLE.begin}\n\n```toml\nlr = 1e-3\n```\n\n{EXAMPLE.end}\n", encoding="utf-8")
+    assert main(["--check", str(stale)]) == 1
+    assert main(["--write", str(stale)]) == 0 and current(stale.read_text(encoding="utf-8"), EXAMPLE) == block
 
 
 def test_reference_command_finds_stale_blocks_and_rewrites_them(tmp_path, monkeypatch):

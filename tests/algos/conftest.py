@@ -6,7 +6,7 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.bench.floors import ensemble_member
+from rlcli.bench.floors.actor_critic import ensemble_member
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
 

@@ -74,3 +74,24 @@ def test_malformed_or_foreign_reports_are_config_errors(tmp_path, content, messa
 def test_missing_report_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_report(tmp_path / "nope.json")
+
+
+def test_a_baseline_from_before_the_contrib_suite_moved_compares_figure_by_figure():
+    # Keys as `rlcli bench --json` wrote them before issue 45, and as it writes them now.
+    baseline = report(
+        ("contrib/qrdqn.update[preset=qrdqn_cartpole,batch=64]", "calls/s", 100, 99, 101),
+        ("contrib/trpo.update.slowdown_vs_bare_torch[preset=trpo_pendulum,rows=2048]", "slowdown", 2.0, 2.0, 2.0),
+        ("contrib/redq.update_5_critics[critics=5,hidden=256x256,batch=256]", "calls/s", 50, 50, 50),
+        ("offpolicy/sac.update[batch=256,hidden=256x256,critics=2]", "calls/s", 80, 80, 80),
+    )
+    current = report(
+        ("offpolicy/qrdqn.update[preset=qrdqn_cartpole,batch=64]", "calls/s", 150, 149, 151),
+        ("onpolicy/trpo.update.slowdown_vs_bare_torch[preset=trpo_pendulum,rows=2048]", "slowdown", 2.0, 2.0, 2.0),
+        ("offpolicy/redq.update_5_critics[critics=5,hidden=256x256,batch=256]", "calls/s", 50, 50, 50),
+        ("offpolicy/sac.update[batch=256,hidden=256x256,critics=2]", "calls/s", 80, 80, 80),
+    )
+    rows = compare(current, baseline)
+    assert len(rows) == 4 and all(row.baseline is not None and row.current is not None for row in rows)
+    moved = by_key(rows)["offpolicy/qrdqn.update[preset=qrdqn_cartpole,batch=64]"]
+    assert moved.verdict == "better" and moved.change_pct == pytest.approx(50.0)
+    assert by_key(rows)["onpolicy/trpo.update.slowdown_vs_bare_torch[preset=trpo_pendulum,rows=2048]"].verdict == "same"

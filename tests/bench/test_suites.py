@@ -3,7 +3,7 @@ import torch
 
 from rlcli.algos import ALGORITHMS
 from rlcli.bench import UNITS
-from rlcli.bench.floors import gae_loop
+from rlcli.bench.floors.policy_gradient import gae_loop
 from rlcli.bench.measure import Case, measure
 from rlcli.bench.suites import SUITES, learning, options
 from rlcli.bench.suites.offline import offline_configs
@@ -171,12 +171,15 @@ def test_buffer_cases_cover_extend_samples_and_priorities_beside_the_floor(quick
     assert ratios[0].numerator == cases[1].key and ratios[0].denominator == cases[2].key
 
 
-def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_size(quick):
+def test_offpolicy_cases_time_each_replay_step_beside_its_floor_and_ensembles_by_size(quick):
     cases, ratios = SUITES["offpolicy"](quick)
     try:
         names = [(case.name, case.params.get("E"), case.params.get("hidden")) for case in cases]
         assert names[:2] == [("sac.update", None, "256x256"), ("sac.bare_torch_update", None, "256x256")]
         assert ("critic_ensemble", 10, 256) in names and ("critic_python_loop", 10, 64) in names
+        for algo in ("qrdqn", "tqc", "crossq"):
+            assert {f"{algo}.update", f"{algo}.bare_torch_update"} <= {name for name, _, _ in names}
+        assert {"tqc.update_5_critics", "redq.update_5_critics"} <= {name for name, _, _ in names}
         algo = next(c.cell_contents for c in cases[0].run.__closure__ if hasattr(c.cell_contents, "agent"))
         updates = algo.updates
         for case in cases:
@@ -192,7 +195,12 @@ def test_offpolicy_cases_time_the_sac_update_beside_its_floor_and_ensembles_by_s
         "critic_python_loop.E10_vs_ensemble_E2",
         "iql.update.slowdown_vs_bare_torch",
         "cql.update.slowdown_vs_bare_torch",
+        "qrdqn.update.slowdown_vs_bare_torch",
+        "tqc.update.slowdown_vs_bare_torch",
+        "crossq.update.slowdown_vs_bare_torch",
+        "tqc.update_5_critics_vs_redq",
     }
+    assert_contrib_keys_move_here(cases, ratios, {"qrdqn", "tqc", "crossq", "redq"})
 
 
 def test_offline_update_cases_run_their_own_algorithm_beside_its_floor(quick):
@@ -227,25 +235,29 @@ def test_the_torch_free_suite_names_match_the_suites():
     assert tuple(SUITES) == SUITE_NAMES
 
 
-def test_contrib_cases_time_each_algorithms_step_beside_its_floor(quick):
-    cases, ratios = SUITES["contrib"](quick)
+def assert_contrib_keys_move_here(cases, ratios, algos: set[str]) -> None:
+    """A baseline saved before issue 45 names the figures of ``algos`` contrib/...; each maps to its key here."""
+    from rlcli.bench import moved_key
+
+    keys = [case.key for case in cases] + [Case(r.suite, r.name, r.params, r.unit, 1, None).key for r in ratios]
+    moved = [key for key in keys if key.split("/", 1)[1].split(".", 1)[0] in algos]
+    assert {key.split("/", 1)[1].split(".", 1)[0] for key in moved} == algos
+    for key in moved:
+        assert moved_key("contrib/" + key.split("/", 1)[1]) == key
+    assert all(moved_key(key) == key for key in keys)
+
+
+def test_onpolicy_cases_time_trpos_update_beside_its_floor(quick):
+    cases, ratios = SUITES["onpolicy"](quick)
     try:
-        names = [case.name for case in cases]
-        for algo in ("qrdqn", "tqc", "crossq", "trpo"):
-            assert {f"{algo}.update", f"{algo}.bare_torch_update"} <= set(names)
-        assert {"tqc.update_5_critics", "redq.update_5_critics"} <= set(names)
+        assert [case.name for case in cases] == ["trpo.update", "trpo.bare_torch_update"]
         for case in cases:
             case.run()
     finally:
         for case in cases:
             case.close()
-    assert {r.name for r in ratios} == {
-        "qrdqn.update.slowdown_vs_bare_torch",
-        "tqc.update.slowdown_vs_bare_torch",
-        "crossq.update.slowdown_vs_bare_torch",
-        "trpo.update.slowdown_vs_bare_torch",
-        "tqc.update_5_critics_vs_redq",
-    }
+    assert [r.name for r in ratios] == ["trpo.update.slowdown_vs_bare_torch"]
+    assert_contrib_keys_move_here(cases, ratios, {"trpo"})
 
 
 def test_export_cases_play_each_presets_policy_eager_and_from_both_files_with_the_same_actions(quick):

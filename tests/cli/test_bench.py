@@ -70,6 +70,14 @@ def test_foreign_baseline_and_unknown_suite_are_bad_input(cli, tmp_path):
     assert "unknown suite" in unknown.stderr and "advantage" in unknown.stderr
 
 
+def test_the_old_contrib_suite_names_the_suites_its_figures_moved_to(cli):
+    moved = cli("bench", "--suite", "advantage", "--suite", "contrib")
+    assert moved.returncode == 2 and "Traceback" not in moved.stderr
+    text = " ".join(moved.stderr.split())
+    assert "--suite contrib" in text and "onpolicy: trpo; offpolicy: qrdqn, tqc, crossq, redq" in text
+    assert "run --suite onpolicy --suite offpolicy" in text
+
+
 def _bench_stopped(tmp_path, args, sig, *, when_exists=None, after=0.0):
     """Start ``rlcli bench ARGS --json`` with its own temp dir, send ``sig`` once it reached ``when_exists``
     (see :func:`_reached`) and ``after`` more seconds passed; returns the exit, its stderr, the seconds from the signal to the exit, and what the temp

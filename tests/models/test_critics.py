@@ -7,7 +7,7 @@ from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
-from rlcli.bench.floors import ensemble_member
+from rlcli.bench.floors.actor_critic import ensemble_member
 from rlcli.models.critics import QEnsemble, ValueCritic, critic_regression
 from rlcli.models.encoders import Flat
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from rlcli.bench.floors import ensemble_member
+from rlcli.bench.floors.actor_critic import ensemble_member
 from rlcli.models.ensemble import EnsembleMLP
 
 

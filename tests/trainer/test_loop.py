@@ -196,6 +196,38 @@ def test_a_stopped_run_resumed_from_python_matches_an_unbroken_one(tmp_path, rep
     assert comparable(resumed) == comparable(unbroken)
 
 
+def test_a_checkpoint_with_ppos_old_key_resumes_as_a_new_one(tmp_path):
+    """Checkpoints written before issue 45 hold iterations_done as "done"; a linear clip schedule reads
+    it, so a count lost on the way would show in every later row's clip_epsilon."""
+    import shutil
+
+    from rlcli.trainer.state import Hooks
+
+    sections = {
+        "algo": {"clip_schedule": "linear"},
+        "collector": {"frames_per_batch": 64, "total_frames": 384},
+        "checkpoint": {"every_frames": 0},
+    }
+    stopped = train(build_run(small_config(tmp_path / "b", **sections)), hooks=Hooks(on_iteration_end=[stop_after(3)]))
+    old = tmp_path / "old"
+    shutil.copytree(stopped.run_dir, old)
+    path = old / stopped.checkpoint_path.relative_to(stopped.run_dir)
+    payload = torch.load(path, weights_only=True)
+    algo_state = payload["ranks"][0]["algo_state"]
+    assert algo_state["iterations_done"] == 3 and "done" not in algo_state
+    algo_state["done"] = algo_state.pop("iterations_done")
+    torch.save(payload, path)
+    resumed = {
+        folder: train(build_run(small_config(tmp_path / "b", **sections)), resume=folder)
+        for folder in (stopped.run_dir, old)
+    }
+    assert [state.run.algo.iterations_done for state in resumed.values()] == [6, 6]
+    assert comparable(resumed[old]) == comparable(resumed[stopped.run_dir])
+    unbroken = train(build_run(small_config(tmp_path / "a", **sections)))
+    clips = [row["stats/clip_epsilon"] for row in comparable(unbroken)]
+    assert [row["stats/clip_epsilon"] for row in comparable(resumed[old])] == clips and len(set(clips)) == 6
+
+
 def test_resume_without_the_replay_buffer_starts_it_empty(tmp_path):
     from rlcli.trainer.state import Hooks
 

@@ -145,17 +145,18 @@ class PPO:
         return stats
 
     def state_dict(self, *, replay: bool = True) -> dict:
-        # "done": the checkpoint key of iterations_done since the first checkpoints.
         return self.rollout.state_dict() | {
             "generator": self.generator.get_state(),
-            "done": self.iterations_done,
+            "iterations_done": self.iterations_done,
             "clip_epsilon": self.clip_epsilon,
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.rollout.load_state_dict(state)
         self.generator.set_state(state["generator"])
-        self.iterations_done, self.clip_epsilon = state["done"], state["clip_epsilon"]
+        # Checkpoints written before issue 45 name iterations_done "done": old run folders still resume.
+        done = state["iterations_done"] if "iterations_done" in state else state["done"]
+        self.iterations_done, self.clip_epsilon = done, state["clip_epsilon"]
 
 
 CONFIG = PPOConfig

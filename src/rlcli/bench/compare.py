@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlcli.bench import UNITS
+from rlcli.bench import UNITS, moved_key
 from rlcli.config.errors import InputError
 
 FORMAT = "rlcli-bench/1"
@@ -70,8 +70,9 @@ def change(current: dict[str, Any], baseline: dict[str, Any], noise_pct: float) 
 
 
 def compare(current: dict[str, Any], baseline: dict[str, Any], *, noise_pct: float = 5.0) -> list[Comparison]:
-    """Every figure of either report, matched by key, in the current report's order."""
-    old = {row["key"]: row for row in baseline["results"]}
+    """Every figure of either report, matched by key, in the current report's order; a baseline's
+    figure of a suite that moved is matched under its new key (:data:`rlcli.bench.MOVED_SUITES`)."""
+    old = {moved_key(row["key"]): row for row in baseline["results"]}
     rows = []
     for row in current["results"]:
         base = old.pop(row["key"], None)

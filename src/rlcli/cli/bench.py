@@ -58,7 +58,7 @@ def bench(
         typer.Option(
             metavar="SUITE",
             help="Suite to run (repeatable; default all): env, collector, advantage, loss, "
-            "update, buffer, offpolicy, contrib, distributed, export, train.",
+            "update, onpolicy, buffer, offpolicy, distributed, export, train.",
         ),
     ] = None,
     device: Annotated[str, typer.Option(metavar="DEVICE", help="auto, cpu, cuda or cuda:N.")] = "auto",
@@ -91,7 +91,7 @@ def bench(
     quick: Annotated[bool, typer.Option("--quick", metavar="", help="Smaller suites: seconds each.")] = False,
     compile_: Annotated[bool, typer.Option("--compile", metavar="", help="Also torch.compile the losses.")] = False,
 ) -> None:
-    """Measure throughput: env, collector, advantage, loss, update, buffer, offpolicy, distributed and train suites."""
+    """Measure throughput: env, collector, advantage, loss, update, onpolicy, buffer, offpolicy, distributed, export and train suites."""
     with user_errors():
         check_suites(suite or [])
         if json_out is not None and not json_out.parent.is_dir():

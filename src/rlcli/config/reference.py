@@ -1,9 +1,10 @@
-"""Documentation generated from the code: the config reference, from the pydantic models, and the
-README's table of the optional extras each shipped preset needs, from the presets, and the
-architecture page's map of the code, from each package's and root module's docstring.
+"""Documentation generated from the code: the config reference, from the pydantic models, the
+README's table of the optional extras each shipped preset needs, from the presets, the
+architecture page's map of the code, from each package's and root module's docstring, and the
+example preset that the README and ``docs/config.md`` show, from its file.
 
 ``python -m rlcli.config.reference --write`` rewrites each generated block, between its ``BEGIN`` and
-``END`` markers, of ``docs/reference.md`` and ``README.md`` (or of the files it is given); ``--check``
+``END`` markers, of the files of :data:`TARGETS` (or of the files it is given); ``--check``
 exits 1 when a block and the code disagree (``tests/test_docs.py`` does the same check).
 """
 
@@ -24,10 +25,10 @@ from pydantic.fields import FieldInfo
 
 from rlcli.config.load import preset_extras
 from rlcli.config.model import field_bounds, range_text, toml_value
-from rlcli.config.presets import available_presets
+from rlcli.config.presets import available_presets, find_preset
 
 COMMAND = "python -m rlcli.config.reference --write"
-TARGETS = (Path("docs/reference.md"), Path("README.md"), Path("docs/architecture/training.md"))
+TARGETS = (Path("docs/reference.md"), Path("README.md"), Path("docs/architecture/training.md"), Path("docs/config.md"))
 """The files ``--write`` and ``--check`` read without arguments, from the repository's root."""
 
 
@@ -178,6 +179,11 @@ def code_map_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+def example_markdown() -> str:
+    """``presets/ppo_cartpole.toml`` as it is, in a TOML code block: the first config file a reader sees."""
+    return f"```toml\n{find_preset('ppo_cartpole').read_text(encoding='utf-8').rstrip()}\n```\n"
+
+
 def _markdown(text: str) -> str:
     """Sphinx markup as Markdown: ``:mod:`~a.b``` as `b`, ``:class:`a.B``` as `a.B`, double backquotes as one."""
     text = re.sub(r":[a-z]+:`~[\w.]*?([\w]+)`", r"`\1`", text)
@@ -203,7 +209,8 @@ class Block:
 REFERENCE = Block("config reference", markdown)
 EXTRAS = Block("extras", extras_markdown)
 CODE_MAP = Block("code map", code_map_markdown)
-BLOCKS = (REFERENCE, EXTRAS, CODE_MAP)
+EXAMPLE = Block("example preset", example_markdown)
+BLOCKS = (REFERENCE, EXTRAS, CODE_MAP, EXAMPLE)
 
 
 def current(text: str, block: Block = REFERENCE) -> str | None:
@@ -225,7 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="rewrite the generated blocks of each file")
     mode.add_argument("--check", action="store_true", help="exit 1 when a generated block is out of date")
-    parser.add_argument("files", nargs="*", type=Path, metavar="FILE", help="default: docs/reference.md README.md docs/architecture/training.md")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help=f"default: {' '.join(map(str, TARGETS))}",
+    )
     args = parser.parse_args(argv)
     stale = []
     for path in args.files or TARGETS:

@@ -40,10 +40,11 @@ class DatasetSource:
         return self.steps
 
     def state_dict(self) -> dict:
-        return {"frames": self.progress, "episodes": int(self.episode_stats.episode_count)}
+        return {"gradient_steps": self.progress, "episodes": int(self.episode_stats.episode_count)}
 
     def load_state_dict(self, state: dict) -> bool:
-        self.progress = state["frames"]
+        # Checkpoints written before issue 45 name the gradient steps "frames": old run folders still resume.
+        self.progress = state["gradient_steps"] if "gradient_steps" in state else state["frames"]
         self.episode_stats.episode_count = state["episodes"]
         return True
 

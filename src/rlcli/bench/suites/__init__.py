@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rlcli.bench.suites import components, contrib, distributed, export, learning, offpolicy, training
+from rlcli.bench.suites import components, distributed, export, learning, offpolicy, onpolicy, training
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput
 
 SUITES: dict[str, Callable[[BenchOptions], SuiteOutput]] = {
@@ -15,9 +15,9 @@ SUITES: dict[str, Callable[[BenchOptions], SuiteOutput]] = {
     "advantage": components.advantage_suite,
     "loss": learning.loss_suite,
     "update": learning.update_suite,
+    "onpolicy": onpolicy.onpolicy_suite,
     "buffer": offpolicy.buffer_suite,
     "offpolicy": offpolicy.offpolicy_suite,
-    "contrib": contrib.contrib_suite,
     "distributed": distributed.distributed_suite,
     "export": export.export_suite,
     "train": training.train_suite,

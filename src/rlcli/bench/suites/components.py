@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rlcli.bench.floors import gae_loop
+from rlcli.bench.floors.policy_gradient import gae_loop
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs
 from rlcli.envs import env_family, make_envs

@@ -11,7 +11,7 @@ from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.algos import ALGORITHMS
-from rlcli.bench.floors import bare_ppo_loss
+from rlcli.bench.floors.policy_gradient import bare_ppo_loss
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.offline import offline_configs, offline_iterations
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs, short_warm_up

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rlcli.bench.floors import BareCQL, BareIQL
+from rlcli.bench.floors.offline import BareCQL, BareIQL
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.options import BenchOptions, env_available
 from rlcli.config.load import load_config

@@ -1,12 +1,14 @@
 """The suites of off-policy learning: the replay buffer's extend, samples and priority updates
-(``buffer``), and whole gradient steps of SAC, IQL and CQL with critic ensembles by size
-(``offpolicy``), each beside the same work in bare torch (:mod:`rlcli.bench.floors`)."""
+(``buffer``), and the whole gradient steps of SAC, IQL, CQL, QR-DQN, TQC and CrossQ with critic
+ensembles by size (``offpolicy``), each beside the same work in bare torch
+(:mod:`rlcli.bench.floors`, by family)."""
 
 from __future__ import annotations
 
 import torch
 
-from rlcli.bench.floors import BareSAC, ensemble_member
+from rlcli.bench.floors.actor_critic import BareCrossQ, BareSAC, BareTQC, ensemble_member
+from rlcli.bench.floors.value_based import BareQRDQN
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.offline import offline_updates
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput
@@ -64,8 +66,9 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
 
 
 def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
-    """SAC's whole gradient step beside its bare-torch floor, critic ensembles by size, then IQL's
-    and CQL's gradient steps beside theirs (:func:`rlcli.bench.suites.offline.offline_updates`)."""
+    """SAC's whole gradient step beside its bare-torch floor, critic ensembles by size, IQL's and CQL's
+    gradient steps beside theirs (:func:`rlcli.bench.suites.offline.offline_updates`), then QR-DQN's,
+    TQC's and CrossQ's beside theirs and TQC's beside REDQ's."""
     cases, ratios = _sac_update(opts)
     generator = torch.Generator().manual_seed(1)
     obs, action = torch.randn(256, 17, generator=generator), torch.randn(256, 6, generator=generator)
@@ -74,7 +77,47 @@ def offpolicy_suite(opts: BenchOptions) -> SuiteOutput:
         cases += ensemble_cases
         ratios += ensemble_ratios
     offline_cases, offline_ratios = offline_updates(opts)
-    return cases + offline_cases, ratios + offline_ratios
+    replay_cases, replay_ratios = _beside_floors(opts)
+    redq_cases, redq_ratios = _tqc_beside_redq(opts)
+    return cases + offline_cases + replay_cases + redq_cases, ratios + offline_ratios + replay_ratios + redq_ratios
+
+
+def _beside_floors(opts: BenchOptions) -> SuiteOutput:
+    """QR-DQN's, TQC's and CrossQ's whole gradient steps on their cheapest presets' minibatches, each
+    beside its floor (separate critics, the quantile loss pair by pair)."""
+    cases: list[Case] = []
+    ratios: list[Ratio] = []
+    for name, preset, extra, floor in (
+        ("qrdqn", "qrdqn_cartpole", [], lambda algo, cfg: BareQRDQN(algo, cfg.algo.gamma)),
+        (
+            "tqc",
+            "tqc_pendulum",
+            [],
+            lambda algo, cfg: BareTQC(algo, kept=cfg.algo.kept_quantiles, gamma=cfg.algo.gamma, tau=cfg.algo.tau),
+        ),
+        # policy_delay 1: the floor takes the actor's step every time, so the library's must too.
+        (
+            "crossq",
+            "crossq_pendulum",
+            ["algo.policy_delay=1"],
+            lambda algo, cfg: BareCrossQ(algo, gamma=cfg.algo.gamma),
+        ),
+    ):
+        algo, cfg, sample, timer = _replay_step(opts, preset, extra)
+        params = {"preset": preset, "batch": cfg.algo.batch_size}
+        bare = floor(algo, cfg)
+        cases.append(
+            Case("offpolicy", f"{name}.update", params, "calls/s", 1, lambda a=algo, s=sample, t=timer: a.update(s, t))
+        )
+        cases.append(
+            Case("offpolicy", f"{name}.bare_torch_update", params, "calls/s", 1, lambda b=bare, s=sample: b.step(s))
+        )
+        ratios.append(
+            Ratio(
+                "offpolicy", f"{name}.update.slowdown_vs_bare_torch", params, "slowdown", cases[-1].key, cases[-2].key
+            )
+        )
+    return cases, ratios
 
 
 def _sac_update(opts: BenchOptions) -> SuiteOutput:
@@ -148,3 +191,34 @@ def _critic_ensembles(obs: torch.Tensor, action: torch.Tensor, hidden: int) -> S
         Ratio("offpolicy", "critic_python_loop.E10_vs_ensemble_E2", params, "slowdown", e2, looped),
     ]
     return cases, ratios
+
+
+def _replay_step(opts: BenchOptions, preset: str, extra: list[str]):
+    """An off-policy preset's algorithm after 40 collected batches, a minibatch of its batch size and a timer."""
+    cfg = load_config(
+        preset,
+        [f'run.device="{opts.device}"', "timing.enabled=false", "algo.learning_starts=0", opts.threads_setting, *extra],
+    )
+    run = build_run(cfg)
+    try:
+        timer = Timer(run.device)
+        for _ in range(40):
+            run.algo.replay.observe(run.source.next_batch(timer))
+    finally:
+        run.close()
+    sample = run.algo.replay.sample(cfg.algo.batch_size, torch.Generator().manual_seed(0))
+    return run.algo, cfg, sample, timer
+
+
+def _tqc_beside_redq(opts: BenchOptions) -> SuiteOutput:
+    """TQC's step with 5 critics of 25 quantiles beside REDQ's (SAC, 5 critics, subsets of 2, the mean in
+    the actor's loss), both 256x256 on Pendulum's batches of 256."""
+    common = ["network.hidden_sizes=[256,256]", "algo.num_critics=5", "collector.frames_per_batch=8"]
+    tqc = _replay_step(opts, "tqc_pendulum", common)
+    redq = _replay_step(opts, "sac_pendulum", [*common, "algo.critic_subset=2", 'algo.actor_q="mean"'])
+    params = {"critics": 5, "hidden": "256x256", "batch": 256}
+    cases = [
+        Case("offpolicy", "tqc.update_5_critics", params, "calls/s", 1, lambda: tqc[0].update(tqc[2], tqc[3])),
+        Case("offpolicy", "redq.update_5_critics", params, "calls/s", 1, lambda: redq[0].update(redq[2], redq[3])),
+    ]
+    return cases, [Ratio("offpolicy", "tqc.update_5_critics_vs_redq", params, "slowdown", cases[1].key, cases[0].key)]

@@ -1,5 +1,6 @@
-"""``rlcli train``, ``eval`` and ``--resume`` with the presets of QR-DQN, TQC, TRPO and CrossQ, as a user runs
-them (in this process, through the ``cli`` fixture), on small networks and budgets."""
+"""A preset trained, evaluated from its final.pt and resumed with ``rlcli train``, ``eval`` and ``--resume``, as
+a user runs them (in this process, through the ``cli`` fixture), on small networks and budgets: QR-DQN's, TQC's,
+TRPO's and CrossQ's presets, whose agents save more than their policy (targets, running statistics)."""
 
 from __future__ import annotations
 
