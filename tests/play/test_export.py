@@ -19,6 +19,7 @@ from rlcli.play.export import deployed, export_policy
 from rlcli.play.playback import evaluate_run
 from rlcli.play.policy_file import PolicyFile
 from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint_folder import find_checkpoint
 from runs import env_packages_importable
 
 
@@ -50,7 +51,7 @@ def test_exported_files_give_the_eager_policys_actions_on_recorded_observations(
         env_packages_importable()
     report = export_policy(folder, format=fmt, out=tmp_path / f"policy.{fmt}", env_packages=packages)
     assert report.path.is_file() and report.metadata["batch"] == "dynamic"
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, metadata = deployed(folder, weights)
     inputs, observation = as_inputs(recorded_observations(folder, 300, packages), metadata)
     with torch.no_grad():
@@ -139,7 +140,7 @@ def test_a_stochastic_file_draws_its_actions_from_the_runs_policy(run, fmt, requ
     report = export_policy(folder, format=fmt, out=tmp_path / f"policy.{fmt}", stochastic=True)
     played = PolicyFile(report.path)
     assert report.metadata["stochastic"] is True and played.stochastic
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, metadata = deployed(folder, weights, stochastic=True)
     rows = 4
     inputs, observation = as_inputs(recorded_observations(folder, rows), metadata)
@@ -347,7 +348,7 @@ def test_a_masked_policys_file_takes_the_mask_and_never_picks_a_forbidden_action
     report = export_policy(folder, format=fmt, out=tmp_path / f"taxi.{fmt}")
     assert report.metadata["inputs"] == ["obs", "action_mask"]
     played = PolicyFile(report.path)
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, _ = deployed(folder, weights)
     obs = torch.as_tensor(recorded_observations(folder, 200))
     generator = torch.Generator().manual_seed(0)
@@ -375,7 +376,7 @@ def test_a_memory_policys_file_threads_its_state_as_the_eager_policy_does(masked
     assert report.metadata["inputs"] == ["obs", "memory", "first"]
     assert report.metadata["outputs"] == ["action", "next_memory"]
     played = PolicyFile(report.path)
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, _ = deployed(folder, weights)
     # 4 envs' worth of observations, 30 steps, an episode starting on env 1 at step 10.
     obs = torch.as_tensor(recorded_observations(folder, 120)).reshape(30, 4, -1)

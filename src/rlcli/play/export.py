@@ -54,7 +54,7 @@ from rlcli.models.gsde import HELD_NOISE, StateDependentNoise
 from rlcli.observations import leaves
 from rlcli.play.playback import built_agent, restored
 from rlcli.play.policy_file import EXPORT_EXTRA, METADATA
-from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint_folder import find_checkpoint
 
 FORMATS = ("onnx", "pt2")
 EXAMPLE_BATCH = 2
@@ -176,7 +176,7 @@ def export_policy(
         raise InputError("--batch", f"{batch} rows: give a batch of at least 1, or dynamic")
     if format == "onnx":
         _check_extra()
-    folder, weights = checkpoint.find_checkpoint(Path(path))
+    folder, weights = find_checkpoint(Path(path))
     out = Path(out) if out is not None else folder / f"policy.{format}"
     check_output_file(out, flag="--out", suffix=f".{format}")
     check_run_packages(folder, list(env_packages or []))
