@@ -4,7 +4,9 @@ Discrete actions, offline), rlcli eval --policy plays them on the same episodes,
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 
 import numpy as np
 import pytest
@@ -237,6 +239,36 @@ def test_the_default_output_is_policy_dot_format_in_the_run_folder(copy_run, off
     report = export_policy(folder, format="pt2")
     assert report.path == folder / "policy.pt2" and report.path.is_file()
     assert not list(folder.glob(".policy.pt2.*")), "a temporary file was left behind"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="permission bits are POSIX")
+@pytest.mark.parametrize("fmt", ["pt2", "onnx"])
+def test_exported_files_have_the_permissions_of_the_runs_config_toml(fmt, tmp_path):
+    from rlcli.config.load import validate_data
+    from rlcli.run import build_run
+    from rlcli.trainer.loop import train
+
+    if fmt == "onnx":
+        require_extra("onnx")
+    # Trained here, not copied from a session run: a copy keeps the modes that the session's umask gave.
+    before = os.umask(0o022)
+    try:
+        data = {
+            "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
+            "env": {"id": "CartPole-v1", "num_envs": 2},
+            "network": {"hidden_sizes": [8]},
+            "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 1},
+            "collector": {"frames_per_batch": 64, "total_frames": 64},
+            "eval": {"final_episodes": 0},
+            "timing": {"enabled": False},
+        }
+        folder = train(build_run(validate_data(data))).run_dir
+        report = export_policy(folder, format=fmt)
+    finally:
+        os.umask(before)
+    config_mode = stat.S_IMODE((folder / "config.toml").stat().st_mode)
+    assert config_mode == 0o644
+    assert stat.S_IMODE(report.path.stat().st_mode) == config_mode
 
 
 def test_bad_input_exits_2_naming_the_flag_or_file(off_policy_run, on_policy_run, copy_run, tmp_path, monkeypatch):
