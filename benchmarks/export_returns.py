@@ -24,7 +24,7 @@ from rlcli.play.export import deployed, export_policy
 from rlcli.play.playback import evaluate_run
 from rlcli.play.policy_file import PolicyFile
 from rlcli.run import build_run
-from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint_folder import find_checkpoint
 from rlcli.trainer.loop import train
 
 PRESETS = ("ppo_cartpole", "sac_pendulum", "dqn_cartpole", "ppo_breakout")
@@ -42,7 +42,7 @@ def trained(preset: str, frames: int | None, out: Path) -> Path:
 def first_divergence(folder: Path, file: Path, seed: int) -> dict:
     """On one episode of the eager policy (reset with ``seed``): the first step at which the file's action
     differs from the eager one, and the largest difference over the episode."""
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, _ = deployed(folder, weights)
     played = PolicyFile(file)
     env = make_env(load_config(folder / "config.toml").env, render=False, source=str(folder))

@@ -3,6 +3,7 @@ vector envs: the autoreset mode of each vectorization, the episode-statistics
 window against a plain loop, truncation and kwargs, space names, and the --env-package checks
 (imports and the packages a run folder records)."""
 
+import json
 import sys
 
 import gymnasium as gym
@@ -20,7 +21,7 @@ from rlcli.envs import (
     make_env,
     make_envs,
 )
-from rlcli.trainer.checkpoint import write_json
+from rlcli.files import write_atomic
 from rlcli.trainer.provenance import provenance
 
 
@@ -266,10 +267,8 @@ def test_env_packages_are_imported_in_order_and_their_registrations_take_effect(
 
 def write_run_json(run_dir, env_packages):
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(
-        run_dir / "run.json",
-        {"status": "completed", "env": "RlcliTest/Corridor-v0", **provenance(0, env_packages=env_packages)},
-    )
+    row = {"status": "completed", "env": "RlcliTest/Corridor-v0", **provenance(0, env_packages=env_packages)}
+    write_atomic(run_dir / "run.json", json.dumps(row, indent=2) + "\n")
 
 
 def test_a_run_needs_every_env_package_it_was_trained_with(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from rlcli.play.export import deployed, export_policy
-from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint_folder import find_checkpoint
 from runs import ROOT
 
 EXAMPLE = ROOT / "examples" / "play_onnx.py"
@@ -43,7 +43,7 @@ def test_play_onnx_runs_without_torch_and_gives_the_runs_own_returns(off_policy_
     episodes = [json.loads(line) for line in result.stdout.splitlines()]
     assert [e["seed"] for e in episodes] == [7, 8] and all(e["length"] == 200 for e in episodes)
     # The same episodes played by the run's eager policy in this process.
-    _, weights = checkpoint.find_checkpoint(off_policy_run.folder)
+    _, weights = find_checkpoint(off_policy_run.folder)
     module, _, _ = deployed(off_policy_run.folder, weights)
     env = gym.make("Pendulum-v1")
     for episode in episodes:

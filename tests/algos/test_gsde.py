@@ -145,10 +145,10 @@ def ppo_gsde_run(tmp_path_factory):
 def test_export_writes_the_mean_and_refuses_stochastic_naming_gsde(ppo_gsde_run, tmp_path):
     from rlcli.play.export import deployed, export_policy
     from rlcli.play.policy_file import PolicyFile
-    from rlcli.trainer import checkpoint
+    from rlcli.trainer.checkpoint_folder import find_checkpoint
 
     report = export_policy(ppo_gsde_run, format="pt2", out=tmp_path / "policy.pt2")
-    _, weights = checkpoint.find_checkpoint(ppo_gsde_run)
+    _, weights = find_checkpoint(ppo_gsde_run)
     module, _, _ = deployed(ppo_gsde_run, weights)
     obs = torch.randn(16, 3)
     with torch.no_grad():

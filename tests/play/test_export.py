@@ -4,7 +4,9 @@ Discrete actions, offline), rlcli eval --policy plays them on the same episodes,
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from rlcli.play.export import deployed, export_policy
 from rlcli.play.playback import evaluate_run
 from rlcli.play.policy_file import PolicyFile
 from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint_folder import find_checkpoint
 from runs import env_packages_importable
 
 
@@ -50,7 +53,7 @@ def test_exported_files_give_the_eager_policys_actions_on_recorded_observations(
         env_packages_importable()
     report = export_policy(folder, format=fmt, out=tmp_path / f"policy.{fmt}", env_packages=packages)
     assert report.path.is_file() and report.metadata["batch"] == "dynamic"
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, metadata = deployed(folder, weights)
     inputs, observation = as_inputs(recorded_observations(folder, 300, packages), metadata)
     with torch.no_grad():
@@ -139,7 +142,7 @@ def test_a_stochastic_file_draws_its_actions_from_the_runs_policy(run, fmt, requ
     report = export_policy(folder, format=fmt, out=tmp_path / f"policy.{fmt}", stochastic=True)
     played = PolicyFile(report.path)
     assert report.metadata["stochastic"] is True and played.stochastic
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, metadata = deployed(folder, weights, stochastic=True)
     rows = 4
     inputs, observation = as_inputs(recorded_observations(folder, rows), metadata)
@@ -236,6 +239,36 @@ def test_the_default_output_is_policy_dot_format_in_the_run_folder(copy_run, off
     report = export_policy(folder, format="pt2")
     assert report.path == folder / "policy.pt2" and report.path.is_file()
     assert not list(folder.glob(".policy.pt2.*")), "a temporary file was left behind"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="permission bits are POSIX")
+@pytest.mark.parametrize("fmt", ["pt2", "onnx"])
+def test_exported_files_have_the_permissions_of_the_runs_config_toml(fmt, tmp_path):
+    from rlcli.config.load import validate_data
+    from rlcli.run import build_run
+    from rlcli.trainer.loop import train
+
+    if fmt == "onnx":
+        require_extra("onnx")
+    # Trained here, not copied from a session run: a copy keeps the modes that the session's umask gave.
+    before = os.umask(0o022)
+    try:
+        data = {
+            "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
+            "env": {"id": "CartPole-v1", "num_envs": 2},
+            "network": {"hidden_sizes": [8]},
+            "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 1},
+            "collector": {"frames_per_batch": 64, "total_frames": 64},
+            "eval": {"final_episodes": 0},
+            "timing": {"enabled": False},
+        }
+        folder = train(build_run(validate_data(data))).run_dir
+        report = export_policy(folder, format=fmt)
+    finally:
+        os.umask(before)
+    config_mode = stat.S_IMODE((folder / "config.toml").stat().st_mode)
+    assert config_mode == 0o644
+    assert stat.S_IMODE(report.path.stat().st_mode) == config_mode
 
 
 def test_bad_input_exits_2_naming_the_flag_or_file(off_policy_run, on_policy_run, copy_run, tmp_path, monkeypatch):
@@ -347,7 +380,7 @@ def test_a_masked_policys_file_takes_the_mask_and_never_picks_a_forbidden_action
     report = export_policy(folder, format=fmt, out=tmp_path / f"taxi.{fmt}")
     assert report.metadata["inputs"] == ["obs", "action_mask"]
     played = PolicyFile(report.path)
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, _ = deployed(folder, weights)
     obs = torch.as_tensor(recorded_observations(folder, 200))
     generator = torch.Generator().manual_seed(0)
@@ -375,7 +408,7 @@ def test_a_memory_policys_file_threads_its_state_as_the_eager_policy_does(masked
     assert report.metadata["inputs"] == ["obs", "memory", "first"]
     assert report.metadata["outputs"] == ["action", "next_memory"]
     played = PolicyFile(report.path)
-    _, weights = checkpoint.find_checkpoint(folder)
+    _, weights = find_checkpoint(folder)
     module, _, _ = deployed(folder, weights)
     # 4 envs' worth of observations, 30 steps, an episode starting on env 1 at step 10.
     obs = torch.as_tensor(recorded_observations(folder, 120)).reshape(30, 4, -1)

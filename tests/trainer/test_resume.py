@@ -14,9 +14,9 @@ import torch
 from rlcli.config.errors import InputError
 from rlcli.run import build_run
 from rlcli.timing import Timer
-from rlcli.trainer import checkpoint
 from rlcli.trainer.checkpoint import CheckpointError
-from rlcli.trainer.resume import continue_from, kept_rows, release, restore
+from rlcli.trainer.resume import continue_from, kept_rows, release, restore, resume_config_problems
+from rlcli.trainer.run_folder import lock_folder
 from rlcli.trainer.state import TrainState
 
 from .conftest import STOP_AFTER, small_config
@@ -52,16 +52,31 @@ def test_kept_rows_drop_the_row_a_stop_wrote_off_the_interval(tmp_path, interval
         run.close()
 
 
+def test_resume_config_problems_allow_only_budget_logging_and_timing():
+    from rlcli.config.load import load_config
+    from rlcli.config.presets import find_preset
+
+    saved = load_config(find_preset("ppo_cartpole"))
+    allowed = load_config(
+        find_preset("ppo_cartpole"), ["collector.total_frames=999999", "logger.interval=5", "timing.enabled=false"]
+    )
+    assert resume_config_problems(saved, allowed) == []
+    changed = load_config(find_preset("ppo_cartpole"), ["algo.gamma=0.5", "run.seed=3"])
+    problems = resume_config_problems(saved, changed)
+    assert len(problems) == 2 and problems[0].startswith("run.seed (0 in the run, 3 now)")
+    assert any(p.startswith("algo.gamma") for p in problems)
+
+
 def test_release_closes_the_lock_and_none_is_no_lock(tmp_path):
-    lock = checkpoint.lock_folder(tmp_path)
+    lock = lock_folder(tmp_path)
     if lock is None:
         pytest.skip("no flock on this platform")
     with pytest.raises(InputError, match="another rlcli process is training in it"):
-        checkpoint.lock_folder(tmp_path)
+        lock_folder(tmp_path)
     release(lock)
     with pytest.raises(OSError):
         os.fstat(lock)
-    release(checkpoint.lock_folder(tmp_path))
+    release(lock_folder(tmp_path))
     release(None)
 
 
@@ -126,7 +141,7 @@ def refused(stopped_run, error: type[Exception], match: str) -> None:
         run.close()
     assert folder_contents(stopped_run.folder) == before
     # A failed restore lets go of the folder: the next attempt is not told it is still training.
-    release(checkpoint.lock_folder(stopped_run.folder))
+    release(lock_folder(stopped_run.folder))
 
 
 def test_a_checkpoint_without_the_training_state_is_refused_naming_what_is_missing(stopped_run):
@@ -172,4 +187,4 @@ def test_env_state_that_does_not_fit_is_a_checkpoint_error(stopped_run):
             restore(run, stopped_run.folder)
     finally:
         run.close()
-    release(checkpoint.lock_folder(stopped_run.folder))
+    release(lock_folder(stopped_run.folder))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 from typing import Annotated
@@ -112,9 +113,9 @@ def bench(
         )
     if json_out is not None:
         # Atomic: a stop while it is written leaves no half report.
-        from rlcli.trainer.checkpoint import write_json
+        from rlcli.files import write_atomic
 
-        write_json(json_out, report)
+        write_atomic(json_out, json.dumps(report, indent=2) + "\n")
     rows = compare(report, old, noise_pct=noise) if old is not None else None
     console.print(_table(report, rows))
     machine = report["machine"]

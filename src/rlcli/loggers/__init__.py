@@ -6,11 +6,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from pathlib import Path
 from typing import IO, Protocol
 
 from rlcli.config.errors import single
+from rlcli.files import write_atomic
 
 Row = dict[str, float]
 
@@ -47,12 +47,7 @@ def keep_rows(path: Path, last_iteration: int, iteration_of) -> bool:
             if iteration is not None and iteration > last_iteration:
                 break
             kept.append(line)
-    temporary = path.with_name(f".{path.name}.resume")
-    with temporary.open("w", encoding="utf-8", newline="") as file:
-        file.writelines(kept)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    write_atomic(path, "".join(kept))
     return True
 
 

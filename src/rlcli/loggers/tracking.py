@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rlcli.console import err_console
+from rlcli.files import write_atomic
 
 Row = dict[str, float]
 T = TypeVar("T")
@@ -110,7 +111,7 @@ class WandbLogger:
             reinit="create_new",
         )
         if resumed is None:
-            (self.run_dir / self.ID_FILE).write_text(run.id + "\n", encoding="utf-8")
+            write_atomic(self.run_dir / self.ID_FILE, run.id + "\n")
         return run
 
     def write(self, row: Row) -> None:
@@ -195,7 +196,7 @@ class MLflowLogger:
         if settings.mlflow_parent:
             tags["mlflow.parentRunId"] = settings.mlflow_parent
         run_id = self.client.create_run(experiment, run_name=self.run_dir.name, tags=tags).info.run_id
-        (self.run_dir / self.ID_FILE).write_text(run_id + "\n", encoding="utf-8")
+        write_atomic(self.run_dir / self.ID_FILE, run_id + "\n")
         params = [
             Param(key, json.dumps(value) if not isinstance(value, str) else value)
             for key, value in flat(config).items()

@@ -3,8 +3,6 @@ file, with an optional mp4 of the first episode."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +17,11 @@ from rlcli.config.algos import gsde_on
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.envs import check_run_packages, describe_space, import_env_packages, make_env
+from rlcli.files import replacing
 from rlcli.play.evaluation import SEED_OFFSET, EpisodeProgress, EvalResult, Evaluator
 from rlcli.runtime.devices import resolve_device
 from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint_folder import find_checkpoint
 
 VIDEO_EXTRA = "pip install 'rlcli[video]' (pip install -e '.[video]' in a clone)"
 
@@ -96,7 +96,7 @@ def evaluate_run(
     video = Path(video) if video is not None else None
     if video is not None:
         _check_video(video)
-    folder, weights = checkpoint.find_checkpoint(Path(path))
+    folder, weights = find_checkpoint(Path(path))
     check_run_packages(folder, list(env_packages or []))
     import_env_packages(list(env_packages or []))
     config_file = folder / "config.toml"
@@ -249,9 +249,8 @@ def _record(evaluator: Evaluator, video: Path, progress: EpisodeProgress | None)
     import imageio.v2 as imageio
 
     fps = evaluator.metadata.get("render_fps") or 30
-    with tempfile.NamedTemporaryFile(dir=video.parent, prefix=f".{video.name}.", suffix=".mp4", delete=False) as tmp:
-        temporary = Path(tmp.name)
-    try:
+    # ffmpeg writes to a path and picks the container by its suffix, which the temporary keeps.
+    with replacing(video) as temporary:
         # macro_block_size 2: libx264's yuv420p needs even sizes; the default 16 would resize
         # most frames (CartPole's 600 x 400) with a warning.
         writer = imageio.get_writer(temporary, format="FFMPEG", mode="I", fps=fps, codec="libx264", macro_block_size=2)
@@ -259,12 +258,4 @@ def _record(evaluator: Evaluator, video: Path, progress: EpisodeProgress | None)
             result = evaluator(frames_sink=writer.append_data, progress=progress)
         finally:
             writer.close()
-        # NamedTemporaryFile makes 0600 files; the video gets the usual permissions.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, video)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
     return result

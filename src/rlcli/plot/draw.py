@@ -4,7 +4,6 @@ of each, as a PNG. Matplotlib (the ``plot`` extra) is imported only to draw.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rlcli.config.errors import InputError, check_output_file
+from rlcli.files import write_atomic
 from rlcli.plot.runs import (
     Curve,
     Group,
@@ -172,13 +172,7 @@ def _draw(groups: list[Group], curves: list[Curve], output: Path, *, x: str, y: 
             curve_ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         curve_ax.set_xlim(left=0)
         _draw_timing(time_ax, groups)
-        # Written whole or not at all: a temporary file beside it, then renamed.
-        temporary = output.with_name(f".{output.name}.tmp")
-        try:
-            fig.savefig(temporary, dpi=DPI, format="png")
-            os.replace(temporary, output)
-        finally:
-            temporary.unlink(missing_ok=True)
+        write_atomic(output, lambda file: fig.savefig(file, dpi=DPI, format="png"))
 
 
 def _draw_timing(ax: Any, groups: list[Group]) -> None:

@@ -21,6 +21,7 @@ from rlcli.config.errors import InputError
 from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset
 from rlcli.envs import import_env_packages
+from rlcli.files import write_atomic
 from rlcli.runtime.child_runs import SeedRun, read_outcome, train_command
 from rlcli.runtime.cores import share_for_jobs
 from rlcli.runtime.interrupts import on_stop_signals
@@ -169,7 +170,7 @@ def train_seeds(
         if pool.signals:
             result.interrupted = True
             result.stop_signal = signal.Signals(pool.signals[0]).name
-        (group / "seeds.json").write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+        write_atomic(group / "seeds.json", json.dumps(result.to_json(), indent=2) + "\n")
     return result
 
 

@@ -11,15 +11,17 @@ from pathlib import Path
 
 from rlcli.config.dump import to_toml
 from rlcli.config.errors import folder_error
+from rlcli.files import write_atomic
 from rlcli.loggers import MetricLoggers, Row, make_loggers
 from rlcli.play.evaluation import EpisodeProgress
 from rlcli.run import Run
 from rlcli.runtime.interrupts import on_stop_signals
 from rlcli.timing import Timer, since_process_start
-from rlcli.trainer import checkpoint, saving
+from rlcli.trainer import saving
 from rlcli.trainer.progress import count_iteration, gather_across_ranks, metrics_row
 from rlcli.trainer.provenance import provenance
 from rlcli.trainer.resume import continue_from, kept_rows, release, restore
+from rlcli.trainer.run_folder import lock_folder
 from rlcli.trainer.schedule import checkpoint_due, evaluate_if_due, final_evaluation
 from rlcli.trainer.state import (
     Hooks,
@@ -70,12 +72,12 @@ def _start(run: Run, resume: Path | None) -> tuple[TrainState, MetricLoggers]:
             lock, restored = restore(run, resume)
         else:
             restored = None
-            lock = checkpoint.lock_folder(run.folder.path) if main else None
+            lock = lock_folder(run.folder.path) if main else None
         # Rank 0 alone writes the run folder; the others learn where it is.
         run_dir = Path(run.group.broadcast_object(str(run.folder.path) if main else None))
         run.folder.use(run_dir)
         if main:
-            checkpoint.write_text(run_dir / "config.toml", to_toml(cfg))
+            write_atomic(run_dir / "config.toml", to_toml(cfg))
         state = TrainState(
             run=run,
             run_dir=run_dir,

@@ -6,14 +6,38 @@ from __future__ import annotations
 import datetime
 import os
 from pathlib import Path
+from typing import Any
 
 from rlcli.collectors.envstate import EnvStateError
 from rlcli.config.errors import InputError
 from rlcli.run import Run
 from rlcli.trainer import checkpoint
-from rlcli.trainer.checkpoint import CheckpointError, Checkpoints
+from rlcli.trainer.checkpoint import CheckpointError
+from rlcli.trainer.checkpoint_folder import Checkpoints
+from rlcli.trainer.rng import set_rng_state
+from rlcli.trainer.run_folder import lock_folder
 from rlcli.trainer.saving import spaces
 from rlcli.trainer.state import TrainState
+
+BUDGETS = ("collector.total_frames", "data.total_steps")
+"""The budgets a resumed run may raise: an online run's frames, an offline run's gradient steps."""
+
+
+def resume_config_problems(saved: Any, new: Any) -> list[str]:
+    """The fields in which the config ``new`` differs from the run's ``saved`` config, beyond what a
+    resumed run may change: the budget (:data:`BUDGETS`), ``logger.*`` and ``timing.*``."""
+    allowed_sections = {"logger", "timing"}
+    problems = []
+
+    def walk(path: str, before: Any, after: Any) -> None:
+        if isinstance(before, dict) and isinstance(after, dict):
+            for key in dict.fromkeys([*before, *after]):
+                walk(f"{path}.{key}" if path else key, before.get(key), after.get(key))
+        elif before != after and path.split(".")[0] not in allowed_sections and path not in BUDGETS:
+            problems.append(f"{path} ({before!r} in the run, {after!r} now)")
+
+    walk("", saved.model_dump(mode="json"), new.model_dump(mode="json"))
+    return problems
 
 
 def release(lock: int | None) -> None:
@@ -38,7 +62,7 @@ def restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
 
     what = f"run folder {run_dir}"
     saved = load_config(run_config_file(run_dir))
-    problems = checkpoint.resume_config_problems(saved, run.cfg)
+    problems = resume_config_problems(saved, run.cfg)
     if problems:
         raise InputError(
             what,
@@ -47,7 +71,7 @@ def restore(run: Run, run_dir: Path) -> tuple[int | None, dict]:
             + "; only collector.total_frames (data.total_steps offline), logger.* and timing.* may "
             "change on resume",
         )
-    lock = checkpoint.lock_folder(run_dir) if run.group.is_main else None
+    lock = lock_folder(run_dir) if run.group.is_main else None
     try:
         return lock, _load_latest(run, run_dir, what)
     except BaseException:
@@ -132,7 +156,7 @@ def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
             f"its training state does not fit this run: {type(exc).__name__}: "
             f"{(str(exc).splitlines() or [''])[0][:200]}",
         ) from None
-    checkpoint.set_rng_state(mine["rng"])
+    set_rng_state(mine["rng"])
     payload["seen_episodes"] = mine["seen_episodes"]
     payload["path"] = latest
     return payload

@@ -1,11 +1,13 @@
-"""The folder a training run writes: made on first use, so that building a run alone creates nothing."""
+"""The folder a training run writes: made on first use, so that building a run alone creates nothing,
+and locked by the process training in it."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
-from rlcli.config.errors import folder_error
+from rlcli.config.errors import InputError, folder_error
 
 
 class RunFolder:
@@ -48,3 +50,30 @@ class RunFolder:
                 except OSError as exc:
                     raise folder_error(self.output_dir, exc) from None
         return self._path
+
+
+def lock_folder(run_dir: Path) -> int | None:
+    """Take an exclusive lock on the run folder for this process (released when the returned
+    descriptor is closed); None where the platform has no ``flock``.
+
+    Two processes training in one folder would interleave their rows and checkpoints: a
+    ``--resume`` of a run that is still going is refused instead. The lock is on the folder
+    itself, so no file is added to it.
+
+    Raises:
+        InputError: another process holds the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    descriptor = os.open(run_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise InputError(
+            f"run folder {run_dir}",
+            "another rlcli process is training in it; stop it first (SIGINT or SIGTERM saves a checkpoint)",
+        ) from None
+    return descriptor

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 
 from rlcli.envs import describe_space
+from rlcli.files import write_atomic
 from rlcli.run import Run
 from rlcli.trainer import checkpoint
-from rlcli.trainer.checkpoint import Checkpoints
+from rlcli.trainer.checkpoint_folder import Checkpoints
+from rlcli.trainer.rng import rng_state
 from rlcli.trainer.state import TrainState
 
 
@@ -24,7 +27,7 @@ def save_checkpoint(state: TrainState) -> None:
             {
                 "algo_state": run.algo.state_dict(replay=run.cfg.checkpoint.replay),
                 "collector": run.source.state_dict(),
-                "rng": checkpoint.rng_state(),
+                "rng": rng_state(),
                 "seen_episodes": state.seen_episodes,
             }
         )
@@ -95,44 +98,42 @@ def save_final(state: TrainState) -> None:
 
 def write_status(state: TrainState) -> None:
     solved = state.solved_at
-    checkpoint.write_json(
-        state.run_dir / "run.json",
-        {
-            "status": state.status,
-            "error": state.error,
-            "signal": state.stop_signal,
-            "algo": state.run.cfg.algo.name,
-            "env": state.run.cfg.env.id,
-            "device": str(state.run.device),
-            # Where the action masks came from ("info", "observation"), as [env] action_mask resolved.
-            "action_mask": getattr(state.run.source, "action_mask", None),
-            "iterations": state.iteration,
-            "frames": state.frames,
-            "planned_iterations": state.run.iterations,
-            "planned_frames": state.run.planned_progress,
-            "world_size": state.run.group.world_size,
-            "threads": state.run.threads.to_json(),
-            "precision": state.run.cfg.run.precision,
-            "wall_time_s": round(state.wall_time, 3),
-            "fps": round(state.fps, 1),
-            "best_return": None if math.isnan(state.best_return) else state.best_return,
-            "last_return": None if math.isnan(state.last_return) else state.last_return,
-            "last_eval": {key.removeprefix("eval/"): value for key, value in state.last_eval.items()} or None,
-            "final_eval": state.final_eval,
-            "solved_at_frames": solved[0] if solved else None,
-            "solved_at_seconds": round(solved[1], 3) if solved else None,
-            "timing": state.timer.breakdown(state.run.phases),
-            "compile_s": round(state.timer.compile_seconds, 3) if state.timer.compiled else None,
-            "started_at": state.started_at,
-            "startup_s": None if state.startup_s is None else round(state.startup_s, 3),
-            "checkpoint": None
-            if state.checkpoint_path is None
-            else {
-                "latest": str(state.checkpoint_path.relative_to(state.run_dir)),
-                "frames": state.checkpoint_frames,
-                "seconds_writing": round(state.checkpoint_seconds, 3),
-            },
-            "resumes": state.resumes,
-            **state.provenance,
+    status = {
+        "status": state.status,
+        "error": state.error,
+        "signal": state.stop_signal,
+        "algo": state.run.cfg.algo.name,
+        "env": state.run.cfg.env.id,
+        "device": str(state.run.device),
+        # Where the action masks came from ("info", "observation"), as [env] action_mask resolved.
+        "action_mask": getattr(state.run.source, "action_mask", None),
+        "iterations": state.iteration,
+        "frames": state.frames,
+        "planned_iterations": state.run.iterations,
+        "planned_frames": state.run.planned_progress,
+        "world_size": state.run.group.world_size,
+        "threads": state.run.threads.to_json(),
+        "precision": state.run.cfg.run.precision,
+        "wall_time_s": round(state.wall_time, 3),
+        "fps": round(state.fps, 1),
+        "best_return": None if math.isnan(state.best_return) else state.best_return,
+        "last_return": None if math.isnan(state.last_return) else state.last_return,
+        "last_eval": {key.removeprefix("eval/"): value for key, value in state.last_eval.items()} or None,
+        "final_eval": state.final_eval,
+        "solved_at_frames": solved[0] if solved else None,
+        "solved_at_seconds": round(solved[1], 3) if solved else None,
+        "timing": state.timer.breakdown(state.run.phases),
+        "compile_s": round(state.timer.compile_seconds, 3) if state.timer.compiled else None,
+        "started_at": state.started_at,
+        "startup_s": None if state.startup_s is None else round(state.startup_s, 3),
+        "checkpoint": None
+        if state.checkpoint_path is None
+        else {
+            "latest": str(state.checkpoint_path.relative_to(state.run_dir)),
+            "frames": state.checkpoint_frames,
+            "seconds_writing": round(state.checkpoint_seconds, 3),
         },
-    )
+        "resumes": state.resumes,
+        **state.provenance,
+    }
+    write_atomic(state.run_dir / "run.json", json.dumps(status, indent=2) + "\n")

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rlcli.config.errors import InputError
+from rlcli.files import write_atomic
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class TrialSpec:
     """The tuner's process id: a trial whose parent is another process has lost its tuner."""
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self)) + "\n", encoding="utf-8")
+        write_atomic(path, json.dumps(asdict(self)) + "\n")
 
     @classmethod
     def read(cls, path: str | Path) -> TrialSpec:

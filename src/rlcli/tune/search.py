@@ -17,6 +17,7 @@ from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset
 from rlcli.config.schema import RunConfig
 from rlcli.envs import import_env_packages
+from rlcli.files import write_atomic
 from rlcli.loggers import check_backends
 from rlcli.tune import study as studies
 from rlcli.tune.pool import Event, Pool
@@ -218,4 +219,4 @@ def _read_back(result: TuneResult, study: Any, space: Space, preset: Path, set_:
     ]
     lines += [f"#   {key} = {v}" for key, v in best.params.items()]
     result.best_toml = result.folder / "best.toml"
-    result.best_toml.write_text("\n".join(lines) + "\n\n" + to_toml(cfg), encoding="utf-8")
+    write_atomic(result.best_toml, "\n".join(lines) + "\n\n" + to_toml(cfg))

@@ -24,7 +24,7 @@ from rlcli.envs import check_run_packages, import_env_packages, make_env
 from rlcli.envs.masks import KEY
 from rlcli.play.playback import restored_agent
 from rlcli.runtime.devices import resolve_device
-from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint_folder import find_checkpoint
 
 Progress = Callable[[int, int], None]
 """Called with (steps done, steps planned) as a recording goes."""
@@ -77,7 +77,7 @@ def record_policy(
         CheckpointError: a damaged checkpoint, or one that does not fit its config.
     """
     import_minari("rlcli collect")
-    folder, weights = checkpoint.find_checkpoint(Path(path))
+    folder, weights = find_checkpoint(Path(path))
     check_run_packages(folder, list(env_packages))
     import_env_packages(list(env_packages))
     cfg = load_config(folder / "config.toml")

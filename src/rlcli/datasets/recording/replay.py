@@ -14,6 +14,7 @@ from rlcli.datasets import import_minari
 from rlcli.datasets.recording.writing import Episode, Recorded, write_dataset
 from rlcli.envs import check_run_packages, import_env_packages, make_env
 from rlcli.trainer import checkpoint
+from rlcli.trainer.checkpoint_folder import Checkpoints
 
 
 def record_replay(path: str | Path, *, out: str, overwrite: bool = False, env_packages: Sequence[str] = ()) -> Recorded:
@@ -34,7 +35,7 @@ def record_replay(path: str | Path, *, out: str, overwrite: bool = False, env_pa
     import_env_packages(list(env_packages))
     if not (folder / "config.toml").is_file():
         raise InputError("--from-replay", f"{path} is not a run folder (no config.toml) or a checkpoint in one")
-    latest = path if path.is_file() else checkpoint.Checkpoints(folder, 1).latest()
+    latest = path if path.is_file() else Checkpoints(folder, 1).latest()
     if latest is None:
         raise InputError("--from-replay", f"{folder} holds no checkpoint (checkpoints/ckpt-*.pt)")
     cfg = load_config(folder / "config.toml")

@@ -1,0 +1,172 @@
+"""``rlcli export`` itself: a run's policy traced and written (whole or not at all) as ``.onnx`` or
+``.pt2``, with its metadata inside; the checks of the command's options before anything is traced."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlcli.config.errors import InputError, check_output_file
+from rlcli.envs import check_run_packages, import_env_packages
+from rlcli.files import replacing
+from rlcli.models.gsde import HELD_NOISE, StateDependentNoise
+from rlcli.play.export.deployed_policy import DeployedPolicy, deployed, dynamic_shapes
+from rlcli.play.export.forensics import failure
+from rlcli.play.policy_file import EXPORT_EXTRA, METADATA
+from rlcli.trainer.checkpoint_folder import find_checkpoint
+
+FORMATS = ("onnx", "pt2")
+
+
+_NO_DRAWS = (
+    "has no distribution to draw from: each of its draws is its mode. A file samples where the policy does: "
+    "PPO, A2C, REINFORCE and TRPO (their action distribution); SAC, TQC, CrossQ, CQL and IQL (their Gaussian); "
+    'BC with policy = "gaussian" or Discrete actions; DQN and QR-DQN with epsilon_end > 0; TD3 and DDPG with '
+    "noise_scale > 0. Export without --stochastic"
+)
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What :func:`export_policy` wrote, and from what."""
+
+    path: Path
+    format: str
+    checkpoint: Path
+    run_folder: Path
+    metadata: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "format": self.format,
+            "checkpoint": str(self.checkpoint),
+            "run_folder": str(self.run_folder),
+            "metadata": self.metadata,
+        }
+
+
+def export_policy(
+    path: str | Path,
+    *,
+    format: str = "onnx",
+    out: str | Path | None = None,
+    batch: int | None = None,
+    stochastic: bool = False,
+    env_packages: Sequence[str] | None = None,
+) -> ExportReport:
+    """Write the policy of a run folder (its ``final.pt``, else its newest checkpoint) or of a checkpoint file
+    as ``format`` (``onnx`` or ``pt2``) at ``out`` (default: ``policy.<format>`` in the run folder).
+
+    ``batch`` fixes the batch size the file takes; None (the default) leaves it dynamic. The file holds the
+    deterministic policy, as ``rlcli eval`` plays it by default; ``stochastic`` makes it draw its actions as
+    ``rlcli eval --stochastic`` does (:meth:`Agent.actions` with ``deterministic`` off), from its runtime's
+    default generator: onnxruntime's (``onnxruntime.set_seed``) or torch's (``torch.manual_seed``).
+
+    Raises:
+        InputError: a missing path or a folder that is not a run; an unknown format; the export extra missing
+            for ``onnx``; ``stochastic`` for a policy without a distribution (:attr:`Agent.samples`); an output
+            that cannot be written; an operator the exporter cannot lower or trace
+            (with the module it sits in).
+        CheckpointError: a damaged checkpoint, or one of another rlcli checkpoint format.
+        ConfigError: the run's config does not load or build here.
+    """
+    if format not in FORMATS:
+        raise InputError("--format", f"{format!r} is not a format rlcli exports; allowed: {', '.join(FORMATS)}")
+    if batch is not None and batch < 1:
+        raise InputError("--batch", f"{batch} rows: give a batch of at least 1, or dynamic")
+    if format == "onnx":
+        _check_extra()
+    folder, weights = find_checkpoint(Path(path))
+    out = Path(out) if out is not None else folder / f"policy.{format}"
+    check_output_file(out, flag="--out", suffix=f".{format}")
+    check_run_packages(folder, list(env_packages or []))
+    import_env_packages(list(env_packages or []))
+    module, examples, metadata = deployed(folder, weights, stochastic=stochastic)
+    if stochastic and not module.agent.samples:
+        raise InputError("--stochastic", f"the {metadata['algo']} policy of {folder} {_NO_DRAWS}")
+    if stochastic and any(isinstance(part, StateDependentNoise) for part in module.agent.modules()):
+        raise InputError("--stochastic", f"the {metadata['algo']} policy of {folder} {HELD_NOISE}")
+    if batch is not None:
+        examples = tuple(example[:1].expand(batch, *example.shape[1:]).contiguous() for example in examples)
+    metadata["batch"] = "dynamic" if batch is None else batch
+    write_file(module, examples, out, metadata, format=format, dynamic=batch is None)
+    return ExportReport(out, format, weights, folder, metadata)
+
+
+def write_file(
+    module: DeployedPolicy, examples: tuple[torch.Tensor, ...], out: Path, metadata: dict, *, format: str, dynamic: bool
+) -> None:
+    """Trace ``module`` on ``examples`` and write it as ``format`` at ``out`` (whole or not at all), with
+    ``metadata`` inside; ``dynamic`` leaves the batch dimension free."""
+    # Traced without autograd: the agent's own no_grad then changes no state, and leaves no grad-mode
+    # region in the graph (which torch.export.load cannot read back).
+    with _quiet(), torch.no_grad():
+        if format == "pt2":
+            _write_pt2(module, examples, out, metadata, dynamic=dynamic)
+        else:
+            _write_onnx(module, examples, out, metadata, dynamic=dynamic)
+
+
+def _write_pt2(module: DeployedPolicy, examples, out: Path, metadata: dict, *, dynamic: bool) -> None:
+    try:
+        program = torch.export.export(module, examples, dynamic_shapes=dynamic_shapes(examples, dynamic))
+    except Exception as exc:  # noqa: BLE001 - the tracer's many error types: report where
+        raise failure(exc, module, examples, metadata, format="pt2", dynamic=dynamic) from None
+    with replacing(out) as temporary:
+        torch.export.save(program, str(temporary), extra_files={"rlcli.json": json.dumps(metadata)})
+
+
+def _write_onnx(module: DeployedPolicy, examples, out: Path, metadata: dict, *, dynamic: bool) -> None:
+    try:
+        program = torch.onnx.export(
+            module,
+            examples,
+            dynamo=True,
+            input_names=module.input_names,
+            output_names=module.output_names,
+            dynamic_shapes=dynamic_shapes(examples, dynamic),
+            verbose=False,
+        )
+    except Exception as exc:  # noqa: BLE001 - the exporter's many error types: report where, suggest pt2
+        raise failure(exc, module, examples, metadata, format="onnx", dynamic=dynamic) from None
+    program.model.metadata_props[METADATA] = json.dumps(metadata)
+    # The ONNX program saves to a path only.
+    with replacing(out) as temporary:
+        program.save(str(temporary))
+
+
+@contextlib.contextmanager
+def _quiet():
+    """The exporters' progress lines, warnings and error logs kept off the console: they log through
+    ``warnings`` and ``logging``, and torch.export prints a failed trace's partial graph to stderr. An
+    export's failure is reported by :func:`~rlcli.play.export.forensics.failure` instead."""
+    names = ("torch.onnx", "torch.export", "torch._export", "torch.fx.experimental.symbolic_shapes", "onnxscript")
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
+
+
+def _check_extra() -> None:
+    try:
+        import onnx  # noqa: F401
+        import onnxscript  # noqa: F401
+    except ImportError:
+        raise InputError("--format onnx", f"needs the export extra: {EXPORT_EXTRA}") from None
