@@ -19,8 +19,7 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.sac import SACAgent, sac_actor_loss
-from rlcli.algos.sac import build_agent as sac_agent
+from rlcli.algos.sac import SACAgent, sac_actor_loss, squashed_agent
 from rlcli.config.algos import CQLConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -268,8 +267,8 @@ TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
 
 
 def build_agent(cfg: CQLConfig, ctx: BuildContext) -> CQLAgent:
-    """SAC's agent (:func:`rlcli.algos.sac.build_agent`) and the conservative weight, on the device."""
-    return CQLAgent(sac_agent(cfg, ctx)).to(ctx.device)
+    """SAC's agent (:func:`rlcli.algos.sac.squashed_agent`, without gSDE) and the conservative weight, on the device."""
+    return CQLAgent(squashed_agent(cfg, ctx)).to(ctx.device)
 
 
 def build(cfg: CQLConfig, ctx: BuildContext) -> CQL:

@@ -18,7 +18,7 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.sac import box_replay, sac_actor_loss
+from rlcli.algos.sac import sac_actor_loss
 from rlcli.config.algos import CrossQConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -34,7 +34,7 @@ from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.batch_renorm import Renorm, learning, renormed_mlp
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay
+from rlcli.replay import Replay, box_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
