@@ -2,25 +2,47 @@
 
 import copy
 
+import pytest
 import torch
 
 from rlcli.algos import ALGORITHMS, ddpg, td3
+from rlcli.config.errors import ConfigError
+from rlcli.config.load import validate_data
 from rlcli.timing import Timer
 
 
-def test_ddpg_is_td3s_module_under_its_own_config_and_spaces():
+def test_ddpg_is_td3s_machinery_under_its_own_config_and_spaces(pendulum_run):
     assert ALGORITHMS["ddpg"] is ddpg
-    assert ddpg.build is td3.build and ddpg.build_agent is td3.build_agent
     assert ddpg.PHASES == td3.PHASES and ddpg.METRICS == td3.METRICS
     assert ddpg.CONFIG.model_fields["name"].annotation.__args__ == ("ddpg",)
-
-
-def test_ddpg_config_defaults_are_one_critic_no_delay_no_smoothing(pendulum_run):
     run = pendulum_run("ddpg", seed=8)
     run.close()
-    cfg = run.cfg.algo
-    assert (cfg.num_critics, cfg.policy_delay, cfg.target_noise) == (1, 1, 0.0)
+    assert isinstance(run.algo, td3.TD3) and run.algo.settings == ddpg.SINGLE
+
+
+def test_ddpg_has_one_critic_no_delay_no_smoothing(pendulum_run):
+    run = pendulum_run("ddpg", seed=8)
+    run.close()
+    settings = run.algo.settings
+    assert (settings.num_critics, settings.policy_delay, settings.target_noise) == (1, 1, 0.0)
+    assert settings.bc_alpha is None
     assert run.algo.agent.critic.members == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("num_critics", 2), ("policy_delay", 2), ("target_noise", 0.2), ("target_noise_clip", 0.5), ("bc_alpha", 2.5)],
+)
+def test_td3s_own_fields_are_no_fields_of_ddpg(field, value):
+    data = {
+        "env": {"id": "Pendulum-v1"},
+        "algo": {"name": "ddpg"},
+        "collector": {"frames_per_batch": 8, "total_frames": 1000},
+    }
+    assert not hasattr(validate_data(data).algo, field)
+    with pytest.raises(ConfigError) as info:
+        validate_data(data | {"algo": {"name": "ddpg", field: value}})
+    assert f"algo.{field}" in info.value.render()
 
 
 def test_ddpg_moves_the_actor_and_both_targets_at_every_critic_step(pendulum_run):

@@ -1,6 +1,7 @@
 """Checks every algorithm in the table gets for free, derived from its module's
 ``SUPPORTS``, ``PHASES`` and ``METRICS``."""
 
+import copy
 import math
 
 import gymnasium as gym
@@ -8,10 +9,11 @@ import pytest
 import torch
 
 from offline import random_dataset
-from rlcli.algos import ALGORITHMS
+from rlcli.algos import ALGORITHMS, Benchable
 from rlcli.algos.context import BuildContext
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
+from rlcli.learning.off_policy import ReplayLearner
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
@@ -256,14 +258,17 @@ def test_policy_is_a_pure_function_of_weights_observation_and_generator(name, en
 def test_benchable_ingest_and_sample_then_loss_give_a_finite_total_with_gradients(name, env_id):
     run = build_run(config(name, env_id))
     try:
+        algo: Benchable = run.algo
         timer = Timer(run.device)
         # Past any warm-up, as the bench takes its minibatches.
         for _ in range(2):
             batch = run.source.next_batch(timer)
-        minibatch = run.algo.ingest_and_sample(batch.clone(), 16, torch.Generator().manual_seed(0))
-        terms = run.algo.loss(minibatch)
+        minibatch = algo.ingest_and_sample(batch.clone(), 16, torch.Generator().manual_seed(0))
+        terms = algo.loss(minibatch)
     finally:
         run.close()
+    # Only an algorithm that learns from envs acts: nothing collects with an offline-only one.
+    assert hasattr(algo, "act") == ("collector" in ALGORITHMS[name].CONFIG.SOURCES)
     assert minibatch.batch_size == torch.Size([16])
     total = terms["loss/total"]
     assert total.dim() == 0 and math.isfinite(float(total.detach())) and total.requires_grad
@@ -272,6 +277,35 @@ def test_benchable_ingest_and_sample_then_loss_give_a_finite_total_with_gradient
     assert reported <= set(ALGORITHMS[name].METRICS), reported - set(ALGORITHMS[name].METRICS)
     total.backward()
     assert any(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in run.algo.agent.parameters())
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_a_replay_algorithms_loss_forms_the_terms_its_update_steps_on(name, env_id):
+    run = build_run(config(name, env_id))
+    try:
+        algo = run.algo
+        if not isinstance(getattr(algo, "learner", None), ReplayLearner):
+            pytest.skip("an on-policy algorithm: no update of one replay sample")
+        timer = Timer(run.device)
+        for _ in range(2):
+            batch = run.source.next_batch(timer)
+        sample = algo.ingest_and_sample(batch.clone(), 16, torch.Generator().manual_seed(0))
+        agent_state = copy.deepcopy(algo.agent.state_dict())
+        algo_state = copy.deepcopy(algo.state_dict())
+        parameters = [p.detach().clone() for p in algo.agent.parameters()]
+        from_loss = algo.loss(sample)
+        # loss takes no step: the weights are those it started from.
+        assert all(torch.equal(a, b) for a, b in zip(parameters, algo.agent.parameters()))
+        # The same weights, generators and counters again, for update.
+        algo.agent.load_state_dict(agent_state)
+        algo.load_state_dict(algo_state)
+        from_update = algo.update(sample, timer)
+    finally:
+        run.close()
+    assert set(from_update) <= set(from_loss), set(from_update) - set(from_loss)
+    # The first term an update forms, before any step, is the very one loss gave: the same function.
+    first = next(key for key in from_update if key.startswith("loss/"))
+    assert torch.equal(from_update[first].detach(), from_loss[first].detach()), first
 
 
 @pytest.mark.parametrize(("name", "env_id"), PAIRS)

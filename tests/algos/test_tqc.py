@@ -58,7 +58,7 @@ def test_the_actor_maximises_the_mean_over_every_critics_quantiles(pendulum_run,
     run = pendulum_run("tqc", seed=4, quantiles=4)
     run.close()
     agent, batch = run.algo.agent, minibatch()
-    assert run.algo.cfg.actor_q == "mean"
+    assert run.algo.critics.actor_q == "mean" and run.algo.critics.subset is None
     action, log_prob = agent.actor(batch[keys.INPUT], torch.Generator().manual_seed(3))
     terms = sac_actor_loss(agent, batch, action, log_prob, alpha=torch.tensor(0.2), actor_q="mean", target_entropy=-1)
     with torch.no_grad():
@@ -94,7 +94,9 @@ def test_quantile_counts_out_of_range_are_refused(field, value):
     assert f"algo.{field}" in info.value.render()
 
 
-def test_critic_subset_and_actor_q_are_not_fields():
+@pytest.mark.parametrize(("field", "value"), [("critic_subset", 1), ("actor_q", "min")])
+def test_critic_subset_and_actor_q_are_not_fields(field, value):
+    assert not hasattr(tqc_config().algo, field)
     with pytest.raises(ConfigError) as info:
-        tqc_config(critic_subset=1)
-    assert "algo.critic_subset" in info.value.render()
+        tqc_config(**{field: value})
+    assert f"algo.{field}" in info.value.render()

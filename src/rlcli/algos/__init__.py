@@ -66,23 +66,18 @@ class Agent(Protocol):
 
 
 class Algorithm(Protocol):
-    """What the trainer, the collector and checkpoints need of an algorithm.
+    """What the trainer and checkpoints need of an algorithm.
 
-    The trainer loop is the same for every family: the collector calls
-    ``act`` for each env step, then the trainer hands the ``[T, N]`` batch to
-    ``learn``. On-policy methods compute their advantages and update there;
-    off-policy methods extend their replay buffer and take their gradient steps.
+    The trainer loop is the same for every family: the source hands the trainer a batch (the collector's
+    ``[T, N]`` steps, taken with :meth:`Collects.act`, or a dataset's) and the trainer hands it to ``learn``.
+    On-policy methods compute their advantages and update there; off-policy methods extend their replay
+    buffer and take their gradient steps. Offline-only algorithms (BC, IQL, CQL) have no ``act``: nothing
+    collects with them.
     """
 
     agent: Agent
     """Every network, targets and normalization statistics included: one state_dict covers them.
     An :class:`Agent`: evaluation plays its ``actions``."""
-
-    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """Actions for raw observations ([N, *obs] float32), with whatever ``learn`` needs stored
-        beside them (PPO: ``log_prob`` and ``value``; with memory, the state acted from). Batch size
-        [N]; no statistics change. ``carry`` as for :meth:`Agent.actions`, its memory advanced."""
-        ...
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Everything an iteration does with a fresh ``[T, N]`` batch; returns the row terms."""
@@ -96,17 +91,46 @@ class Algorithm(Protocol):
     def load_state_dict(self, state: dict) -> None: ...
 
 
-class Benchable(Protocol):
-    """The parts of an algorithm that the bench suites time and the tests probe on their own."""
+class Collects(Algorithm, Protocol):
+    """An algorithm the collector steps envs with: every one that learns from envs."""
 
-    def loss(self, minibatch: TensorDict) -> dict[str, torch.Tensor]:
-        """Named loss terms of one minibatch, ``loss/total`` the scalar to minimise."""
+    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
+        """Actions for raw observations ([N, *obs] float32), with whatever ``learn`` needs stored
+        beside them (PPO: ``log_prob`` and ``value``; with memory, the state acted from). Batch size
+        [N]; no statistics change. ``carry`` as for :meth:`Agent.actions`, its memory advanced."""
         ...
 
+
+class Benchable(Algorithm, Protocol):
+    """An algorithm with the two hooks that the bench's loss suite (:mod:`rlcli.bench.suites.learning`) and
+    the generic tests (``tests/algos/test_generic.py``) call: every algorithm of :data:`ALGORITHMS`.
+
+    ``ingest_and_sample`` gives a minibatch as ``learn`` draws it; ``loss`` gives its terms as the
+    algorithm's update forms them (a replay algorithm's ``update`` and ``loss`` call one term function):
+    what is timed and tested is what trains.
+    """
+
     def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
-        """Take in a fresh ``[T, N]`` ``batch`` as ``learn`` would (an off-policy algorithm stores it in
-        its replay, an on-policy one writes its advantages into it), then return a minibatch of
-        ``size`` as ``learn`` would draw it."""
+        """Take in a fresh ``[T, N]`` ``batch`` as ``learn`` would, then return a minibatch of ``size`` rows
+        drawn with ``generator``, as ``learn`` would draw it.
+
+        An off-policy algorithm stores ``batch`` in its replay and returns a normalized replay sample
+        (batch size ``[size]``): ``input``, ``action``, ``reward``, ``next_input``, ``terminated``, and
+        ``discount`` (n-step), ``weight`` (prioritized) and ``next_action_mask`` (masks) where the run
+        has them. An on-policy one writes its advantages and value targets into ``batch`` and returns
+        rows of it (``[size]``; sequences ``[L, C]`` with memory) with ``advantage`` and ``value_target``
+        beside what its ``act`` stored.
+        """
+        ...
+
+    def loss(self, minibatch: TensorDict) -> dict[str, torch.Tensor]:
+        """The named terms of one ``minibatch`` from :meth:`ingest_and_sample`, all on the same weights
+        (no step is taken, no counter moves): ``loss/...`` terms (scalars, with gradients where a step
+        minimises them) and ``stats/...`` terms (scalars), each a column of the algorithm's ``METRICS``,
+        and ``loss/total``, the scalar to minimise (the algorithm's rule: PPO weighs its terms, a replay
+        algorithm sums its ``TOTAL`` terms). A replay algorithm's terms also hold ``td_error`` ([B],
+        detached: what its priorities are updated from) where its critic loss gives one.
+        """
         ...
 
 

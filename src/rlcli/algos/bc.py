@@ -112,11 +112,6 @@ class BC:
         )
         self.ingest_and_sample = self.learner.ingest_and_sample
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """``action`` for raw ``observation`` [N, ...]: a sample of the policy."""
-        action = self.agent.actions(observation, deterministic=False, generator=generator)
-        return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
-
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`bc_loss` of a minibatch plus ``loss/total``, the scalar to minimise."""
         terms = bc_loss(self.agent, batch)

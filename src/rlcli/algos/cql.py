@@ -19,11 +19,18 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.sac import SACAgent, sac_actor_loss
-from rlcli.algos.sac import build_agent as sac_agent
+from rlcli.algos.sac import SACAgent, sac_actor_loss, squashed_agent
 from rlcli.config.algos import CQLConfig
 from rlcli.learning.advantages import bootstrapped_target
-from rlcli.learning.off_policy import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, total_loss
+from rlcli.learning.off_policy import (
+    REPLAY_METRICS,
+    UNPRIORITIZED_PHASES,
+    UNTIMED,
+    CriticStep,
+    ReplayLearner,
+    Untimed,
+    total_loss,
+)
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.critics import critic_regression
 from rlcli.replay import offline_replay
@@ -166,22 +173,35 @@ class CQL:
     def alpha(self) -> torch.Tensor:
         return self.agent.log_alpha.detach().exp()
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """``action`` for raw ``observation`` [N, ...]: a sample of the squashed Gaussian."""
-        action = self.agent.actions(observation, deterministic=False, generator=generator)
-        return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
-
-    def _actor_terms(self, batch: TensorDict) -> dict[str, torch.Tensor]:
-        action, log_prob = self.agent.actor(batch[keys.INPUT], self.noise_generator)
-        return sac_actor_loss(
-            self.agent, batch, action, log_prob, alpha=self.alpha, actor_q="min", target_entropy=self.target_entropy
-        )
+    def terms(
+        self, sample: TensorDict, timer: Timer | Untimed = UNTIMED, critic_step: CriticStep | None = None
+    ) -> dict[str, torch.Tensor]:
+        """CQL's terms of a normalized ``sample``: the critics' (:func:`cql_critic_loss`, with the multiplier's
+        under ``lagrange``), then the actor's and the temperature's (:func:`sac_actor_loss`). ``update`` passes
+        its ``critic_step``, taken between the two; ``loss`` passes none: all on the same weights."""
+        cfg = self.cfg
+        with timer.phase("update.forward"):
+            terms = cql_critic_loss(
+                self.agent, sample, gamma=cfg.gamma, alpha=self.alpha, cfg=cfg, generator=self.noise_generator
+            )
+        if critic_step is not None:
+            critic_step(terms)
+        with timer.phase("update.forward"):
+            action, log_prob = self.agent.actor(sample[keys.INPUT], self.noise_generator)
+            terms |= sac_actor_loss(
+                self.agent,
+                sample,
+                action,
+                log_prob,
+                alpha=self.alpha,
+                actor_q="min",
+                target_entropy=self.target_entropy,
+            )
+        return terms
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
-        """Critic, actor and temperature losses of one minibatch; ``loss/total`` is their sum."""
-        terms = cql_critic_loss(
-            self.agent, batch, gamma=self.cfg.gamma, alpha=self.alpha, cfg=self.cfg, generator=self.noise_generator
-        ) | self._actor_terms(batch)
+        """:meth:`terms` of one minibatch, critics', actor's and temperature's, plus ``loss/total``, their sum."""
+        terms = self.terms(batch)
         terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
@@ -197,16 +217,16 @@ class CQL:
         return stats
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
+        """The critic step (and the multiplier's, with ``lagrange``), the actor and temperature step on a
+        normalized ``sample``, then the target update; returns the loss terms."""
         cfg = self.cfg
-        with timer.phase("update.forward"):
-            terms = cql_critic_loss(
-                self.agent, sample, gamma=cfg.gamma, alpha=self.alpha, cfg=cfg, generator=self.noise_generator
-            )
-        self.critic_step(terms["loss/critic"], timer)
-        if cfg.lagrange:
-            self.weight_step(terms["loss/weight"], timer)
-        with timer.phase("update.forward"):
-            terms |= self._actor_terms(sample)
+
+        def critic_step(terms: dict[str, torch.Tensor]) -> None:
+            self.critic_step(terms["loss/critic"], timer)
+            if cfg.lagrange:
+                self.weight_step(terms["loss/weight"], timer)
+
+        terms = self.terms(sample, timer, critic_step)
         self.actor_step(terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"], timer)
         with timer.phase("update.target"):
             self.target.step()
@@ -247,8 +267,8 @@ TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
 
 
 def build_agent(cfg: CQLConfig, ctx: BuildContext) -> CQLAgent:
-    """SAC's agent (:func:`rlcli.algos.sac.build_agent`) and the conservative weight, on the device."""
-    return CQLAgent(sac_agent(cfg, ctx)).to(ctx.device)
+    """SAC's agent (:func:`rlcli.algos.sac.squashed_agent`, without gSDE) and the conservative weight, on the device."""
+    return CQLAgent(squashed_agent(cfg, ctx)).to(ctx.device)
 
 
 def build(cfg: CQLConfig, ctx: BuildContext) -> CQL:

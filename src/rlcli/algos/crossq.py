@@ -18,15 +18,23 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.sac import box_replay, sac_actor_loss
+from rlcli.algos.sac import sac_actor_loss
 from rlcli.config.algos import CrossQConfig
 from rlcli.learning.advantages import bootstrapped_target
-from rlcli.learning.off_policy import REPLAY_METRICS, REPLAY_PHASES, ReplayLearner, total_loss
+from rlcli.learning.off_policy import (
+    REPLAY_METRICS,
+    REPLAY_PHASES,
+    UNTIMED,
+    CriticStep,
+    ReplayLearner,
+    Untimed,
+    total_loss,
+)
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.batch_renorm import Renorm, learning, renormed_mlp
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay
+from rlcli.replay import Replay, box_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -122,22 +130,37 @@ class CrossQ:
             observation, generator, self.bounds, lambda obs: agent.actor(agent.obs_norm(obs), generator)[0]
         )
 
-    def _critic_terms(self, batch: TensorDict, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
-        with torch.no_grad():
-            next_action, next_log_prob = self.agent.actor(batch[keys.NEXT_INPUT], self.noise_generator)
-        return crossq_critic_loss(self.agent, batch, next_action, next_log_prob, gamma=self.cfg.gamma, alpha=alpha)
-
-    def _actor_terms(self, batch: TensorDict, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
-        with learning(self.agent.actor):
-            action, log_prob = self.agent.actor(batch[keys.INPUT], self.noise_generator)
-        return sac_actor_loss(
-            self.agent, batch, action, log_prob, alpha=alpha, actor_q="min", target_entropy=self.target_entropy
-        )
+    def terms(
+        self,
+        sample: TensorDict,
+        timer: Timer | Untimed = UNTIMED,
+        critic_step: CriticStep | None = None,
+        *,
+        actor: bool = True,
+    ) -> dict[str, torch.Tensor]:
+        """CrossQ's terms of a normalized ``sample``: the critics' (:func:`crossq_critic_loss`, on the actor's
+        sample at s'), then, with ``actor``, the actor's and the temperature's (:func:`sac_actor_loss`, on a
+        sample drawn afresh with the actor's batch statistics learning). ``update`` passes its
+        ``critic_step``, taken between the two; ``loss`` passes none: all on the same weights."""
+        agent, alpha = self.agent, self.alpha
+        with timer.phase("update.forward"):
+            with torch.no_grad():
+                next_action, next_log_prob = agent.actor(sample[keys.NEXT_INPUT], self.noise_generator)
+            terms = crossq_critic_loss(agent, sample, next_action, next_log_prob, gamma=self.cfg.gamma, alpha=alpha)
+        if critic_step is not None:
+            critic_step(terms)
+        if actor:
+            with timer.phase("update.forward"):
+                with learning(agent.actor):
+                    action, log_prob = agent.actor(sample[keys.INPUT], self.noise_generator)
+                terms |= sac_actor_loss(
+                    agent, sample, action, log_prob, alpha=alpha, actor_q="min", target_entropy=self.target_entropy
+                )
+        return terms
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
-        """Critic, actor and temperature losses of one minibatch; ``loss/total`` is their sum."""
-        alpha = self.alpha
-        terms = self._critic_terms(batch, alpha) | self._actor_terms(batch, alpha)
+        """:meth:`terms` of one minibatch, critics', actor's and temperature's, plus ``loss/total``, their sum."""
+        terms = self.terms(batch)
         terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
@@ -150,18 +173,11 @@ class CrossQ:
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         """One critic step on a normalized replay ``sample`` and, when due, the actor and temperature
         step; returns the loss terms."""
-        cfg = self.cfg
-        alpha = self.alpha
-        with timer.phase("update.forward"):
-            terms = self._critic_terms(sample, alpha)
-        td_error = terms.pop("td_error")
-        self.critic_step(terms["loss/critic"], timer)
-        self.replay.prioritize(sample, td_error, timer)
+        actor = (self.updates + 1) % self.cfg.policy_delay == 0
+        terms = self.terms(sample, timer, self.learner.critic_step(self.critic_step, sample, timer), actor=actor)
         self.updates += 1
-        if self.updates % cfg.policy_delay == 0:
-            with timer.phase("update.forward"):
-                terms |= self._actor_terms(sample, alpha)
-            loss = terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"]
+        if actor:
+            loss = terms["loss/actor"] + terms["loss/alpha"] if self.cfg.autotune_alpha else terms["loss/actor"]
             self.actor_step(loss, timer)
         return terms
 

@@ -16,6 +16,7 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.settings import QSettings
 from rlcli.config.algos import DQNConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.exploration import EpsilonGreedy, epsilon_greedy, masked_argmax, masked_max
@@ -23,7 +24,7 @@ from rlcli.learning.off_policy import REPLAY_PHASES, ReplayLearner, total_loss
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.mlp import mlp
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay, build_replay, transition_spec
+from rlcli.replay import Replay, ReplaySettings, Spec, build_replay, transition_spec
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class DQN:
     ``objective`` is the loss of a minibatch: :func:`dqn_loss` for DQN, the quantile regression
     loss for QR-DQN (:mod:`rlcli.algos.qrdqn`), which shares everything else."""
 
-    def __init__(self, cfg, ctx: BuildContext, *, agent: QAgent, replay: Replay, objective: Objective):
+    def __init__(self, cfg: QSettings, ctx: BuildContext, *, agent: QAgent, replay: Replay, objective: Objective):
         self.cfg = cfg
         self.agent = agent
         self.objective = objective
@@ -244,7 +245,7 @@ def build(cfg: DQNConfig, ctx: BuildContext) -> DQN:
     return DQN(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm), objective=objective)
 
 
-def q_transitions(cfg, ctx: BuildContext) -> dict:
+def q_transitions(cfg: ReplaySettings, ctx: BuildContext) -> Spec:
     """The replay's transition spec of a Q-learner on ``ctx``'s Discrete actions: int64 actions, and the
     next state's action mask where the run has masks (the target's max ranges over legal actions)."""
     return transition_spec(

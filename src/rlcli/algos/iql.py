@@ -19,7 +19,15 @@ from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.config.algos import IQLConfig
 from rlcli.learning.advantages import bootstrapped_target
-from rlcli.learning.off_policy import REPLAY_METRICS, UNPRIORITIZED_PHASES, ReplayLearner, total_loss
+from rlcli.learning.off_policy import (
+    REPLAY_METRICS,
+    UNPRIORITIZED_PHASES,
+    UNTIMED,
+    ReplayLearner,
+    Step,
+    Untimed,
+    total_loss,
+)
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import BoundedGaussianActor
 from rlcli.models.critics import QEnsemble, ValueCritic, critic_regression
@@ -126,18 +134,34 @@ class IQL:
         self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
 
-    def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """``action`` for raw ``observation`` [N, ...]: a sample of the policy."""
-        action = self.agent.actions(observation, deterministic=False, generator=generator)
-        return TensorDict({keys.ACTION: action}, batch_size=[observation.shape[0]])
+    def terms(
+        self,
+        sample: TensorDict,
+        timer: Timer | Untimed = UNTIMED,
+        *,
+        value_step: Step | None = None,
+        critic_step: Step | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """IQL's terms of a normalized ``sample``: the value's (:func:`iql_value_loss`), the critics' (on V
+        after ``value_step``) and the actor's (on the advantages the value's terms saw, after ``critic_step``).
+        ``update`` passes both steps, each taken on its loss; ``loss`` passes none: all on the same weights."""
+        cfg = self.cfg
+        with timer.phase("update.forward"):
+            terms = iql_value_loss(self.agent, sample, expectile=cfg.expectile)
+        advantage = terms.pop("advantage")
+        if value_step is not None:
+            value_step(terms["loss/value"])
+        with timer.phase("update.forward"):
+            terms |= iql_critic_loss(self.agent, sample, gamma=cfg.gamma)
+        if critic_step is not None:
+            critic_step(terms["loss/critic"])
+        with timer.phase("update.forward"):
+            terms |= iql_actor_loss(self.agent, sample, advantage, beta=cfg.beta, max_weight=cfg.max_weight)
+        return terms
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
-        """Value, critic and actor losses of one minibatch; ``loss/total`` is their sum."""
-        cfg = self.cfg
-        terms = iql_value_loss(self.agent, batch, expectile=cfg.expectile)
-        advantage = terms.pop("advantage")
-        terms |= iql_critic_loss(self.agent, batch, gamma=cfg.gamma)
-        terms |= iql_actor_loss(self.agent, batch, advantage, beta=cfg.beta, max_weight=cfg.max_weight)
+        """:meth:`terms` of one minibatch, value's, critics' and actor's, plus ``loss/total``, their sum."""
+        terms = self.terms(batch)
         terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
@@ -146,16 +170,14 @@ class IQL:
         return self.learner.learn(batch, timer, self.update)
 
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
-        cfg = self.cfg
-        with timer.phase("update.forward"):
-            terms = iql_value_loss(self.agent, sample, expectile=cfg.expectile)
-        advantage = terms.pop("advantage")
-        self.value_step(terms["loss/value"], timer)
-        with timer.phase("update.forward"):
-            terms |= iql_critic_loss(self.agent, sample, gamma=cfg.gamma)
-        self.critic_step(terms["loss/critic"], timer)
-        with timer.phase("update.forward"):
-            terms |= iql_actor_loss(self.agent, sample, advantage, beta=cfg.beta, max_weight=cfg.max_weight)
+        """The value, critic and actor steps on a normalized ``sample``, then the target update; returns the
+        loss terms."""
+        terms = self.terms(
+            sample,
+            timer,
+            value_step=lambda loss: self.value_step(loss, timer),
+            critic_step=lambda loss: self.critic_step(loss, timer),
+        )
         self.actor_step(terms["loss/actor"], timer)
         with timer.phase("update.target"):
             self.target.step()

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
@@ -16,16 +17,25 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.config.algos import SACConfig, gsde_on
+from rlcli.algos.settings import EnsembleSettings, SquashedSettings
+from rlcli.config.algos import SACConfig
 from rlcli.learning.advantages import bootstrapped_target
-from rlcli.learning.off_policy import REPLAY_METRICS, REPLAY_PHASES, ReplayLearner, total_loss
+from rlcli.learning.off_policy import (
+    REPLAY_METRICS,
+    REPLAY_PHASES,
+    UNTIMED,
+    CriticStep,
+    ReplayLearner,
+    Untimed,
+    total_loss,
+)
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.gsde import NoiseSchedule, SquashedStateDependentActor, state_dependent_noise
 from rlcli.models.mlp import policy_mlp
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay, build_replay, transition_spec
+from rlcli.replay import Replay, box_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -130,6 +140,16 @@ next_action, next_log_prob, *, gamma, alpha, subset)``, returning ``loss/critic`
 among its terms."""
 
 
+@dataclass(frozen=True)
+class Critics:
+    """How SAC's machinery uses its critics, by SAC's (REDQ's) fields or TQC's fixed choices: ``loss``, ``subset``
+    (critics drawn for each target's minimum, REDQ's M; None or all: every critic) and ``actor_q``."""
+
+    loss: CriticLoss = sac_critic_loss
+    subset: int | None = None
+    actor_q: Literal["min", "mean"] = "min"
+
+
 class SAC:
     """Uniform actions during warm-up, then the actor's samples; each batch extends the buffer,
     then ``utd_ratio`` critic steps per frame, an actor and temperature step every
@@ -138,13 +158,11 @@ class SAC:
     ``critic_loss`` is :func:`sac_critic_loss` for SAC and REDQ, the truncated quantile loss for TQC
     (:mod:`rlcli.algos.tqc`), which shares everything else."""
 
-    def __init__(
-        self, cfg, ctx: BuildContext, *, agent: SACAgent, replay: Replay, critic_loss: CriticLoss = sac_critic_loss
-    ):
+    def __init__(self, cfg: SquashedSettings, ctx: BuildContext, critics: Critics, *, agent: SACAgent, replay: Replay):
         self.cfg = cfg
+        self.critics = critics
         self.agent = agent
         self.replay = replay
-        self.critic_loss = critic_loss
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
         # The actor and temperature losses touch disjoint parameters (alpha is detached in the
         # actor's loss), so one backward of their sum and one optimizer serve both.
@@ -179,7 +197,7 @@ class SAC:
                 rollout_steps=ctx.collector.frames_per_batch // ctx.env.num_envs,
                 sample_freq=cfg.sde_sample_freq,
             )
-            if gsde_on(cfg)
+            if cfg.use_sde
             else None
         )
 
@@ -213,10 +231,10 @@ class SAC:
         return self.agent.actor(self.agent.obs_norm(observation), noise=self.held)[0]
 
     def _subset(self) -> torch.Tensor | None:
-        cfg = self.cfg
-        if cfg.critic_subset >= cfg.num_critics:
+        subset, count = self.critics.subset, self.cfg.num_critics
+        if subset is None or subset >= count:
             return None
-        return torch.randperm(cfg.num_critics, generator=self.noise_generator, device=self.device)[: cfg.critic_subset]
+        return torch.randperm(count, generator=self.noise_generator, device=self.device)[:subset]
 
     def _samples(self, batch: TensorDict, with_actor: bool):
         """The actor's samples for ``next_input`` (for the target) and, when ``with_actor``, for
@@ -231,17 +249,43 @@ class SAC:
         action, log_prob = agent.actor(torch.cat([batch[keys.NEXT_INPUT], batch[keys.INPUT]]), self.noise_generator)
         return action[:size], log_prob[:size], action[size:], log_prob[size:]
 
-    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
-        """Critic, actor and temperature losses of one minibatch; ``loss/total`` is their sum."""
+    def terms(
+        self,
+        sample: TensorDict,
+        timer: Timer | Untimed = UNTIMED,
+        critic_step: CriticStep | None = None,
+        *,
+        actor: bool = True,
+    ) -> dict[str, torch.Tensor]:
+        """SAC's terms of a normalized ``sample``: the critics' (``critics.loss``), then, with ``actor``, the actor's
+        and temperature's. ``update`` passes its ``critic_step``, taken between; ``loss`` none: one set of weights."""
         cfg = self.cfg
         alpha = self.alpha
-        next_action, next_log_prob, action, log_prob = self._samples(batch, with_actor=True)
-        terms = self.critic_loss(
-            self.agent, batch, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha, subset=self._subset()
-        )
-        terms |= sac_actor_loss(
-            self.agent, batch, action, log_prob, alpha=alpha, actor_q=cfg.actor_q, target_entropy=self.target_entropy
-        )
+        with timer.phase("update.forward"):
+            next_action, next_log_prob, action, log_prob = self._samples(sample, actor)
+            terms = self.critics.loss(
+                self.agent, sample, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha, subset=self._subset()
+            )
+        if critic_step is not None:
+            critic_step(terms)
+        if actor:
+            # The actor's sample was drawn before the critic step; the actor has not moved since,
+            # and its loss is judged by the critics as they are now.
+            with timer.phase("update.forward"):
+                terms |= sac_actor_loss(
+                    self.agent,
+                    sample,
+                    action,
+                    log_prob,
+                    alpha=alpha,
+                    actor_q=self.critics.actor_q,
+                    target_entropy=self.target_entropy,
+                )
+        return terms
+
+    def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+        """:meth:`terms` of one minibatch, critics', actor's and temperature's, plus ``loss/total``, their sum."""
+        terms = self.terms(batch)
         terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
@@ -254,32 +298,11 @@ class SAC:
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         """One critic step on a normalized replay ``sample``, the actor and temperature steps when
         due, and the target update; returns the loss terms."""
-        cfg = self.cfg
-        alpha = self.alpha
-        actor_due = (self.updates + 1) % cfg.policy_delay == 0
-        with timer.phase("update.forward"):
-            next_action, next_log_prob, action, log_prob = self._samples(sample, actor_due)
-            terms = self.critic_loss(
-                self.agent, sample, next_action, next_log_prob, gamma=cfg.gamma, alpha=alpha, subset=self._subset()
-            )
-        td_error = terms.pop("td_error")
-        self.critic_step(terms["loss/critic"], timer)
-        self.replay.prioritize(sample, td_error, timer)
+        actor = (self.updates + 1) % self.cfg.policy_delay == 0
+        terms = self.terms(sample, timer, self.learner.critic_step(self.critic_step, sample, timer), actor=actor)
         self.updates += 1
-        if actor_due:
-            # The actor's sample was drawn before the critic step; the actor has not moved since,
-            # and its loss is judged by the critics as they are now.
-            with timer.phase("update.forward"):
-                terms |= sac_actor_loss(
-                    self.agent,
-                    sample,
-                    action,
-                    log_prob,
-                    alpha=alpha,
-                    actor_q=cfg.actor_q,
-                    target_entropy=self.target_entropy,
-                )
-            loss = terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"]
+        if actor:
+            loss = terms["loss/actor"] + terms["loss/alpha"] if self.cfg.autotune_alpha else terms["loss/actor"]
             self.actor_step(loss, timer)
         with timer.phase("update.target"):
             self.target.step()
@@ -326,15 +349,17 @@ TOTAL = ("loss/critic", "loss/actor", "loss/alpha")
 def build_agent(cfg: SACConfig, ctx: BuildContext) -> SACAgent:
     """The squashed-Gaussian actor (``network.policy_sizes``), the critic ensemble (``value_sizes``
     each), its target, the temperature and the observation statistics, on the device."""
-    return squashed_agent(cfg, ctx)
+    return squashed_agent(cfg, ctx, gsde=cfg.use_sde)
 
 
-def squashed_agent(cfg, ctx: BuildContext, *, critic_outputs: int = 1) -> SACAgent:
-    """:func:`build_agent` for any config with ``num_critics`` and ``alpha``, its critics of
-    ``critic_outputs`` outputs each (TQC's quantiles)."""
+def squashed_agent(
+    cfg: EnsembleSettings, ctx: BuildContext, *, critic_outputs: int = 1, gsde: bool = False
+) -> SACAgent:
+    """:func:`build_agent` for a config of ``num_critics`` critics and a temperature starting at ``alpha``, its
+    critics of ``critic_outputs`` outputs each (TQC's quantiles), its actor gSDE's with ``gsde``."""
     network = ctx.network
     encoder = ctx.encoder()
-    if gsde_on(cfg):
+    if gsde:
         net = policy_mlp(encoder.out_features, network, ctx.act_dim)
         noise = state_dependent_noise(network, net[-1].in_features, ctx.act_dim)
         actor = SquashedStateDependentActor(encoder, net, ctx.action_space, noise)
@@ -356,18 +381,12 @@ def squashed_agent(cfg, ctx: BuildContext, *, critic_outputs: int = 1) -> SACAge
 
 
 def build(cfg: SACConfig, ctx: BuildContext) -> SAC:
-    """SAC for ``ctx``'s spaces (a Box action space): the agent of :func:`build_agent`, its
-    optimizers and replay.
+    """SAC (REDQ with a critic subset) for ``ctx``'s spaces (a Box action space): the agent of
+    :func:`build_agent`, its optimizers and replay.
 
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = build_agent(cfg, ctx)
-    return SAC(cfg, ctx, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm))
-
-
-def box_replay(cfg, ctx: BuildContext, obs_norm: ObservationNormalizer) -> Replay:
-    """The replay of an off-policy learner of ``ctx``'s Box actions (float32), with ``cfg``'s n-step window,
-    its samples normalized by ``obs_norm``."""
-    spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=cfg.n_step)
-    return build_replay(cfg, ctx, spec, obs_norm)
+    critics = Critics(sac_critic_loss, subset=cfg.critic_subset, actor_q=cfg.actor_q)
+    return SAC(cfg, ctx, critics, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm))

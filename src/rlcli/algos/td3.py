@@ -4,6 +4,7 @@ on a batched ensemble, target policy smoothing, and delayed actor and target upd
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -13,16 +14,25 @@ from torch import nn
 
 from rlcli import draws, keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.settings import DeterministicSettings
 from rlcli.config.algos import TD3Config
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.exploration import ActionBounds, ActionNoise
-from rlcli.learning.off_policy import REPLAY_METRICS, REPLAY_PHASES, ReplayLearner, total_loss
+from rlcli.learning.off_policy import (
+    REPLAY_METRICS,
+    REPLAY_PHASES,
+    UNTIMED,
+    CriticStep,
+    ReplayLearner,
+    Untimed,
+    total_loss,
+)
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import DeterministicActor
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.mlp import policy_mlp
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay, build_replay, transition_spec
+from rlcli.replay import Replay, box_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -73,6 +83,70 @@ class DeterministicAgent(nn.Module):
         low, high = self.bounds.low, self.bounds.high
         draw = draws.normal(action, generator)
         return self.bounds.clip(action + self.noise_scale * draw * (high - low) / 2)
+
+
+@dataclass(frozen=True)
+class Twin:
+    """TD3's critic ensemble, its delay, its target smoothing and TD3+BC's weight: a TD3 config's own fields
+    (:func:`twin`), DDPG's fixed values (:data:`rlcli.algos.ddpg.SINGLE`)."""
+
+    num_critics: int
+    """Critics whose minimum is the target."""
+    policy_delay: int
+    """Critic steps per actor step and target update."""
+    target_noise: float
+    """Std of the target policy's smoothing noise, in half-ranges."""
+    target_noise_clip: float
+    """Clip of that noise, in half-ranges."""
+    bc_alpha: float | None = None
+    """TD3+BC's weight of the critic against the distance to the batch's actions; None: no BC term."""
+
+
+def twin(cfg: TD3Config) -> Twin:
+    """The :class:`Twin` of a TD3 config, from its own fields."""
+    return Twin(
+        num_critics=cfg.num_critics,
+        policy_delay=cfg.policy_delay,
+        target_noise=cfg.target_noise,
+        target_noise_clip=cfg.target_noise_clip,
+        bc_alpha=cfg.bc_alpha,
+    )
+
+
+def deterministic_agent(cfg: DeterministicSettings, ctx: BuildContext, *, num_critics: int) -> DeterministicAgent:
+    """A deterministic actor (``network.policy_sizes``), ``num_critics`` critics (``value_sizes`` each), their
+    targets and the observation statistics, on the device: TD3's and DDPG's agent."""
+    network = ctx.network
+    encoder = ctx.encoder()
+    actor = DeterministicActor(
+        encoder,
+        policy_mlp(encoder.out_features, network, ctx.act_dim),
+        ctx.action_space,
+    )
+    critic = QEnsemble(num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
+    return DeterministicAgent(
+        ctx.observation_normalizer(), actor, critic, bounds=ctx.action_bounds(), noise_scale=cfg.noise_scale
+    ).to(ctx.device)
+
+
+def deterministic_learner(cfg: DeterministicSettings, ctx: BuildContext, settings: Twin) -> TD3:
+    """TD3's machinery with ``settings`` for ``ctx``'s spaces (a Box action space): the agent of
+    :func:`deterministic_agent`, its optimizers, exploration noise (``noise``, ``noise_scale``, ``ou_theta``)
+    and replay.
+
+    Raises:
+        ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
+    """
+    agent = deterministic_agent(cfg, ctx, num_critics=settings.num_critics)
+    space = ctx.action_space
+    noise = ActionNoise(
+        cfg.noise,
+        scale=cfg.noise_scale,
+        num_envs=ctx.env.num_envs,
+        theta=cfg.ou_theta,
+        half_range=torch.as_tensor((space.high - space.low) / 2, dtype=torch.float32),
+    ).to(ctx.device)
+    return TD3(cfg, ctx, settings, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm), noise=noise)
 
 
 def td3_critic_loss(
@@ -129,8 +203,18 @@ class TD3:
     actor step and Polyak updates of both targets. DDPG is this with one critic, no delay and
     no target smoothing."""
 
-    def __init__(self, cfg, ctx: BuildContext, *, agent: DeterministicAgent, replay: Replay, noise: ActionNoise):
+    def __init__(
+        self,
+        cfg: DeterministicSettings,
+        ctx: BuildContext,
+        settings: Twin,
+        *,
+        agent: DeterministicAgent,
+        replay: Replay,
+        noise: ActionNoise,
+    ):
         self.cfg = cfg
+        self.settings = settings
         self.agent = agent
         self.replay = replay
         self.noise = noise
@@ -162,22 +246,40 @@ class TD3:
             lambda obs: self.bounds.clip(self.noise(self.agent.actor(self.agent.obs_norm(obs)), generator)),
         )
 
-    def _critic_terms(self, batch: TensorDict) -> dict[str, torch.Tensor]:
+    def terms(
+        self,
+        sample: TensorDict,
+        timer: Timer | Untimed = UNTIMED,
+        critic_step: CriticStep | None = None,
+        *,
+        actor: bool = True,
+    ) -> dict[str, torch.Tensor]:
+        """TD3's terms of a normalized ``sample``: the critics' (:func:`td3_critic_loss`), then, with ``actor``,
+        the actor's (:func:`td3_actor_loss`). ``update`` passes its ``critic_step``, taken between the two, so
+        that the actor's terms are formed on the stepped critics; ``loss`` passes none: both on the same
+        weights."""
         cfg = self.cfg
-        return td3_critic_loss(
-            self.agent,
-            batch,
-            gamma=cfg.gamma,
-            target_noise=cfg.target_noise,
-            noise_clip=cfg.target_noise_clip,
-            low=self.bounds.low,
-            high=self.bounds.high,
-            generator=self.noise_generator,
-        )
+        with timer.phase("update.forward"):
+            terms = td3_critic_loss(
+                self.agent,
+                sample,
+                gamma=cfg.gamma,
+                target_noise=self.settings.target_noise,
+                noise_clip=self.settings.target_noise_clip,
+                low=self.bounds.low,
+                high=self.bounds.high,
+                generator=self.noise_generator,
+            )
+        if critic_step is not None:
+            critic_step(terms)
+        if actor:
+            with timer.phase("update.forward"):
+                terms |= td3_actor_loss(self.agent, sample, bc_alpha=self.settings.bc_alpha)
+        return terms
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
-        """Critic and actor losses of one minibatch; ``loss/total`` is their sum."""
-        terms = self._critic_terms(batch) | td3_actor_loss(self.agent, batch, bc_alpha=self.cfg.bc_alpha)
+        """:meth:`terms` of one minibatch, critics' and actor's, plus ``loss/total``, their sum."""
+        terms = self.terms(batch)
         terms["loss/total"] = total_loss(terms, TOTAL)
         return terms
 
@@ -188,16 +290,10 @@ class TD3:
     def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]:
         """One critic step on a normalized replay ``sample``, and the actor step and target updates
         when due; returns the loss terms."""
-        cfg = self.cfg
-        with timer.phase("update.forward"):
-            terms = self._critic_terms(sample)
-        td_error = terms.pop("td_error")
-        self.critic_step(terms["loss/critic"], timer)
-        self.replay.prioritize(sample, td_error, timer)
+        actor = (self.updates + 1) % self.settings.policy_delay == 0
+        terms = self.terms(sample, timer, self.learner.critic_step(self.critic_step, sample, timer), actor=actor)
         self.updates += 1
-        if self.updates % cfg.policy_delay == 0:
-            with timer.phase("update.forward"):
-                terms |= td3_actor_loss(self.agent, sample, bc_alpha=cfg.bc_alpha)
+        if actor:
             self.actor_step(terms["loss/actor"], timer)
             with timer.phase("update.target"):
                 self.critic_target.step()
@@ -234,40 +330,17 @@ METRICS = (
 TOTAL = ("loss/critic", "loss/actor")
 
 
-def build_agent(cfg, ctx: BuildContext) -> DeterministicAgent:
-    """TD3's (or DDPG's) deterministic actor (``network.policy_sizes``), ``num_critics`` critics
-    (``value_sizes`` each), their targets and the observation statistics, on the device."""
-    network = ctx.network
-    encoder = ctx.encoder()
-    actor = DeterministicActor(
-        encoder,
-        policy_mlp(encoder.out_features, network, ctx.act_dim),
-        ctx.action_space,
-    )
-    critic = QEnsemble(cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
-    return DeterministicAgent(
-        ctx.observation_normalizer(), actor, critic, bounds=ctx.action_bounds(), noise_scale=cfg.noise_scale
-    ).to(ctx.device)
+def build_agent(cfg: TD3Config, ctx: BuildContext) -> DeterministicAgent:
+    """TD3's deterministic actor (``network.policy_sizes``), ``num_critics`` critics (``value_sizes`` each),
+    their targets and the observation statistics, on the device."""
+    return deterministic_agent(cfg, ctx, num_critics=cfg.num_critics)
 
 
-def build(cfg, ctx: BuildContext) -> TD3:
-    """TD3 (or DDPG, for a config that says so) for ``ctx``'s spaces (a Box action space): the agent
-    of :func:`build_agent`, its optimizers, exploration noise and replay.
-
-    Reads ``num_critics``, ``policy_delay``, ``target_noise``, ``target_noise_clip``, ``noise``,
-    ``noise_scale`` and ``ou_theta`` from ``cfg``, besides the replay settings.
+def build(cfg: TD3Config, ctx: BuildContext) -> TD3:
+    """TD3 (TD3+BC with ``bc_alpha``) for ``ctx``'s spaces (a Box action space): the agent of
+    :func:`build_agent`, its optimizers, exploration noise and replay.
 
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
-    agent = build_agent(cfg, ctx)
-    space = ctx.action_space
-    noise = ActionNoise(
-        cfg.noise,
-        scale=cfg.noise_scale,
-        num_envs=ctx.env.num_envs,
-        theta=cfg.ou_theta,
-        half_range=torch.as_tensor((space.high - space.low) / 2, dtype=torch.float32),
-    ).to(ctx.device)
-    spec = transition_spec(ctx.observation_space, (tuple(space.shape), torch.float32), n_step=cfg.n_step)
-    return TD3(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm), noise=noise)
+    return deterministic_learner(cfg, ctx, twin(cfg))

@@ -17,11 +17,12 @@ from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.sac import METRICS, SAC, SACAgent, box_replay, squashed_agent
+from rlcli.algos.sac import METRICS, SAC, Critics, SACAgent, squashed_agent
 from rlcli.config.algos import TQCConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import REPLAY_PHASES
 from rlcli.learning.quantiles import quantile_huber
+from rlcli.replay import box_replay
 
 
 def truncated_target(next_quantiles: torch.Tensor, kept: int) -> torch.Tensor:
@@ -80,7 +81,7 @@ __all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "build_agent"]
 def build_agent(cfg: TQCConfig, ctx: BuildContext) -> SACAgent:
     """SAC's actor and temperature, ``num_critics`` critics of ``quantiles`` outputs each (``value_sizes``),
     their target and the observation statistics, on the device."""
-    return squashed_agent(cfg, ctx, critic_outputs=cfg.quantiles)
+    return squashed_agent(cfg, ctx, critic_outputs=cfg.quantiles, gsde=cfg.use_sde)
 
 
 def build(cfg: TQCConfig, ctx: BuildContext) -> SAC:
@@ -91,5 +92,7 @@ def build(cfg: TQCConfig, ctx: BuildContext) -> SAC:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = build_agent(cfg, ctx)
-    critic_loss = partial(tqc_critic_loss, kept=cfg.kept_quantiles)
-    return SAC(cfg, ctx, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm), critic_loss=critic_loss)
+    # Every critic in each target (no random subsets); the actor maximises the mean over every critic's
+    # quantiles (Kuznetsov et al., eq. 8).
+    critics = Critics(partial(tqc_critic_loss, kept=cfg.kept_quantiles), subset=None, actor_q="mean")
+    return SAC(cfg, ctx, critics, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm))

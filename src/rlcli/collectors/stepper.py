@@ -20,7 +20,7 @@ from rlcli.timing import Timer
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
-    from rlcli.algos import Algorithm
+    from rlcli.algos import Collects
     from rlcli.runtime.distributed import Group
 
 
@@ -78,7 +78,7 @@ class Collector:
     def __init__(
         self,
         envs: VectorEnv,
-        algo: Algorithm,
+        algo: Collects,
         *,
         steps: int,
         device: torch.device,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from functools import reduce
 from typing import TYPE_CHECKING, TypeVar
 
@@ -43,6 +44,27 @@ Update = Callable[["TensorDict", "Timer"], dict[str, torch.Tensor]]
 detaches them)."""
 
 Term = TypeVar("Term", torch.Tensor, float)
+
+CriticStep = Callable[[dict[str, torch.Tensor]], None]
+"""What a replay algorithm's ``update`` does between its critic's terms and the terms it forms after the
+critic has stepped (an actor's): the critic's gradient step on the terms so far (popping ``td_error``, where
+there is one, for the priorities). Its ``loss`` passes none: every term, on the same weights."""
+
+Step = Callable[[torch.Tensor], None]
+"""A gradient step ``update`` takes on one loss between the terms of its term function (IQL's value and
+critic steps); ``loss`` passes none."""
+
+
+class Untimed:
+    """A timer that records nothing: the phases of an algorithm's term function when ``loss`` calls it
+    (outside ``learn``; the bench times the call by its own clock, the tests not at all)."""
+
+    def phase(self, name: str) -> AbstractContextManager[None]:
+        return nullcontext()
+
+
+UNTIMED = Untimed()
+"""The one :class:`Untimed`: it holds no state."""
 
 
 def total_loss(terms: Mapping[str, Term], names: tuple[str, ...]) -> Term | None:
@@ -109,6 +131,17 @@ class ReplayLearner:
                 seen.setdefault(name, []).append(value.detach())
         # One stack and mean per term, once per batch rather than once per step.
         return {name: float(torch.stack(values).mean()) for name, values in seen.items()}
+
+    def critic_step(self, step: GradientStep, sample: TensorDict, timer: Timer) -> CriticStep:
+        """The :data:`CriticStep` of an ``update`` on ``sample``: ``step`` on its ``loss/critic``, then the
+        priorities of ``sample`` from the ``td_error`` it pops."""
+
+        def take(terms: dict[str, torch.Tensor]) -> None:
+            td_error = terms.pop("td_error")
+            step(terms["loss/critic"], timer)
+            self.replay.prioritize(sample, td_error, timer)
+
+        return take
 
     def ingest_and_sample(self, batch: TensorDict, size: int, generator: torch.Generator) -> TensorDict:
         """Store ``batch`` as :meth:`learn` does, then draw a normalized sample of ``size`` transitions

@@ -4,7 +4,7 @@ buffer (as n-step windows), sampling normalized minibatches, and the update-to-d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from gymnasium import spaces
@@ -22,7 +22,23 @@ if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.algos.context import BuildContext
+    from rlcli.config.fields import ReplayConfig
     from rlcli.timing import Timer
+
+
+class ReplaySettings(Protocol):
+    """The fields of an off-policy algorithm's config that its replay reads (every replay algorithm's has them)."""
+
+    @property
+    def replay(self) -> ReplayConfig: ...
+    @property
+    def gamma(self) -> float: ...
+    @property
+    def n_step(self) -> int: ...
+    @property
+    def learning_starts(self) -> int: ...
+    @property
+    def utd_ratio(self) -> float: ...
 
 
 def transition_spec(
@@ -50,7 +66,7 @@ def transition_spec(
     return spec
 
 
-def build_replay(cfg, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormalizer) -> Replay:
+def build_replay(cfg: ReplaySettings, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormalizer) -> Replay:
     """The :class:`Replay` of an off-policy algorithm config ``cfg``, whose storage is checked first.
 
     Reads ``cfg.replay``, ``gamma``, ``n_step``, ``learning_starts`` and ``utd_ratio``, and of
@@ -104,6 +120,17 @@ def build_replay(cfg, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormal
     )
 
 
+def box_replay(cfg: ReplaySettings, ctx: BuildContext, obs_norm: ObservationNormalizer) -> Replay:
+    """The :func:`build_replay` of an off-policy learner of ``ctx``'s Box actions (float32), with ``cfg``'s n-step
+    window, its samples normalized by ``obs_norm``.
+
+    Raises:
+        ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
+    """
+    spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=cfg.n_step)
+    return build_replay(cfg, ctx, spec, obs_norm)
+
+
 def offline_replay(ctx: BuildContext, obs_norm: ObservationNormalizer, *, gamma: float | None) -> OfflineReplay:
     """The :class:`OfflineReplay` of ``ctx.dataset``, its tensors where ``[data] device`` says, and its
     statistics (``[env]`` normalization; the reward scale over returns discounted by ``gamma``, none for
@@ -120,7 +147,7 @@ def offline_replay(ctx: BuildContext, obs_norm: ObservationNormalizer, *, gamma:
     )
 
 
-def stores_frames(cfg, ctx: BuildContext) -> bool:
+def stores_frames(cfg: ReplaySettings, ctx: BuildContext) -> bool:
     """Whether the replay of ``cfg`` stores each frame once (:mod:`rlcli.replay.frames`): ``replay.frames``
     is auto, the env is ale-py's vector env (NEXT_STEP resets, zeros in a reset stack) with a stack of
     frames, and transitions are 1-step."""

@@ -4,13 +4,11 @@ and the shipped presets, so a new algorithm or preset is benched without new cod
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.algos import ALGORITHMS
+from rlcli.algos import ALGORITHMS, Benchable
 from rlcli.bench.floors.policy_gradient import bare_ppo_loss
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.offline import offline_configs, offline_iterations
@@ -125,7 +123,7 @@ def one_pixel_preset_per_algorithm(configs: dict[str, RunConfig]) -> dict[str, R
     return {name: configs[name] for name in first.values()}
 
 
-def _first_batch(cfg: RunConfig) -> tuple[Any, TensorDict]:
+def _first_batch(cfg: RunConfig) -> tuple[Benchable, TensorDict]:
     """The algorithm of ``cfg`` and a copy of one collected batch; the envs are closed, and torch is left on
     the update's threads (``run.threads``) for the timing that follows."""
     run = build_run(cfg)
@@ -150,7 +148,7 @@ def _loss_cases(
     opts: BenchOptions,
     algo_name: str,
     cfg: RunConfig,
-    algo,
+    algo: Benchable,
     minibatch: TensorDict,
 ) -> None:
     """Append the loss cases of one algorithm at one batch size."""

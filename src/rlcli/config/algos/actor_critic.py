@@ -177,27 +177,6 @@ class DDPGConfig(BaseModel):
     ou_theta: OUTheta = 0.15
     replay: Replay
 
-    # What makes TD3's machinery DDPG; not fields, so a config cannot set them.
-    @property
-    def num_critics(self) -> int:
-        return 1
-
-    @property
-    def policy_delay(self) -> int:
-        return 1
-
-    @property
-    def target_noise(self) -> float:
-        return 0.0
-
-    @property
-    def target_noise_clip(self) -> float:
-        return 0.0
-
-    @property
-    def bc_alpha(self) -> None:
-        return None
-
     check = off_policy_problems
     per_rank = off_policy_per_rank
     warm_up = property(replay_warm_up)
@@ -240,16 +219,6 @@ class TQCConfig(BaseModel):
     use_sde: UseSDE = False
     sde_sample_freq: SDESampleFreq = -1
     replay: Replay
-
-    # What SAC's machinery reads: no random critic subsets, and the actor maximises the mean over every
-    # critic's quantiles (Kuznetsov et al., eq. 8). Not fields, so a config cannot set them.
-    @property
-    def critic_subset(self) -> int:
-        return self.num_critics
-
-    @property
-    def actor_q(self) -> str:
-        return "mean"
 
     @property
     def kept_quantiles(self) -> int:
@@ -333,15 +302,6 @@ class CrossQConfig(BaseModel):
             if problems:
                 raise cross_field_error(problems)
         return data
-
-    # What SAC's shared pieces read: no random critic subsets, the actor maximises the minimum.
-    @property
-    def critic_subset(self) -> int:
-        return self.num_critics
-
-    @property
-    def actor_q(self) -> str:
-        return "min"
 
     check = off_policy_problems
     per_rank = off_policy_per_rank
