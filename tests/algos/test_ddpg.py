@@ -8,11 +8,12 @@ from rlcli.algos import ALGORITHMS, ddpg, td3
 from rlcli.timing import Timer
 
 
-def test_ddpg_is_td3s_module_under_its_own_config_and_spaces():
-    assert ALGORITHMS["ddpg"] is ddpg
-    assert ddpg.build is td3.build and ddpg.build_agent is td3.build_agent
-    assert ddpg.PHASES == td3.PHASES and ddpg.METRICS == td3.METRICS
-    assert ddpg.CONFIG.model_fields["name"].annotation.__args__ == ("ddpg",)
+def test_ddpg_is_td3s_record_under_its_own_config():
+    assert ALGORITHMS["ddpg"] is ddpg.SPEC
+    spec = ddpg.SPEC
+    assert spec.build is td3.build and spec.build_agent is td3.build_agent
+    assert spec.phases == td3.SPEC.phases and spec.metrics == td3.SPEC.metrics and spec.total == td3.SPEC.total
+    assert spec.name == "ddpg" and spec.config is not td3.SPEC.config
 
 
 def test_ddpg_config_defaults_are_one_critic_no_delay_no_smoothing(pendulum_run):

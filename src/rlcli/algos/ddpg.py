@@ -3,11 +3,10 @@ critic, an actor update after every critic update and no target smoothing."""
 
 from __future__ import annotations
 
-from gymnasium import spaces as gspaces
+from dataclasses import replace
 
-from rlcli.algos.td3 import METRICS, PHASES, build, build_agent
+from rlcli.algos import td3
 from rlcli.config.algos import DDPGConfig
 
-CONFIG = DDPGConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
-__all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "build_agent"]
+# TD3's record with DDPG's config: the config's fields make the difference.
+SPEC = replace(td3.SPEC, config=DDPGConfig)

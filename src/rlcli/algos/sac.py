@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import SACConfig, gsde_on
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import REPLAY_METRICS, REPLAY_PHASES, ReplayLearner, total_loss
@@ -305,8 +305,6 @@ class SAC:
             self.exploration.load_state_dict(state["exploration"])
 
 
-CONFIG = SACConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
 METRICS = (
     "loss/critic",
@@ -371,3 +369,13 @@ def box_replay(cfg, ctx: BuildContext, obs_norm: ObservationNormalizer) -> Repla
     its samples normalized by ``obs_norm``."""
     spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=cfg.n_step)
     return build_replay(cfg, ctx, spec, obs_norm)
+
+
+SPEC = AlgorithmSpec(
+    config=SACConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

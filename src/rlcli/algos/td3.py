@@ -7,12 +7,12 @@ import copy
 from typing import TYPE_CHECKING
 
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import draws, keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import TD3Config
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.exploration import ActionBounds, ActionNoise
@@ -218,8 +218,6 @@ class TD3:
         self.noise.load_state_dict(state["noise"])
 
 
-CONFIG = TD3Config
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
 METRICS = (
     "loss/critic",
@@ -271,3 +269,13 @@ def build(cfg, ctx: BuildContext) -> TD3:
     ).to(ctx.device)
     spec = transition_spec(ctx.observation_space, (tuple(space.shape), torch.float32), n_step=cfg.n_step)
     return TD3(cfg, ctx, agent=agent, replay=build_replay(cfg, ctx, spec, agent.obs_norm), noise=noise)
+
+
+SPEC = AlgorithmSpec(
+    config=TD3Config,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

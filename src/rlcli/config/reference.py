@@ -42,16 +42,16 @@ def markdown() -> str:
         if name == "algo":
             continue
         parts += [f"### `[{name}]`", "", f"{field.description}", "", _table(_model(field.annotation))]
-    for name, module in ALGORITHMS.items():
-        config = module.CONFIG
+    for name, spec in ALGORITHMS.items():
+        config = spec.config
         parts += [
             f'### `[algo]` with `name = "{name}"`',
             "",
-            f"{config.model_fields['name'].description} {_spaces(module.SUPPORTS)}",
+            f"{config.model_fields['name'].description} {_spaces(spec.supports)}",
             "",
             _table(config, skip=("name",)),
         ]
-    replay_users = [n for n, m in ALGORITHMS.items() if "replay" in m.CONFIG.model_fields]
+    replay_users = [n for n, spec in ALGORITHMS.items() if "replay" in spec.config.model_fields]
     parts += ["### `[algo.replay]`", "", f"The replay buffer of {_words(replay_users)}.", "", _table(ReplayConfig)]
     return "\n".join(parts).rstrip() + "\n"
 
@@ -225,7 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="rewrite the generated blocks of each file")
     mode.add_argument("--check", action="store_true", help="exit 1 when a generated block is out of date")
-    parser.add_argument("files", nargs="*", type=Path, metavar="FILE", help="default: docs/reference.md README.md docs/architecture/training.md")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help="default: docs/reference.md README.md docs/architecture/training.md",
+    )
     args = parser.parse_args(argv)
     stale = []
     for path in args.files or TARGETS:
