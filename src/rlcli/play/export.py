@@ -46,6 +46,7 @@ from torch import nn
 
 from rlcli import __version__
 from rlcli.carry import Carry
+from rlcli.config.algos import SAMPLING
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.envs import check_run_packages, describe_space, import_env_packages
@@ -63,9 +64,7 @@ EXAMPLE_BATCH = 2
 
 _NO_DRAWS = (
     "has no distribution to draw from: each of its draws is its mode. A file samples where the policy does: "
-    "PPO, A2C, REINFORCE and TRPO (their action distribution); SAC, TQC, CrossQ, CQL and IQL (their Gaussian); "
-    'BC with policy = "gaussian" or Discrete actions; DQN and QR-DQN with epsilon_end > 0; TD3 and DDPG with '
-    "noise_scale > 0. Export without --stochastic"
+    f"{SAMPLING}. Export without --stochastic"
 )
 
 

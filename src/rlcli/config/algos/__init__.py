@@ -57,6 +57,20 @@ WITH_MASKS = tuple(name for name, model in ALGO_CONFIGS.items() if model.CAPABIL
 OFFLINE = tuple(name for name, model in ALGO_CONFIGS.items() if "dataset" in model.CAPABILITIES.sources)
 """The algorithms that learn from a dataset (``[data]``)."""
 
+
+def _sampling() -> str:
+    """The algorithms grouped by when their policy samples: "PPO and A2C (their action distribution); DQN
+    with epsilon_end > 0"."""
+    groups: dict[str, list[str]] = {}
+    for name, model in ALGO_CONFIGS.items():
+        groups.setdefault(model.CAPABILITIES.samples, []).append(name)
+    return "; ".join(f"{titled(names)} {when}" for when, names in groups.items())
+
+
+SAMPLING = _sampling()
+"""Which policies draw from a distribution, and when, for export's refusal of ``--stochastic``."""
+
+
 WITH_GSDE = tuple(name for name, model in ALGO_CONFIGS.items() if "use_sde" in model.model_fields)
 """The algorithms that take gSDE (``[algo] use_sde``, for Box actions): those whose config has the field,
 which is their declaration of it."""
@@ -75,6 +89,7 @@ AlgoConfig = Annotated[
 __all__ = [
     "ALGO_CONFIGS",
     "OFFLINE",
+    "SAMPLING",
     "WITH_GSDE",
     "WITH_MASKS",
     "WITH_MEMORY",
