@@ -1,9 +1,11 @@
 """Documentation generated from the code: the config reference, from the pydantic models, and the
 README's table of the optional extras each shipped preset needs, from the presets, and the
-architecture page's map of the code, from each package's and root module's docstring.
+architecture page's map of the code, from each package's and root module's docstring, and the tables
+of algorithms (the README's, the masks guide's) from the config models' ``CAPABILITIES``
+(:mod:`rlcli.config.algorithm_tables`).
 
 ``python -m rlcli.config.reference --write`` rewrites each generated block, between its ``BEGIN`` and
-``END`` markers, of ``docs/reference.md`` and ``README.md`` (or of the files it is given); ``--check``
+``END`` markers, of the files of :data:`TARGETS` (or of the files it is given); ``--check``
 exits 1 when a block and the code disagree (``tests/test_docs.py`` does the same check).
 """
 
@@ -22,12 +24,18 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from rlcli.config.algorithm_tables import masks_markdown, readme_markdown
 from rlcli.config.load import preset_extras
 from rlcli.config.model import field_bounds, range_text, toml_value
 from rlcli.config.presets import available_presets
 
 COMMAND = "python -m rlcli.config.reference --write"
-TARGETS = (Path("docs/reference.md"), Path("README.md"), Path("docs/architecture/training.md"))
+TARGETS = (
+    Path("docs/reference.md"),
+    Path("README.md"),
+    Path("docs/architecture/training.md"),
+    Path("docs/guides/action-masks.md"),
+)
 """The files ``--write`` and ``--check`` read without arguments, from the repository's root."""
 
 
@@ -203,7 +211,9 @@ class Block:
 REFERENCE = Block("config reference", markdown)
 EXTRAS = Block("extras", extras_markdown)
 CODE_MAP = Block("code map", code_map_markdown)
-BLOCKS = (REFERENCE, EXTRAS, CODE_MAP)
+ALGORITHMS_TABLE = Block("algorithms", readme_markdown)
+MASKS_TABLE = Block("masks", masks_markdown)
+BLOCKS = (REFERENCE, EXTRAS, CODE_MAP, ALGORITHMS_TABLE, MASKS_TABLE)
 
 
 def current(text: str, block: Block = REFERENCE) -> str | None:
@@ -230,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="*",
         type=Path,
         metavar="FILE",
-        help="default: docs/reference.md README.md docs/architecture/training.md",
+        help=f"default: {' '.join(map(str, TARGETS))}",
     )
     args = parser.parse_args(argv)
     stale = []

@@ -14,18 +14,13 @@ from typing import Annotated, Any, Literal
 import gymnasium as gym
 from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
-from rlcli.config.algos import WITH_MASKS, WITH_MEMORY, AlgoConfig, capabilities, titled
-from rlcli.config.algos.capabilities import words
+from rlcli.config.algos import MASKED_ACTIONS, WITH_MASKS, WITH_MEMORY, AlgoConfig, mask_problems, titled
 from rlcli.config.logger import LoggerConfig
-from rlcli.config.masks import mask_problems
 from rlcli.config.memory import memory_problems
 from rlcli.config.model import SECTION, auto_or_count, cross_field_error
 from rlcli.config.schedules import CheckpointConfig, EvalConfig, TimingConfig, schedule_problems
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
 from rlcli.envs import register_family, vector_kwargs_problems
-
-# The action spaces some algorithm masks, for env.action_mask's description: "Discrete and MultiDiscrete".
-MASKED_ACTIONS = words(list(dict.fromkeys(s for n in WITH_MASKS for s in capabilities(n).masks.actions)))
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:[0-9]+)?)$")
@@ -268,8 +263,8 @@ class NetworkConfig(BaseModel):
     )
     memory: Literal["none", "lstm", "gru"] = Field(
         "none",
-        description=f"A recurrent core after the encoder, for {titled(WITH_MEMORY)}: "
-        '"lstm" or "gru" carry a state from step to step (zeroed where an episode starts); "none" is a memoryless policy.',
+        description=f'A recurrent core after the encoder, for {titled(WITH_MEMORY)}: "lstm" or "gru" carry a state '
+        'from step to step (zeroed where an episode starts); "none" is a memoryless policy.',
     )
     memory_size: int = Field(256, ge=1, le=65536, description="Hidden units of each memory core.")
     memory_layers: int = Field(1, ge=1, le=8, description="Stacked layers of each memory core.")
@@ -371,16 +366,12 @@ def cross_section_problems(
     ``given`` names the sections the config file wrote (a default ``[collector]`` is not one).
     """
     env, collector, algo = sections.get("env"), sections.get("collector"), sections.get("algo")
-    problems = source_problems(algo, sections.get("data"), given)
-    if problems:
-        return problems
-    problems = mask_problems(algo, env, sections.get("data"))
+    problems = source_problems(algo, sections.get("data"), given) or mask_problems(algo, env, sections.get("data"))
     if problems:
         return problems
     problems = schedule_problems(sections)
     if sections.get("data") is not None:
-        # An offline run has no rollouts: its algorithm checks itself against the env alone, and memory only
-        # against the algorithm (none of the offline ones has memory).
+        # An offline run has no rollouts: its algorithm checks itself against the env alone.
         problems += algo.check(collector=None, env=env) if algo is not None and env is not None else []
         return problems + memory_problems(algo, sections.get("network"), None, env)
     if env is not None and collector is not None:

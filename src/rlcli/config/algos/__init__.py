@@ -54,6 +54,9 @@ WITH_MEMORY = tuple(name for name, model in ALGO_CONFIGS.items() if model.CAPABI
 WITH_MASKS = tuple(name for name, model in ALGO_CONFIGS.items() if model.CAPABILITIES.masks is not None)
 """The algorithms that apply the env's action masks (``[env] action_mask``), for some action space."""
 
+MASKED_ACTIONS = words(list(dict.fromkeys(s for n in WITH_MASKS for s in capabilities(n).masks.actions)))
+"""The action spaces some algorithm masks, as prose: "Discrete and MultiDiscrete"."""
+
 OFFLINE = tuple(name for name, model in ALGO_CONFIGS.items() if "dataset" in model.CAPABILITIES.sources)
 """The algorithms that learn from a dataset (``[data]``)."""
 
@@ -81,6 +84,26 @@ def gsde_on(algo: BaseModel) -> bool:
     return algo.name in WITH_GSDE and algo.use_sde
 
 
+def mask_problems(algo, env, data) -> list[tuple[str, str]]:
+    """Problems of an ``[env] action_mask`` that names where masks are ("info", "observation") for an
+    algorithm that applies none, or that learns from a dataset (``data``, the ``[data]`` section): what
+    ``validate`` checks before any env is made (the action space's check waits for ``--build``:
+    ``rlcli.algos.uses_masks``)."""
+    if algo is None or env is None or env.action_mask in ("auto", "none"):
+        return []
+    online = [name for name in WITH_MASKS if "collector" in capabilities(name).sources]
+    if algo.name in online and data is None:
+        return []
+    how = "learns from a dataset" if data is not None else "applies none"
+    return [
+        (
+            "env.action_mask",
+            f"{algo.name} cannot use action masks ({how}); the algorithms that can: {', '.join(online)}; "
+            'set action_mask = "none" (or "auto")',
+        )
+    ]
+
+
 AlgoConfig = Annotated[
     Union[tuple(ALGO_CONFIGS.values())],  # noqa: UP007
     Field(discriminator="name"),
@@ -88,6 +111,7 @@ AlgoConfig = Annotated[
 
 __all__ = [
     "ALGO_CONFIGS",
+    "MASKED_ACTIONS",
     "OFFLINE",
     "SAMPLING",
     "WITH_GSDE",
@@ -110,5 +134,6 @@ __all__ = [
     "TRPOConfig",
     "capabilities",
     "gsde_on",
+    "mask_problems",
     "titled",
 ]

@@ -18,7 +18,7 @@ class BCConfig(BaseModel):
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(
         title="BC",
         paper="behaviour cloning, as CORL's ([Tarasov et al., 2022](https://arxiv.org/abs/2210.07105))",
-        actions=("Box", "Discrete"),
+        actions=("Discrete", "Box"),
         sources=("dataset",),
         samples='with policy = "gaussian" or Discrete actions',
     )

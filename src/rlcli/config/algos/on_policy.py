@@ -28,7 +28,7 @@ class PPOConfig(BaseModel):
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(
         title="PPO",
         paper="[Schulman et al., 2017](https://arxiv.org/abs/1707.06347)",
-        actions=("Discrete", "Box", "MultiDiscrete", "MultiBinary"),
+        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
         masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
         memory=True,
         samples="(their action distribution)",
@@ -106,7 +106,7 @@ class A2CConfig(BaseModel):
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(
         title="A2C",
         paper="[Mnih et al., 2016](https://arxiv.org/abs/1602.01783)",
-        actions=("Discrete", "Box", "MultiDiscrete", "MultiBinary"),
+        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
         masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
         memory=True,
         samples="(their action distribution)",
@@ -136,7 +136,7 @@ class REINFORCEConfig(BaseModel):
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(
         title="REINFORCE",
         paper="[Williams, 1992](https://doi.org/10.1007/BF00992696)",
-        actions=("Discrete", "Box", "MultiDiscrete", "MultiBinary"),
+        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
         masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
         memory=True,
         samples="(their action distribution)",
@@ -186,7 +186,7 @@ class TRPOConfig(BaseModel):
     CAPABILITIES: ClassVar[Capabilities] = Capabilities(
         title="TRPO",
         paper="[Schulman et al., 2015](https://arxiv.org/abs/1502.05477)",
-        actions=("Discrete", "Box", "MultiDiscrete", "MultiBinary"),
+        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
         masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
         samples="(their action distribution)",
     )
