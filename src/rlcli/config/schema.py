@@ -259,7 +259,7 @@ class NetworkConfig(BaseModel):
         'key for a Dict; "flat" flattens any Box; "nature_cnn" or "impala_cnn" (Espeholt et al. 2018) for images.',
     )
     share_encoder: bool = Field(
-        True, description="PPO and A2C: the policy and the value read one encoder (false: one each)."
+        True, description="The on-policy actor-critic: the policy and the value read one encoder (false: one each)."
     )
     memory: Literal["none", "lstm", "gru"] = Field(
         "none",
