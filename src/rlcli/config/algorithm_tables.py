@@ -1,5 +1,6 @@
 """The docs' lists of algorithms, from each config model's ``CAPABILITIES``: the README's table of
-algorithms (with their count and presets), the masks guide's table, and the check that finds a list of
+algorithms (with their count and presets), the masks guide's table, the config guide's paragraph on
+spaces, the memory guide's sentence, and the check that finds a list of
 algorithms written in prose which disagrees with the declarations.
 
 The tables are generated blocks of :mod:`rlcli.config.reference`; :func:`stale_lists` is what
@@ -32,6 +33,11 @@ def _spaces(names: tuple[str, ...], masked: tuple[str, ...] = ()) -> str:
     return ", ".join(
         f"{'1-D ' if name in one_d else ''}`{name}`{' (masked)' if name in masked else ''}" for name in names
     )
+
+
+def _either(items: list[str]) -> str:
+    """``items`` as alternatives: "a", "a or b", "a, b or c"."""
+    return ", ".join(items[:-1]) + f" or {items[-1]}" if len(items) > 1 else "".join(items)
 
 
 def _learns_from(sources: tuple[str, ...]) -> str:
@@ -119,6 +125,39 @@ def masks_markdown() -> str:
     rows += [f"| {titled(names)} | {_spaces(actions)} | {where} |" for (actions, where), names in groups.items()]
     others = [name for name in ALGO_CONFIGS if name not in WITH_MASKS]
     return "\n".join(rows) + f"\n\n{titled(others)} take no masks.\n" if others else "\n".join(rows) + "\n"
+
+
+def spaces_markdown() -> str:
+    """The config guide's paragraph on which algorithm takes which actions, masks and gSDE."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, model in ALGO_CONFIGS.items():
+        groups.setdefault(model.CAPABILITIES.actions, []).append(name)
+    one_d = ("Box", "MultiDiscrete", "MultiBinary")
+    takes = [
+        f"{titled(names)} {'take' if len(names) > 1 else 'takes'} "
+        + _either(
+            [f"{'1-D ' if a in one_d else ''}`{a}`{' (from 0)' if a == 'MultiDiscrete' else ''}" for a in actions]
+        )
+        + " actions"
+        for actions, names in groups.items()
+    ]
+    masks = tuple(n for n in WITH_MASKS if "collector" in ALGO_CONFIGS[n].CAPABILITIES.sources)
+    return (
+        "; ".join(takes)
+        + " ([the table of algorithms](../README.md#algorithms)). "
+        + f"{titled(masks)} also take the env's invalid-action masks "
+        + "([action masks](guides/action-masks.md), `[env] action_mask`). "
+        + f"{titled(WITH_GSDE)} take gSDE, state-dependent exploration for `Box` actions.\n"
+    )
+
+
+def memory_markdown() -> str:
+    """The memory guide's sentence on which algorithms take a memory core."""
+    verb = "take" if len(WITH_MEMORY) > 1 else "takes"
+    return (
+        f"{titled(WITH_MEMORY)} {verb} one; the other algorithms refuse `[network] memory` with a message "
+        "that lists those that take one.\n"
+    )
 
 
 def expected_lists() -> dict[str, tuple[str, ...]]:

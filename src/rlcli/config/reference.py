@@ -1,7 +1,7 @@
 """Documentation generated from the code: the config reference, from the pydantic models, and the
 README's table of the optional extras each shipped preset needs, from the presets, and the
 architecture page's map of the code, from each package's and root module's docstring, and the tables
-of algorithms (the README's, the masks guide's) from the config models' ``CAPABILITIES``
+of algorithms (the README's, the masks guide's, the config guide's spaces, the memory guide's) from the config models' ``CAPABILITIES``
 (:mod:`rlcli.config.algorithm_tables`).
 
 ``python -m rlcli.config.reference --write`` rewrites each generated block, between its ``BEGIN`` and
@@ -24,7 +24,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from rlcli.config.algorithm_tables import masks_markdown, readme_markdown
+from rlcli.config.algorithm_tables import masks_markdown, memory_markdown, readme_markdown, spaces_markdown
 from rlcli.config.load import preset_extras
 from rlcli.config.model import field_bounds, range_text, toml_value
 from rlcli.config.presets import available_presets
@@ -35,6 +35,8 @@ TARGETS = (
     Path("README.md"),
     Path("docs/architecture/training.md"),
     Path("docs/guides/action-masks.md"),
+    Path("docs/config.md"),
+    Path("docs/guides/memory.md"),
 )
 """The files ``--write`` and ``--check`` read without arguments, from the repository's root."""
 
@@ -213,7 +215,9 @@ EXTRAS = Block("extras", extras_markdown)
 CODE_MAP = Block("code map", code_map_markdown)
 ALGORITHMS_TABLE = Block("algorithms", readme_markdown)
 MASKS_TABLE = Block("masks", masks_markdown)
-BLOCKS = (REFERENCE, EXTRAS, CODE_MAP, ALGORITHMS_TABLE, MASKS_TABLE)
+SPACES = Block("spaces", spaces_markdown)
+MEMORY = Block("memory", memory_markdown)
+BLOCKS = (REFERENCE, EXTRAS, CODE_MAP, ALGORITHMS_TABLE, MASKS_TABLE, SPACES, MEMORY)
 
 
 def current(text: str, block: Block = REFERENCE) -> str | None:
