@@ -54,7 +54,7 @@ def test_every_algorithm_key_is_documented(name):
     heading = f'### `[algo]` with `name = "{name}"`'
     assert heading in REFERENCE_PAGE
     block = REFERENCE_PAGE.split(heading, 1)[1].split("\n### ", 1)[0]
-    for key in ALGORITHMS[name].CONFIG.model_fields:
+    for key in ALGORITHMS[name].config.model_fields:
         if key != "name":
             assert f"| `{key}` |" in block, f"algo {name}: {key} missing from docs/reference.md"
 

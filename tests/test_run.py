@@ -27,11 +27,11 @@ def cfg(**sections):
 def test_the_run_holds_the_algorithms_phases_after_update_and_its_metrics():
     run = build_run(cfg())
     try:
-        module = ALGORITHMS["ppo"]
+        spec = ALGORITHMS["ppo"]
         assert run.phases[:4] == ("collect", "collect.policy", "collect.env_step", "update")
-        assert run.phases[4 : 4 + len(module.PHASES)] == module.PHASES
+        assert run.phases[4 : 4 + len(spec.phases)] == spec.phases
         assert run.phases[-2:] == ("log", "iteration") and "eval" not in run.phases
-        assert run.metrics == module.METRICS and run.evaluator is None
+        assert run.metrics == spec.metrics and run.evaluator is None
         assert run.iterations == 10 and run.planned_progress == 640
         assert run.source.algo is run.algo and run.source.steps == 16
     finally:

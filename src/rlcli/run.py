@@ -14,6 +14,7 @@ from gymnasium import spaces
 from rlcli import observations
 from rlcli.algos import ALGORITHMS, Algorithm, check_spaces, uses_masks
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.collectors.stepper import Collector
 from rlcli.config.algos import gsde_on
 from rlcli.config.errors import ConfigError, ConfigIssue, single
@@ -215,9 +216,9 @@ def _build(
         if evaluator is not None:
             evaluator.close()
         raise
-    module = ALGORITHMS[cfg.algo.name]
-    phases = _phases(module, group, evaluator)
-    metrics = tuple(module.METRICS)
+    spec = ALGORITHMS[cfg.algo.name]
+    phases = _phases(spec, group, evaluator)
+    metrics = tuple(spec.metrics)
     return Run(
         cfg, device, data_source, algo, local.iterations, folder, phases, metrics, origin, evaluator, group, threads
     )
@@ -327,13 +328,13 @@ def _thread_plan(
     return threads
 
 
-def _phases(module: Any, group: Group, evaluator: Evaluator | None) -> tuple[str, ...]:
+def _phases(spec: AlgorithmSpec, group: Group, evaluator: Evaluator | None) -> tuple[str, ...]:
     """Every timed phase in display order: the loop's, with the algorithm's sub-phases after ``update``."""
     evaluating = ("eval",) if evaluator is not None else ()
     # The gradient all-reduce of a data-parallel run is timed between backward and the optimizer step.
     algo_phases = [
         p
-        for phase in module.PHASES
+        for phase in spec.phases
         for p in ((phase, "update.all_reduce") if phase == "update.backward" and group.world_size > 1 else (phase,))
     ]
     phases = ("collect", "collect.policy", "collect.env_step", "update", *algo_phases, *evaluating, "log", "iteration")

@@ -11,10 +11,11 @@ from rlcli.config.load import validate_data
 from rlcli.timing import Timer
 
 
-def test_ddpg_is_td3s_machinery_under_its_own_config_and_spaces(pendulum_run):
-    assert ALGORITHMS["ddpg"] is ddpg
-    assert ddpg.PHASES == td3.PHASES and ddpg.METRICS == td3.METRICS
-    assert ddpg.CONFIG.model_fields["name"].annotation.__args__ == ("ddpg",)
+def test_ddpg_is_td3s_machinery_under_its_own_record(pendulum_run):
+    assert ALGORITHMS["ddpg"] is ddpg.SPEC
+    spec = ddpg.SPEC
+    assert spec.phases == td3.SPEC.phases and spec.metrics == td3.SPEC.metrics and spec.total == td3.SPEC.total
+    assert spec.name == "ddpg" and spec.config is not td3.SPEC.config
     run = pendulum_run("ddpg", seed=8)
     run.close()
     assert isinstance(run.algo, td3.TD3) and run.algo.settings == ddpg.SINGLE

@@ -1,5 +1,5 @@
-"""Checks every algorithm in the table gets for free, derived from its module's
-``SUPPORTS``, ``PHASES`` and ``METRICS``."""
+"""Checks every algorithm in the table gets for free, derived from its record (``rlcli.algos.ALGORITHMS``):
+``supports``, ``phases`` and ``metrics``."""
 
 import copy
 import math
@@ -8,6 +8,7 @@ import gymnasium as gym
 import pytest
 import torch
 
+import rlcli.algos
 from offline import random_dataset
 from rlcli.algos import ALGORITHMS, Benchable
 from rlcli.algos.context import BuildContext
@@ -24,27 +25,27 @@ LOOP_PHASES = {"collect", "collect.policy", "collect.env_step", "update", "log",
 def supported(name: str, env_id: str) -> bool:
     env = gym.make(env_id)
     try:
-        module = ALGORITHMS[name]
-        return isinstance(env.observation_space, module.SUPPORTS["observation"]) and isinstance(
-            env.action_space, module.SUPPORTS["action"]
+        spec = ALGORITHMS[name]
+        return isinstance(env.observation_space, spec.supports["observation"]) and isinstance(
+            env.action_space, spec.supports["action"]
         )
     finally:
         env.close()
 
 
 def config(name: str, env_id: str, seed: int = 1):
-    module = ALGORITHMS[name]
+    spec = ALGORITHMS[name]
     algo = {"name": name}
     # Small batches so that a few iterations are enough to learn something.
     for field, value in (("minibatch_size", 32), ("batch_size", 16), ("learning_starts", 64)):
-        if field in module.CONFIG.model_fields:
+        if field in spec.config.model_fields:
             algo[field] = value
-    if "replay" in module.CONFIG.model_fields:
+    if "replay" in spec.config.model_fields:
         algo["replay"] = {"capacity": 1000}
     # An offline algorithm learns from a small dataset of random actions on the env, 8 steps an iteration.
     source = (
         {"collector": {"frames_per_batch": 64, "total_frames": 640}}
-        if "collector" in module.CONFIG.SOURCES
+        if "collector" in spec.capabilities.sources
         else {"data": {"dataset": random_dataset(env_id), "total_steps": 80, "steps_per_iteration": 8}}
     )
     return validate_data(
@@ -72,7 +73,7 @@ def learn_until_loss(run, timer, limit: int = 5) -> dict[str, float]:
 
 @pytest.mark.parametrize(("name", "env_id"), PAIRS)
 def test_learn_reports_its_metrics_times_its_phases_and_changes_weights(name, env_id):
-    module = ALGORITHMS[name]
+    spec = ALGORITHMS[name]
     run = build_run(config(name, env_id))
     try:
         before = [p.detach().clone() for p in run.algo.agent.parameters()]
@@ -80,24 +81,24 @@ def test_learn_reports_its_metrics_times_its_phases_and_changes_weights(name, en
         terms = learn_until_loss(run, timer)
     finally:
         run.close()
-    assert set(terms) <= set(module.METRICS), set(terms) - set(module.METRICS)
+    assert set(terms) <= set(spec.metrics), set(terms) - set(spec.metrics)
     assert "loss/total" in terms and "optim/lr" in terms
     assert all(math.isfinite(v) for v in terms.values()), terms
     changed = [not torch.equal(a, b) for a, b in zip(before, run.algo.agent.parameters())]
     assert any(changed)
     assert {"update.forward", "update.backward", "update.optimizer"} <= set(timer.current)
-    assert set(timer.current) <= LOOP_PHASES | set(module.PHASES), set(timer.current) - set(module.PHASES)
+    assert set(timer.current) <= LOOP_PHASES | set(spec.phases), set(timer.current) - set(spec.phases)
 
 
 @pytest.mark.parametrize(("name", "env_id"), PAIRS)
-def test_run_columns_come_from_the_module(name, env_id):
-    module = ALGORITHMS[name]
+def test_run_columns_come_from_the_record(name, env_id):
+    spec = ALGORITHMS[name]
     run = build_run(config(name, env_id))
     run.close()
-    assert run.metrics == tuple(module.METRICS)
-    assert set(module.PHASES) <= set(run.phases)
+    assert run.metrics == tuple(spec.metrics)
+    assert set(spec.phases) <= set(run.phases)
     # Sub-phases follow their parent in the display order.
-    assert run.phases.index("update") < min(run.phases.index(p) for p in module.PHASES)
+    assert run.phases.index("update") < min(run.phases.index(p) for p in spec.phases)
 
 
 @pytest.mark.parametrize(("name", "env_id"), PAIRS)
@@ -179,7 +180,7 @@ def test_unsupported_observation_space_is_a_config_error(name):
     algo = {"name": name} | ({"minibatch_size": 32} if name == "ppo" else {})
     source = (
         {"collector": {"frames_per_batch": 64, "total_frames": 640}}
-        if "collector" in ALGORITHMS[name].CONFIG.SOURCES
+        if "collector" in ALGORITHMS[name].capabilities.sources
         else {"data": {"dataset": random_dataset("Blackjack-v1")}}
     )
     cfg = validate_data(
@@ -196,23 +197,25 @@ def test_unsupported_observation_space_is_a_config_error(name):
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
-def test_every_algorithm_module_has_the_table_interface(name):
-    module = ALGORITHMS[name]
-    assert module.CONFIG.model_fields["name"].annotation.__args__ == (name,)
+def test_every_algorithm_record_has_the_table_interface(name):
+    spec = ALGORITHMS[name]
+    assert spec.config.model_fields["name"].annotation.__args__ == (name,) and spec.name == name
+    # rlcli.algos.<name> ends with its own record (DDPG's is TD3's with its own config).
+    assert getattr(rlcli.algos, name).SPEC is spec
     # "action_mask": the action spaces whose masks it applies, for those that can.
-    assert {"observation", "action"} <= set(module.SUPPORTS) <= {"observation", "action", "action_mask"}
-    assert all(phase.startswith("update.") for phase in module.PHASES)
-    assert all(key.split("/")[0] in {"loss", "stats", "optim"} for key in module.METRICS)
-    assert callable(module.build) and callable(module.build_agent)
+    assert {"observation", "action"} <= set(spec.supports) <= {"observation", "action", "action_mask"}
+    assert all(phase.startswith("update.") for phase in spec.phases)
+    assert all(key.split("/")[0] in {"loss", "stats", "optim"} for key in spec.metrics)
+    assert callable(spec.build) and callable(spec.build_agent)
 
 
 def test_the_config_table_and_the_algorithm_table_agree():
     from rlcli.config.algos import ALGO_CONFIGS
 
     assert list(ALGO_CONFIGS) == list(ALGORITHMS)
-    for name, module in ALGORITHMS.items():
-        assert module.CONFIG is ALGO_CONFIGS[name]
-        assert module.CONFIG.model_fields["name"].annotation.__args__ == (name,)
+    for name, spec in ALGORITHMS.items():
+        assert spec.config is ALGO_CONFIGS[name] and spec.capabilities is ALGO_CONFIGS[name].CAPABILITIES
+        assert spec.config.model_fields["name"].annotation.__args__ == (name,)
 
 
 @pytest.mark.parametrize(("name", "env_id"), PAIRS)
@@ -268,13 +271,13 @@ def test_benchable_ingest_and_sample_then_loss_give_a_finite_total_with_gradient
     finally:
         run.close()
     # Only an algorithm that learns from envs acts: nothing collects with an offline-only one.
-    assert hasattr(algo, "act") == ("collector" in ALGORITHMS[name].CONFIG.SOURCES)
+    assert hasattr(algo, "act") == ("collector" in ALGORITHMS[name].config.CAPABILITIES.sources)
     assert minibatch.batch_size == torch.Size([16])
     total = terms["loss/total"]
     assert total.dim() == 0 and math.isfinite(float(total.detach())) and total.requires_grad
     # Every term it names is one its learn reports as a column.
     reported = {k for k in terms if k.startswith(("loss/", "stats/"))}
-    assert reported <= set(ALGORITHMS[name].METRICS), reported - set(ALGORITHMS[name].METRICS)
+    assert reported <= set(ALGORITHMS[name].metrics), reported - set(ALGORITHMS[name].metrics)
     total.backward()
     assert any(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in run.algo.agent.parameters())
 

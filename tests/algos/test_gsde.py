@@ -189,7 +189,7 @@ def test_bad_gsde_settings_exit_2_naming_the_field_and_what_is_allowed(preset, o
     text = " ".join(result.stdout.split())
     assert f'"path": "{field}"' in text and words in text
     if "has no gSDE" in words:
-        assert "ppo, a2c, sac, tqc, trpo" in text
+        assert ", ".join(WITH_GSDE) in text and "trpo" in WITH_GSDE
     if "is not allowed" in words:
         assert "allowed: -1" in text and "N >= 1" in text
 

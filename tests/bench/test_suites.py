@@ -29,7 +29,7 @@ def check_loss_cases(cases, ratios) -> set[str]:
                 # The named terms (a td_error for priorities aside) are among the METRICS of the algorithm the
                 # case names, as its module declares them: the case times its own algorithm's loss.
                 named = {t for t in terms if t.startswith(("loss/", "stats/"))}
-                assert named <= set(ALGORITHMS[case.name.split(".")[0]].METRICS), case.key
+                assert named <= set(ALGORITHMS[case.name.split(".")[0]].metrics), case.key
         return {case.name.split(".")[0] for case in cases}
     finally:
         for case in cases:

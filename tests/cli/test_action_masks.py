@@ -66,13 +66,21 @@ def test_a_mask_of_the_wrong_shape_or_dtype(cli, write_toml, kwargs, said):
     assert "bool or integer 0/1" in output
 
 
-@pytest.mark.parametrize(("algo", "algo_extra"), [("ppo", ""), ("sac", "learning_starts = 16\nbatch_size = 16")])
-def test_masks_on_box_actions(cli, write_toml, algo, algo_extra):
+@pytest.mark.parametrize(
+    ("algo", "algo_extra", "said"),
+    [
+        # PPO masks Discrete and MultiDiscrete actions: only the env's Box actions, met at build, refuse it.
+        ("ppo", "", "action masks need Discrete or 1-D MultiDiscrete actions"),
+        # SAC masks none: refused from its declared capabilities, before any env is made.
+        ("sac", "learning_starts = 16\nbatch_size = 16", "sac cannot use action masks (applies none)"),
+    ],
+)
+def test_masks_on_box_actions(cli, write_toml, algo, algo_extra, said):
     bad(
         cli,
         config(write_toml, "Pendulum-v1", "info", algo=algo, algo_extra=algo_extra),
-        "action masks need Discrete or 1-D MultiDiscrete actions",
-        "the algorithms that use masks: ppo, a2c, dqn, reinforce",
+        said,
+        "ppo, a2c, reinforce, trpo, dqn, qrdqn",
     )
 
 
@@ -92,14 +100,14 @@ total_steps = 100
         cli,
         write_toml("bc.toml", text),
         "bc cannot use action masks (learns from a dataset)",
-        "the algorithms that can, for Discrete(6) actions: ppo, a2c, dqn, reinforce",
+        "the algorithms that can: ppo, a2c, reinforce, trpo, dqn, qrdqn;",
     )
 
 
 def test_multidiscrete_actions_with_an_algorithm_that_cannot_take_them(cli, write_toml):
     path = config(write_toml, "RlcliTest/MaskedPicks-v0", "auto", algo="dqn", algo_extra="learning_starts = 16")
     output = assert_bad_input(cli("validate", "--build", path, "--env-package", "rlcli_test_envs"), "MultiDiscrete")
-    assert "the algorithms that learn from envs with such actions: ppo, a2c, reinforce" in output
+    assert "the algorithms that learn from envs with such actions: ppo, a2c, reinforce, trpo" in output
 
 
 def test_multibinary_actions_train_with_ppo(cli, write_toml, tmp_path):

@@ -87,7 +87,7 @@ def test_unknown_algorithm_lists_the_known_ones(cli, tmp_path):
     text = '[env]\nid = "CartPole-v1"\n\n[algo]\nname = "muzero"\n'
     result = show_config_error(cli, tmp_path, text)
     assert_bad_input(
-        result, "invalid config bad.toml", "algo: unknown algorithm 'muzero'", "known algorithms: ppo, a2c, dqn"
+        result, "invalid config bad.toml", "algo: unknown algorithm 'muzero'", "known algorithms: ppo, a2c, reinforce"
     )
 
 

@@ -42,7 +42,7 @@ def test_each_preset_trains_evaluates_and_saves_its_agent(cli, tmp_path, preset)
     folder = only_run_folder(out, preset)
     header, rows = read_csv(folder / "metrics.csv")
     name = preset.split("_")[0]
-    assert set(ALGORITHMS[name].METRICS) <= set(header)
+    assert set(ALGORITHMS[name].metrics) <= set(header)
     assert rows[-1]["loss/total"] != "" and float(rows[-1]["optim/lr"]) > 0
     status = read_run_json(folder)
     assert status["status"] == "completed" and status["final_eval"]["episodes"] == 2

@@ -34,7 +34,7 @@ EXPECTED = {
     "negative_lr.toml": ("optim.lr", "-0.001 is out of range; allowed: > 0 and <= 1", 9),
     "gamma_above_one.toml": ("algo.gamma", "1.5 is out of range; allowed: 0 to 1", 7),
     "zero_envs.toml": ("env.num_envs", "0 is out of range; allowed: 1 to 4096", 4),
-    "unknown_algo.toml": ("algo", "unknown algorithm 'muzero'; known algorithms: ppo, a2c, dqn", 5),
+    "unknown_algo.toml": ("algo", "unknown algorithm 'muzero'; known algorithms: ppo, a2c, reinforce", 5),
     "unknown_env.toml": ("env.id", "unknown gymnasium env id 'CartPole-v2'; did you mean 'CartPole-v1'", 3),
     "module_env.toml": ("env.id", "module-qualified env id 'os:system' is not allowed", 3),
     "missing_env.toml": ("env", "missing required section [env]", None),

@@ -65,12 +65,12 @@ def test_configs_are_frozen():
 def test_algo_name_picks_the_model(name):
     data = copy.deepcopy(BASE)
     data["algo"] = {"name": name}
-    if "collector" not in ALGORITHMS[name].CONFIG.SOURCES:
+    if "collector" not in ALGORITHMS[name].capabilities.sources:
         # An offline algorithm: a [data] section in place of [collector] (the dataset is read at build).
         del data["collector"]
         data["data"] = {"dataset": "pendulum/medium-v0"}
     cfg = RunConfig.model_validate(data)
-    assert isinstance(cfg.algo, ALGORITHMS[name].CONFIG)
+    assert isinstance(cfg.algo, ALGORITHMS[name].config)
 
 
 @pytest.mark.parametrize(

@@ -1,25 +1,26 @@
 """The algorithm table, the protocols every algorithm satisfies, and the check of an env's spaces
 against what an algorithm supports.
 
-An algorithm is one module ``rlcli/algos/<name>.py`` exposing ``CONFIG`` (its pydantic
-model), ``SUPPORTS`` (the space types it accepts), ``PHASES`` (the timed sub-phases of its
-``learn``), ``METRICS`` (the row keys its ``learn`` reports), ``build(cfg, ctx)`` and
-``build_agent(cfg, ctx)`` (see :mod:`rlcli.algos.context`). Its config model lives in
-:mod:`rlcli.config.algos`, so that reading and checking a config never imports torch; that
-module's ``ALGO_CONFIGS`` is the one list of algorithms, and :data:`ALGORITHMS` is derived from
-it here: adding an algorithm is its module, its config model with one line in that table, and a
-preset. ``validate --build``, the bench suites and the generic tests read :data:`ALGORITHMS`.
+An algorithm is one module ``rlcli/algos/<name>.py`` that ends with one frozen record,
+``SPEC`` (an :class:`~rlcli.algos.spec.AlgorithmSpec`): its config model, ``build(cfg, ctx)`` and
+``build_agent(cfg, ctx)`` (see :mod:`rlcli.algos.context`), the phases and metrics its ``learn``
+reports, and its ``loss/total`` rule. What it can take (observation and action spaces, masks, memory,
+sampling, data sources) is declared once on its torch-free config model, ``CAPABILITIES`` in
+:mod:`rlcli.config.algos`, so that ``rlcli validate`` checks it without torch; the record's
+``supports`` maps those names to gymnasium classes. :data:`ALGORITHMS` maps each ``[algo] name`` to its
+record: adding an algorithm is its module, its config model, one line of that table and a preset.
+``validate --build``, the bench suites and the generic tests read :data:`ALGORITHMS`.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
 from gymnasium import spaces
 
-from rlcli.config.algos import ALGO_CONFIGS, WITH_GSDE
+from rlcli.algos import a2c, bc, cql, crossq, ddpg, dqn, iql, ppo, qrdqn, reinforce, sac, td3, tqc, trpo
+from rlcli.algos.spec import AlgorithmSpec
+from rlcli.config.algos import WITH_GSDE
 from rlcli.config.errors import single
 from rlcli.console import err_console
 from rlcli.models.encoders import is_image, space_problem
@@ -135,7 +136,7 @@ class Benchable(Algorithm, Protocol):
 
 
 def _serves(supports: dict, role: str, space: spaces.Space) -> bool:
-    """Whether a module's ``SUPPORTS`` takes ``space`` in ``role`` (Box, MultiDiscrete and MultiBinary
+    """Whether a record's ``supports`` takes ``space`` in ``role`` (Box, MultiDiscrete and MultiBinary
     actions must be 1-D, MultiDiscrete ones start at 0)."""
     return isinstance(space, supports.get(role, ())) and (role == "observation" or _flat(space))
 
@@ -157,13 +158,26 @@ _ONE_D = {
 }
 
 
-# Derived, so that ALGO_CONFIGS stays the one list while reading a config stays torch-free. STYLE's
-# rule against importlib keeps config files from naming code: these names are this package's own,
-# fixed by each config model's Literal, and a config can only choose one of them.
-ALGORITHMS: dict[str, ModuleType] = {name: import_module(f"{__name__}.{name}") for name in ALGO_CONFIGS}
-"""Each algorithm's module, by its config ``name``: ``rlcli.algos.<name>``, derived from the one
-table ``ALGO_CONFIGS``. The names are this package's own, never read from a config file (a config
-can only pick one of them)."""
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    "ppo": ppo.SPEC,
+    "a2c": a2c.SPEC,
+    "reinforce": reinforce.SPEC,
+    "trpo": trpo.SPEC,
+    "dqn": dqn.SPEC,
+    "qrdqn": qrdqn.SPEC,
+    "sac": sac.SPEC,
+    "td3": td3.SPEC,
+    "ddpg": ddpg.SPEC,
+    "tqc": tqc.SPEC,
+    "crossq": crossq.SPEC,
+    "bc": bc.SPEC,
+    "iql": iql.SPEC,
+    "cql": cql.SPEC,
+}
+"""Each algorithm's record, by its config ``name``, in the order of ``rlcli.config.algos.ALGO_CONFIGS``
+(the models that declare capabilities; ``tests/algos/test_generic.py`` checks both hold the same
+algorithms). The names are this package's own, never read from a config file (a config can only pick
+one of them)."""
 
 
 def check_spaces(
@@ -180,11 +194,11 @@ def check_spaces(
 ) -> None:
     """Raise a ConfigError naming the env, the space, what is supported and which algorithms (of those
     that learn from envs, or with ``offline`` from a dataset) serve it, unless algorithm ``name``'s
-    ``SUPPORTS`` serves both spaces, ``encoder`` (``[network] encoder``) can read the observations,
+    ``supports`` serves both spaces, ``encoder`` (``[network] encoder``) can read the observations,
     observation normalization (``normalize``) applies to them, and gSDE (``gsde``, ``[algo] use_sde``)
     to the actions. Normalizing images is allowed, with one warning: their encoder scales raw frames
     by 1/255 itself."""
-    supports = ALGORITHMS[name].SUPPORTS
+    supports = ALGORITHMS[name].supports
     for role, space, path in (("observation", observation, "env.id"), ("action", action, "algo.name")):
         if not _serves(supports, role, space):
             allowed = supports[role]
@@ -192,8 +206,8 @@ def check_spaces(
             kind = "dataset" if offline else "collector"
             others = [
                 other
-                for other, module in ALGORITHMS.items()
-                if _serves(module.SUPPORTS, role, space) and kind in module.CONFIG.SOURCES
+                for other, spec in ALGORITHMS.items()
+                if _serves(spec.supports, role, space) and kind in spec.capabilities.sources
             ]
             serving = (
                 f"; the algorithms that learn from {'a dataset' if offline else 'envs'} with such "
@@ -246,15 +260,15 @@ def uses_masks(name: str, env, action: spaces.Space, source: str | None, *, offl
         return False
     serving = [
         other
-        for other, module in ALGORITHMS.items()
-        if _serves(module.SUPPORTS, "action_mask", action) and "collector" in module.CONFIG.SOURCES
+        for other, spec in ALGORITHMS.items()
+        if _serves(spec.supports, "action_mask", action) and "collector" in spec.capabilities.sources
     ]
     if name in serving and not offline:
         return True
     if env.action_mask == "auto":
         return False
     if not serving:
-        users = [other for other, module in ALGORITHMS.items() if module.SUPPORTS.get("action_mask")]
+        users = [other for other, spec in ALGORITHMS.items() if spec.capabilities.masks is not None]
         message = (
             f"{env.id} has action space {action}: action masks need Discrete or 1-D MultiDiscrete actions "
             f"(the algorithms that use masks: {', '.join(users)})"

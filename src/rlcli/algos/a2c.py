@@ -6,10 +6,10 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
-from gymnasium import spaces as gspaces
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import A2CConfig
 from rlcli.learning.on_policy import ROLLOUT_PHASES, SingleStepLearner, evaluate_minibatch
 
@@ -52,13 +52,6 @@ def a2c_objective(agent: ActorCritic, batch: TensorDict, *, cfg: A2CConfig) -> d
     return terms
 
 
-CONFIG = A2CConfig
-SUPPORTS = {
-    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
-    "action": (gspaces.Discrete, gspaces.Box, gspaces.MultiDiscrete, gspaces.MultiBinary),
-    # The action spaces whose masks the policy head applies (rlcli.models.heads).
-    "action_mask": (gspaces.Discrete, gspaces.MultiDiscrete),
-}
 PHASES = ROLLOUT_PHASES
 METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
 
@@ -68,3 +61,12 @@ def build(cfg: A2CConfig, ctx: BuildContext) -> SingleStepLearner:
     spaces, its optimizer and reward scaler (A2C draws no random numbers of its own: ``ctx.seed`` is
     unused)."""
     return SingleStepLearner(cfg, ctx, objective=partial(a2c_objective, cfg=cfg), names=LOSS_KEYS)
+
+
+SPEC = AlgorithmSpec(
+    config=A2CConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+)

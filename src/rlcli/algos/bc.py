@@ -16,6 +16,7 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import BCConfig
 from rlcli.learning.off_policy import REPLAY_METRICS, ReplayLearner, total_loss
 from rlcli.models.actors import BoundedGaussianActor, DeterministicActor
@@ -135,8 +136,6 @@ class BC:
         self.learner.load_state_dict(state)
 
 
-CONFIG = BCConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box, gspaces.Discrete)}
 PHASES = ("update.extend", "update.sample", "update.forward", "update.backward", "update.optimizer")
 METRICS = ("loss/actor", "loss/total", *REPLAY_METRICS)
 # loss/total, for loss() and for the means learn() reports: these terms summed in this order (total_loss).
@@ -167,3 +166,13 @@ def build_agent(cfg: BCConfig, ctx: BuildContext) -> BCAgent:
 def build(cfg: BCConfig, ctx: BuildContext) -> BC:
     """BC for ``ctx``'s spaces and dataset: the agent of :func:`build_agent`, its optimizer and the dataset."""
     return BC(cfg, ctx, agent=build_agent(cfg, ctx))
+
+
+SPEC = AlgorithmSpec(
+    config=BCConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

@@ -13,13 +13,13 @@ import math
 from typing import TYPE_CHECKING
 
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.sac import SACAgent, sac_actor_loss, squashed_agent
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import CQLConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -244,8 +244,6 @@ class CQL:
         self.noise_generator.set_state(state["noise_generator"])
 
 
-CONFIG = CQLConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = UNPRIORITIZED_PHASES
 METRICS = (
     "loss/critic",
@@ -274,3 +272,13 @@ def build_agent(cfg: CQLConfig, ctx: BuildContext) -> CQLAgent:
 def build(cfg: CQLConfig, ctx: BuildContext) -> CQL:
     """CQL for ``ctx``'s spaces (a Box action space) and dataset: the agent, its optimizers and the dataset."""
     return CQL(cfg, ctx, agent=build_agent(cfg, ctx))
+
+
+SPEC = AlgorithmSpec(
+    config=CQLConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.sac import sac_actor_loss
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import CrossQConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -193,8 +193,6 @@ class CrossQ:
         self.updates = state["updates"]
 
 
-CONFIG = CrossQConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 # No target update: the replay's phases without update.target.
 PHASES = tuple(phase for phase in REPLAY_PHASES if phase != "update.target")
 METRICS = (
@@ -236,3 +234,13 @@ def build(cfg: CrossQConfig, ctx: BuildContext) -> CrossQ:
     """
     agent = build_agent(cfg, ctx)
     return CrossQ(cfg, ctx, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm))
+
+
+SPEC = AlgorithmSpec(
+    config=CrossQConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

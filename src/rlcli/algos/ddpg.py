@@ -3,10 +3,18 @@ critic, an actor update after every critic update and no target smoothing."""
 
 from __future__ import annotations
 
-from gymnasium import spaces as gspaces
-
 from rlcli.algos.context import BuildContext
-from rlcli.algos.td3 import METRICS, PHASES, TD3, DeterministicAgent, Twin, deterministic_agent, deterministic_learner
+from rlcli.algos.spec import AlgorithmSpec
+from rlcli.algos.td3 import (
+    METRICS,
+    PHASES,
+    TD3,
+    TOTAL,
+    DeterministicAgent,
+    Twin,
+    deterministic_agent,
+    deterministic_learner,
+)
 from rlcli.config.algos import DDPGConfig
 
 # What makes TD3's machinery DDPG; not config fields, so a config cannot set them.
@@ -29,6 +37,11 @@ def build(cfg: DDPGConfig, ctx: BuildContext) -> TD3:
     return deterministic_learner(cfg, ctx, SINGLE)
 
 
-CONFIG = DDPGConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
-__all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "build_agent"]
+SPEC = AlgorithmSpec(
+    config=DDPGConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

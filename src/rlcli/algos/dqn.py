@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.settings import QSettings
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import DQNConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.exploration import EpsilonGreedy, epsilon_greedy, masked_argmax, masked_max
@@ -186,13 +186,6 @@ class DQN:
         self.exploration.epsilon = state["epsilon"]
 
 
-CONFIG = DQNConfig
-SUPPORTS = {
-    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
-    "action": (gspaces.Discrete,),
-    # Masked argmax when acting and in the target, masked uniform exploration (rlcli.learning.exploration).
-    "action_mask": (gspaces.Discrete,),
-}
 PHASES = REPLAY_PHASES
 METRICS = (
     "loss/q",
@@ -254,3 +247,13 @@ def q_transitions(cfg: ReplaySettings, ctx: BuildContext) -> Spec:
         n_step=cfg.n_step,
         next_mask=int(ctx.action_space.n) if ctx.action_masks else None,
     )
+
+
+SPEC = AlgorithmSpec(
+    config=DQNConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

@@ -11,12 +11,12 @@ import copy
 from typing import TYPE_CHECKING
 
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import IQLConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -191,8 +191,6 @@ class IQL:
         self.target.load_state_dict(state["target"])
 
 
-CONFIG = IQLConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = UNPRIORITIZED_PHASES
 METRICS = (
     "loss/value",
@@ -242,3 +240,13 @@ def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:
 def build(cfg: IQLConfig, ctx: BuildContext) -> IQL:
     """IQL for ``ctx``'s spaces (a Box action space) and dataset: the agent, its three optimizers and the dataset."""
     return IQL(cfg, ctx, agent=build_agent(cfg, ctx))
+
+
+SPEC = AlgorithmSpec(
+    config=IQLConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

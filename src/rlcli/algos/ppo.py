@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
-from gymnasium import spaces as gspaces
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import PPOConfig
 from rlcli.learning.on_policy import ROLLOUT_PHASES, RolloutLearner, evaluate_minibatch
 
@@ -159,13 +159,6 @@ class PPO:
         self.iterations_done, self.clip_epsilon = done, state["clip_epsilon"]
 
 
-CONFIG = PPOConfig
-SUPPORTS = {
-    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
-    "action": (gspaces.Discrete, gspaces.Box, gspaces.MultiDiscrete, gspaces.MultiBinary),
-    # The action spaces whose masks the policy head applies (rlcli.models.heads).
-    "action_mask": (gspaces.Discrete, gspaces.MultiDiscrete),
-}
 PHASES = ROLLOUT_PHASES
 METRICS = (
     "loss/policy",
@@ -183,3 +176,12 @@ METRICS = (
 def build(cfg: PPOConfig, ctx: BuildContext) -> PPO:
     """PPO with an actor-critic sized from ``ctx``'s spaces, its optimizer and reward scaler."""
     return PPO(cfg, ctx)
+
+
+SPEC = AlgorithmSpec(
+    config=PPOConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+)

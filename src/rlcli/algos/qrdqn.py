@@ -9,13 +9,13 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.dqn import DQN, METRICS, QAgent, q_network, q_transitions
+from rlcli.algos.dqn import DQN, METRICS, TOTAL, QAgent, q_network, q_transitions
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import QRDQNConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.exploration import masked_argmax
@@ -74,16 +74,7 @@ def qrdqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool) 
     return {"loss/q": loss, "stats/q_mean": current.detach().mean(), "stats/td_abs": td.mean(), "td_error": td}
 
 
-CONFIG = QRDQNConfig
-SUPPORTS = {
-    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
-    "action": (gspaces.Discrete,),
-    # Masked argmax when acting and in the target, masked uniform exploration, as DQN.
-    "action_mask": (gspaces.Discrete,),
-}
 PHASES = REPLAY_PHASES
-# DQN's rows: loss/q is the quantile regression loss here.
-__all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "build_agent"]
 
 
 def build_agent(cfg: QRDQNConfig, ctx: BuildContext) -> QAgent:
@@ -104,3 +95,14 @@ def build(cfg: QRDQNConfig, ctx: BuildContext) -> DQN:
     agent = build_agent(cfg, ctx)
     replay = build_replay(cfg, ctx, q_transitions(cfg, ctx), agent.obs_norm)
     return DQN(cfg, ctx, agent=agent, replay=replay, objective=partial(qrdqn_loss, gamma=cfg.gamma, double=cfg.double))
+
+
+SPEC = AlgorithmSpec(
+    config=QRDQNConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    # DQN's rows: loss/q is the quantile regression loss here.
+    metrics=METRICS,
+    total=TOTAL,
+)

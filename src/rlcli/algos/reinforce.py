@@ -15,10 +15,10 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
-from gymnasium import spaces as gspaces
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import REINFORCEConfig
 from rlcli.learning.on_policy import ROLLOUT_PHASES, SingleStepLearner, evaluate_minibatch
 
@@ -62,13 +62,6 @@ def reinforce_objective(agent: ActorCritic, batch: TensorDict, *, cfg: REINFORCE
     return terms
 
 
-CONFIG = REINFORCEConfig
-SUPPORTS = {
-    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
-    "action": (gspaces.Discrete, gspaces.Box, gspaces.MultiDiscrete, gspaces.MultiBinary),
-    # The action spaces whose masks the policy head applies (rlcli.models.heads).
-    "action_mask": (gspaces.Discrete, gspaces.MultiDiscrete),
-}
 PHASES = ROLLOUT_PHASES
 METRICS = ("loss/policy", "loss/value", "loss/entropy", "loss/total", "optim/lr")
 
@@ -79,3 +72,12 @@ def build(cfg: REINFORCEConfig, ctx: BuildContext) -> SingleStepLearner:
     is unused)."""
     objective = partial(reinforce_objective, cfg=cfg)
     return SingleStepLearner(cfg, ctx, objective=objective, names=LOSS_KEYS, baseline=cfg.baseline)
+
+
+SPEC = AlgorithmSpec(
+    config=REINFORCEConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+)

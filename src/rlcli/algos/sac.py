@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.settings import EnsembleSettings, SquashedSettings
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import SACConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -328,8 +328,6 @@ class SAC:
             self.exploration.load_state_dict(state["exploration"])
 
 
-CONFIG = SACConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
 METRICS = (
     "loss/critic",
@@ -390,3 +388,13 @@ def build(cfg: SACConfig, ctx: BuildContext) -> SAC:
     agent = build_agent(cfg, ctx)
     critics = Critics(sac_critic_loss, subset=cfg.critic_subset, actor_q=cfg.actor_q)
     return SAC(cfg, ctx, critics, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm))
+
+
+SPEC = AlgorithmSpec(
+    config=SACConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 from torch import nn
 
 from rlcli import draws, keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.settings import DeterministicSettings
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import TD3Config
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.exploration import ActionBounds, ActionNoise
@@ -314,8 +314,6 @@ class TD3:
         self.noise.load_state_dict(state["noise"])
 
 
-CONFIG = TD3Config
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
 METRICS = (
     "loss/critic",
@@ -344,3 +342,13 @@ def build(cfg: TD3Config, ctx: BuildContext) -> TD3:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     return deterministic_learner(cfg, ctx, twin(cfg))
+
+
+SPEC = AlgorithmSpec(
+    config=TD3Config,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+    total=TOTAL,
+)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from gymnasium import spaces as gspaces
 from tensordict import TensorDict
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.sac import METRICS, SAC, Critics, SACAgent, squashed_agent
+from rlcli.algos.sac import METRICS, SAC, TOTAL, Critics, SACAgent, squashed_agent
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import TQCConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import REPLAY_PHASES
@@ -71,11 +71,7 @@ def tqc_critic_loss(
     }
 
 
-CONFIG = TQCConfig
-SUPPORTS = {"observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict), "action": (gspaces.Box,)}
 PHASES = REPLAY_PHASES
-# SAC's rows: loss/critic is the truncated quantile loss here.
-__all__ = ["CONFIG", "SUPPORTS", "PHASES", "METRICS", "build", "build_agent"]
 
 
 def build_agent(cfg: TQCConfig, ctx: BuildContext) -> SACAgent:
@@ -96,3 +92,14 @@ def build(cfg: TQCConfig, ctx: BuildContext) -> SAC:
     # quantiles (Kuznetsov et al., eq. 8).
     critics = Critics(partial(tqc_critic_loss, kept=cfg.kept_quantiles), subset=None, actor_q="mean")
     return SAC(cfg, ctx, critics, agent=agent, replay=box_replay(cfg, ctx, agent.obs_norm))
+
+
+SPEC = AlgorithmSpec(
+    config=TQCConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    # SAC's rows: loss/critic is the truncated quantile loss here.
+    metrics=METRICS,
+    total=TOTAL,
+)

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
-from gymnasium import spaces as gspaces
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
+from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import TRPOConfig
 from rlcli.learning.advantages import masked_mean, normalized_advantage
 from rlcli.learning.on_policy import ROLLOUT_PHASES, RolloutLearner
@@ -250,13 +250,6 @@ class TRPO:
         self.generator.set_state(state["generator"])
 
 
-CONFIG = TRPOConfig
-SUPPORTS = {
-    "observation": (gspaces.Box, gspaces.Discrete, gspaces.Dict),
-    "action": (gspaces.Discrete, gspaces.Box, gspaces.MultiDiscrete, gspaces.MultiBinary),
-    # The action spaces whose masks the policy head applies (rlcli.models.heads).
-    "action_mask": (gspaces.Discrete, gspaces.MultiDiscrete),
-}
 PHASES = (*ROLLOUT_PHASES, "update.natural")
 METRICS = (
     "loss/policy",
@@ -276,3 +269,12 @@ def build(cfg: TRPOConfig, ctx: BuildContext) -> TRPO:
     """TRPO with an actor-critic sized from ``ctx``'s spaces, the value function's optimizer and the reward
     scaler."""
     return TRPO(cfg, ctx)
+
+
+SPEC = AlgorithmSpec(
+    config=TRPOConfig,
+    build=build,
+    build_agent=build_agent,
+    phases=PHASES,
+    metrics=METRICS,
+)

@@ -5,11 +5,14 @@ them, as in ``check = no_problems``, instead of writing a method that repeats th
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, Field
 
 from rlcli.config.model import SECTION
+
+if TYPE_CHECKING:
+    from rlcli.config.algos.capabilities import Capabilities
 
 
 class ReplayConfig(BaseModel):
@@ -97,8 +100,9 @@ Split = tuple[dict[str, Any], list[tuple[str, str]]]
 class AlgoSection(Protocol):
     """What the rest of rlcli reads of an ``[algo]`` model besides its hyperparameters."""
 
-    SOURCES: ClassVar[tuple[str, ...]]
-    """Data sources it learns from: "collector" (envs, online) and/or "dataset" (offline)."""
+    CAPABILITIES: ClassVar[Capabilities]
+    """What its algorithm can take: spaces, masks, memory, sampling, data sources ("collector": envs,
+    online; "dataset": offline)."""
     name: str
 
     def check(self, *, collector: Any, env: Any) -> list[tuple[str, str]]:

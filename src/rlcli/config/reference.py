@@ -1,7 +1,9 @@
-"""Documentation generated from the code: the config reference, from the pydantic models, the
-README's table of the optional extras each shipped preset needs, from the presets, the
-architecture page's map of the code, from each package's and root module's docstring, and the
-example preset that the README and ``docs/config.md`` show, from its file.
+"""Documentation generated from the code: the config reference, from the pydantic models; the
+README's table of the optional extras each shipped preset needs, from the presets; the architecture
+page's map of the code, from each package's and root module's docstring; the example preset that the
+README and ``docs/config.md`` show, from its file; and the tables of algorithms (the README's, the
+masks guide's, the config guide's spaces, the memory guide's), from the config models'
+``CAPABILITIES`` (:mod:`rlcli.config.algorithm_tables`).
 
 ``python -m rlcli.config.reference --write`` rewrites each generated block, between its ``BEGIN`` and
 ``END`` markers, of the files of :data:`TARGETS` (or of the files it is given); ``--check``
@@ -23,12 +25,20 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from rlcli.config.algorithm_tables import masks_markdown, memory_markdown, readme_markdown, spaces_markdown
 from rlcli.config.load import preset_extras
 from rlcli.config.model import field_bounds, range_text, toml_value
 from rlcli.config.presets import available_presets, find_preset
 
 COMMAND = "python -m rlcli.config.reference --write"
-TARGETS = (Path("docs/reference.md"), Path("README.md"), Path("docs/architecture/training.md"), Path("docs/config.md"))
+TARGETS = (
+    Path("docs/reference.md"),
+    Path("README.md"),
+    Path("docs/architecture/training.md"),
+    Path("docs/guides/action-masks.md"),
+    Path("docs/config.md"),
+    Path("docs/guides/memory.md"),
+)
 """The files ``--write`` and ``--check`` read without arguments, from the repository's root."""
 
 
@@ -43,16 +53,16 @@ def markdown() -> str:
         if name == "algo":
             continue
         parts += [f"### `[{name}]`", "", f"{field.description}", "", _table(_model(field.annotation))]
-    for name, module in ALGORITHMS.items():
-        config = module.CONFIG
+    for name, spec in ALGORITHMS.items():
+        config = spec.config
         parts += [
             f'### `[algo]` with `name = "{name}"`',
             "",
-            f"{config.model_fields['name'].description} {_spaces(module.SUPPORTS)}",
+            f"{config.model_fields['name'].description} {_spaces(spec.supports)}",
             "",
             _table(config, skip=("name",)),
         ]
-    replay_users = [n for n, m in ALGORITHMS.items() if "replay" in m.CONFIG.model_fields]
+    replay_users = [n for n, spec in ALGORITHMS.items() if "replay" in spec.config.model_fields]
     parts += ["### `[algo.replay]`", "", f"The replay buffer of {_words(replay_users)}.", "", _table(ReplayConfig)]
     return "\n".join(parts).rstrip() + "\n"
 
@@ -210,7 +220,11 @@ REFERENCE = Block("config reference", markdown)
 EXTRAS = Block("extras", extras_markdown)
 CODE_MAP = Block("code map", code_map_markdown)
 EXAMPLE = Block("example preset", example_markdown)
-BLOCKS = (REFERENCE, EXTRAS, CODE_MAP, EXAMPLE)
+ALGORITHMS_TABLE = Block("algorithms", readme_markdown)
+MASKS_TABLE = Block("masks", masks_markdown)
+SPACES = Block("spaces", spaces_markdown)
+MEMORY = Block("memory", memory_markdown)
+BLOCKS = (REFERENCE, EXTRAS, CODE_MAP, EXAMPLE, ALGORITHMS_TABLE, MASKS_TABLE, SPACES, MEMORY)
 
 
 def current(text: str, block: Block = REFERENCE) -> str | None:

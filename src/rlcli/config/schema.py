@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import gymnasium as gym
 from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
-from rlcli.config.algos import AlgoConfig
+from rlcli.config.algos import MASKED_ACTIONS, WITH_MASKS, WITH_MEMORY, AlgoConfig, mask_problems, titled
 from rlcli.config.logger import LoggerConfig
 from rlcli.config.memory import memory_problems
 from rlcli.config.model import SECTION, auto_or_count, cross_field_error
@@ -144,8 +144,8 @@ class EnvConfig(BaseModel):
     )
     action_mask: Literal["auto", "info", "observation", "none"] = Field(
         "auto",
-        description="Which actions the env allows at each step (Discrete and MultiDiscrete actions; PPO, A2C, "
-        'REINFORCE and DQN): "info" reads info["action_mask"] (as Taxi gives it), "observation" the '
+        description=f"Which actions the env allows at each step ({MASKED_ACTIONS} actions; {titled(WITH_MASKS)}): "
+        '"info" reads info["action_mask"] (as Taxi gives it), "observation" the '
         '"action_mask" key of a Dict observation (the key is then not fed to the encoder), "auto" the '
         "observation's key when the space has one, else info's when the first reset gives one, else none "
         '(also none for algorithms or actions that cannot use masks); "none" ignores masks. A mask is [A] '
@@ -259,12 +259,12 @@ class NetworkConfig(BaseModel):
         'key for a Dict; "flat" flattens any Box; "nature_cnn" or "impala_cnn" (Espeholt et al. 2018) for images.',
     )
     share_encoder: bool = Field(
-        True, description="PPO and A2C: the policy and the value read one encoder (false: one each)."
+        True, description="The on-policy actor-critic: the policy and the value read one encoder (false: one each)."
     )
     memory: Literal["none", "lstm", "gru"] = Field(
         "none",
-        description='A recurrent core after the encoder, for PPO, A2C and REINFORCE: "lstm" or "gru" carry a '
-        'state from step to step (zeroed where an episode starts); "none" is a memoryless policy.',
+        description=f'A recurrent core after the encoder, for {titled(WITH_MEMORY)}: "lstm" or "gru" carry a state '
+        'from step to step (zeroed where an episode starts); "none" is a memoryless policy.',
     )
     memory_size: int = Field(256, ge=1, le=65536, description="Hidden units of each memory core.")
     memory_layers: int = Field(1, ge=1, le=8, description="Stacked layers of each memory core.")
@@ -366,13 +366,14 @@ def cross_section_problems(
     ``given`` names the sections the config file wrote (a default ``[collector]`` is not one).
     """
     env, collector, algo = sections.get("env"), sections.get("collector"), sections.get("algo")
-    problems = source_problems(algo, sections.get("data"), given)
+    problems = source_problems(algo, sections.get("data"), given) or mask_problems(algo, env, sections.get("data"))
     if problems:
         return problems
     problems = schedule_problems(sections)
     if sections.get("data") is not None:
         # An offline run has no rollouts: its algorithm checks itself against the env alone.
-        return problems + (algo.check(collector=None, env=env) if algo is not None and env is not None else [])
+        problems += algo.check(collector=None, env=env) if algo is not None and env is not None else []
+        return problems + memory_problems(algo, sections.get("network"), None, env)
     if env is not None and collector is not None:
         fpb = collector.frames_per_batch
         if fpb % env.num_envs:

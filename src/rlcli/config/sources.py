@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from rlcli.config.algos import ALGO_CONFIGS
+from rlcli.config.algos import OFFLINE
 from rlcli.config.model import SECTION
 
 
@@ -75,10 +75,10 @@ class DataConfig(BaseModel):
 
 def source_problems(algo: Any, data: Any, given: set[str] | frozenset[str]) -> list[tuple[str, str]]:
     """Whether the run's data source (``[data]``: a dataset; otherwise ``[collector]``: envs) is one the
-    algorithm learns from (its config's ``SOURCES``), and that an offline run sets no ``[collector]``."""
+    algorithm learns from (its config's ``CAPABILITIES.sources``), and that an offline run sets no ``[collector]``."""
     if algo is None:
         return []
-    name, sources = algo.name, type(algo).SOURCES
+    name, sources = algo.name, type(algo).CAPABILITIES.sources
     if data is None and "collector" not in sources:
         return [
             (
@@ -88,12 +88,11 @@ def source_problems(algo: Any, data: Any, given: set[str] | frozenset[str]) -> l
             )
         ]
     if data is not None and "dataset" not in sources:
-        offline = ", ".join(n for n, model in ALGO_CONFIGS.items() if "dataset" in model.SOURCES)
         return [
             (
                 "data",
                 f"{name} learns from envs, not from a dataset: remove [data] and set the budget in "
-                f"[collector]; the algorithms that learn from a dataset: {offline}",
+                f"[collector]; the algorithms that learn from a dataset: {', '.join(OFFLINE)}",
             )
         ]
     if data is not None and "collector" in given:

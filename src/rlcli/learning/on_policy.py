@@ -1,4 +1,5 @@
-"""What the on-policy algorithms (PPO, A2C, REINFORCE) share around their losses: the actor-critic
+"""What the on-policy algorithms (those whose config models are in :mod:`rlcli.config.algos.on_policy`)
+share around their losses: the actor-critic
 and reward scaler built for a run, a collected rollout made ready for the update (normalized inputs,
 bootstrap values, scaled rewards, advantages), its rows for the loss, the :class:`RolloutLearner`
 that holds them with the gradient step, and the :class:`SingleStepLearner` of the algorithms that

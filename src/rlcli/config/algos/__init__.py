@@ -1,10 +1,12 @@
 """The algorithms' config models, one module per family, and the ``AlgoConfig`` union over them.
 
-They live apart from the algorithms so that reading and checking a config never imports torch. Each
-algorithm module names its model as ``CONFIG``; :data:`ALGO_CONFIGS` is the one list of algorithms,
-which the union, the error messages and ``rlcli.algos.ALGORITHMS`` read. What the models share (the
-``[algo.replay]`` table, fields defined once, the :class:`~rlcli.config.fields.AlgoSection` protocol
-and its shared checks) is in :mod:`rlcli.config.fields`.
+They live apart from the algorithms so that reading and checking a config never imports torch. Each model
+declares what its algorithm can take once, as ``CAPABILITIES``
+(:class:`~rlcli.config.algos.capabilities.Capabilities`); :data:`ALGO_CONFIGS` collects the models that
+declare it, and the union, the error messages, the lists below and ``rlcli.algos.ALGORITHMS`` (whose
+records name these models) read it. What the models share (the ``[algo.replay]`` table, fields defined
+once, the :class:`~rlcli.config.fields.AlgoSection` protocol and its shared checks) is in
+:mod:`rlcli.config.fields`.
 """
 
 from __future__ import annotations
@@ -13,41 +15,93 @@ from typing import Annotated, Union
 
 from pydantic import BaseModel, Field
 
+from rlcli.config.algos import actor_critic, offline, on_policy, value_based
 from rlcli.config.algos.actor_critic import CrossQConfig, DDPGConfig, SACConfig, TD3Config, TQCConfig
+from rlcli.config.algos.capabilities import Capabilities, words
 from rlcli.config.algos.offline import BCConfig, CQLConfig, IQLConfig
 from rlcli.config.algos.on_policy import A2CConfig, PPOConfig, REINFORCEConfig, TRPOConfig
 from rlcli.config.algos.value_based import DQNConfig, QRDQNConfig
 
-ALGO_CONFIGS: dict[str, type[BaseModel]] = {
-    "ppo": PPOConfig,
-    "a2c": A2CConfig,
-    "dqn": DQNConfig,
-    "sac": SACConfig,
-    "td3": TD3Config,
-    "ddpg": DDPGConfig,
-    "reinforce": REINFORCEConfig,
-    "bc": BCConfig,
-    "iql": IQLConfig,
-    "cql": CQLConfig,
-    "qrdqn": QRDQNConfig,
-    "tqc": TQCConfig,
-    "trpo": TRPOConfig,
-    "crossq": CrossQConfig,
-}
-"""Config model of each algorithm, by its ``name``: the one list of algorithms. ``rlcli.algos.ALGORITHMS``
-takes its modules, ``rlcli.algos.<name>``, from it in this order."""
+# The family modules, in the order of the docs' tables. A model is an algorithm's when it declares its
+# CAPABILITIES: that declaration is the one line a new algorithm adds on this side, so no second list of
+# names can drift from the models (config/ cannot read rlcli.algos.ALGORITHMS: it must stay torch-free).
+FAMILIES = (on_policy, value_based, actor_critic, offline)
 
-WITH_MEMORY = ("ppo", "a2c", "reinforce")
+ALGO_CONFIGS: dict[str, type[BaseModel]] = {
+    model.model_fields["name"].annotation.__args__[0]: model
+    for family in FAMILIES
+    for model in vars(family).values()
+    if isinstance(model, type) and model.__module__ == family.__name__ and "CAPABILITIES" in vars(model)
+}
+"""Config model of each algorithm, by its ``name``, by family: the models that declare ``CAPABILITIES``.
+``rlcli.algos.ALGORITHMS`` maps the same names, in the same order, to the algorithms' records."""
+
+
+def capabilities(name: str) -> Capabilities:
+    """What algorithm ``name`` declares it can take."""
+    return ALGO_CONFIGS[name].CAPABILITIES
+
+
+def titled(names: list[str] | tuple[str, ...]) -> str:
+    """The algorithms ``names`` as prose, by their titles: "PPO, A2C and DQN"."""
+    return words([capabilities(name).title for name in names])
+
+
+WITH_MEMORY = tuple(name for name, model in ALGO_CONFIGS.items() if model.CAPABILITIES.memory)
 """The algorithms whose policy may have a memory core (``[network] memory``); each config has
 ``sequence(steps)``, the steps per sequence of its recurrent update."""
 
+WITH_MASKS = tuple(name for name, model in ALGO_CONFIGS.items() if model.CAPABILITIES.masks is not None)
+"""The algorithms that apply the env's action masks (``[env] action_mask``), for some action space."""
+
+MASKED_ACTIONS = words(list(dict.fromkeys(s for n in WITH_MASKS for s in capabilities(n).masks.actions)))
+"""The action spaces some algorithm masks, as prose: "Discrete and MultiDiscrete"."""
+
+OFFLINE = tuple(name for name, model in ALGO_CONFIGS.items() if "dataset" in model.CAPABILITIES.sources)
+"""The algorithms that learn from a dataset (``[data]``)."""
+
+
+def _sampling() -> str:
+    """The algorithms grouped by when their policy samples: "PPO and A2C (their action distribution); DQN
+    with epsilon_end > 0"."""
+    groups: dict[str, list[str]] = {}
+    for name, model in ALGO_CONFIGS.items():
+        groups.setdefault(model.CAPABILITIES.samples, []).append(name)
+    return "; ".join(f"{titled(names)} {when}" for when, names in groups.items())
+
+
+SAMPLING = _sampling()
+"""Which policies draw from a distribution, and when, for export's refusal of ``--stochastic``."""
+
+
 WITH_GSDE = tuple(name for name, model in ALGO_CONFIGS.items() if "use_sde" in model.model_fields)
-"""The algorithms that take gSDE (``[algo] use_sde``, for Box actions): those whose config has the field."""
+"""The algorithms that take gSDE (``[algo] use_sde``, for Box actions): those whose config has the field,
+which is their declaration of it."""
 
 
 def gsde_on(algo: BaseModel) -> bool:
     """Whether the ``[algo]`` section ``algo`` explores with gSDE."""
     return algo.name in WITH_GSDE and algo.use_sde
+
+
+def mask_problems(algo, env, data) -> list[tuple[str, str]]:
+    """Problems of an ``[env] action_mask`` that names where masks are ("info", "observation") for an
+    algorithm that applies none, or that learns from a dataset (``data``, the ``[data]`` section): what
+    ``validate`` checks before any env is made (the action space's check waits for ``--build``:
+    ``rlcli.algos.uses_masks``)."""
+    if algo is None or env is None or env.action_mask in ("auto", "none"):
+        return []
+    online = [name for name in WITH_MASKS if "collector" in capabilities(name).sources]
+    if algo.name in online and data is None:
+        return []
+    how = "learns from a dataset" if data is not None else "applies none"
+    return [
+        (
+            "env.action_mask",
+            f"{algo.name} cannot use action masks ({how}); the algorithms that can: {', '.join(online)}; "
+            'set action_mask = "none" (or "auto")',
+        )
+    ]
 
 
 AlgoConfig = Annotated[
@@ -57,7 +111,11 @@ AlgoConfig = Annotated[
 
 __all__ = [
     "ALGO_CONFIGS",
+    "MASKED_ACTIONS",
+    "OFFLINE",
+    "SAMPLING",
     "WITH_GSDE",
+    "WITH_MASKS",
     "WITH_MEMORY",
     "A2CConfig",
     "AlgoConfig",
@@ -74,5 +132,8 @@ __all__ = [
     "TD3Config",
     "TQCConfig",
     "TRPOConfig",
+    "capabilities",
     "gsde_on",
+    "mask_problems",
+    "titled",
 ]

@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from rlcli.config.algos.capabilities import Capabilities, Variant
 from rlcli.config.fields import (
     BatchSize,
     Discount,
@@ -66,7 +67,19 @@ def held_noise_problems(cfg) -> list[tuple[str, str]]:
 
 
 class SACConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="SAC",
+        paper="[Haarnoja et al., 2018](https://arxiv.org/abs/1801.01290)",
+        actions=("Box",),
+        samples="(their Gaussian)",
+        variants=(
+            Variant(
+                "REDQ (SAC with a critic ensemble)",
+                "num_critics",
+                "[Chen et al., 2021](https://arxiv.org/abs/2101.05982)",
+            ),
+        ),
+    )
 
     # Defaults follow Stable-Baselines3's SAC defaults (learning rates live in [optim]);
     # presets override them with RL-Zoo's tuned values.
@@ -116,8 +129,22 @@ class SACConfig(BaseModel):
 
 
 class TD3Config(BaseModel):
-    # A dataset too: TD3+BC (bc_alpha) is TD3 learning from one.
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector", "dataset")
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="TD3",
+        paper="[Fujimoto et al., 2018](https://arxiv.org/abs/1802.09477)",
+        actions=("Box",),
+        samples="with noise_scale > 0",
+        # A dataset too: TD3+BC (bc_alpha) is TD3 learning from one.
+        sources=("collector", "dataset"),
+        variants=(
+            Variant(
+                "TD3+BC (TD3 with `bc_alpha`)",
+                "bc_alpha",
+                "[Fujimoto & Gu, 2021](https://arxiv.org/abs/2106.06860)",
+                sources=("dataset",),
+            ),
+        ),
+    )
 
     # Defaults follow Stable-Baselines3's TD3 defaults (learning rates live in [optim]),
     # which are the paper's; presets override them with RL-Zoo's tuned values.
@@ -157,7 +184,12 @@ class TD3Config(BaseModel):
 
 
 class DDPGConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="DDPG",
+        paper="[Lillicrap et al., 2016](https://arxiv.org/abs/1509.02971)",
+        actions=("Box",),
+        samples="with noise_scale > 0",
+    )
 
     # Defaults follow Stable-Baselines3's DDPG defaults (learning rates live in [optim]);
     # presets override them with RL-Zoo's tuned values.
@@ -184,7 +216,12 @@ class DDPGConfig(BaseModel):
 
 
 class TQCConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="TQC",
+        paper="[Kuznetsov et al., 2020](https://arxiv.org/abs/2005.04269)",
+        actions=("Box",),
+        samples="(their Gaussian)",
+    )
 
     # Defaults follow sb3-contrib's TQC defaults (Kuznetsov et al., 2020): 2 critics of 25 quantiles, the
     # top 2 of each dropped from the pooled target, SAC's temperature; lr 3e-4 in [optim]. Presets
@@ -257,7 +294,12 @@ _NO_TARGET = {
 
 
 class CrossQConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="CrossQ",
+        paper="[Bhatt et al., 2024](https://arxiv.org/abs/1902.05605)",
+        actions=("Box",),
+        samples="(their Gaussian)",
+    )
 
     # Defaults follow sb3-contrib's CrossQ defaults (Bhatt et al., 2024): 2 critics, an actor step every 3
     # critic steps, batch renormalization (momentum 0.01, eps 0.001, 100k warm-up steps) in critics and actor,

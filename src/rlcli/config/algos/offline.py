@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from rlcli.config.algos.capabilities import Capabilities
 from rlcli.config.fields import BatchSize, Discount, TargetWeight, no_problems, no_warm_up, sampled_batch, unsplit
 from rlcli.config.model import SECTION
 
@@ -14,7 +15,13 @@ from rlcli.config.model import SECTION
 class BCConfig(BaseModel):
     # Defaults follow CORL's BC (Tarasov et al., 2022: batch 256, lr 3e-4 in [optim], MSE to the dataset's
     # actions, 256x256 networks in the preset).
-    SOURCES: ClassVar[tuple[str, ...]] = ("dataset",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="BC",
+        paper="behaviour cloning, as CORL's ([Tarasov et al., 2022](https://arxiv.org/abs/2210.07105))",
+        actions=("Discrete", "Box"),
+        sources=("dataset",),
+        samples='with policy = "gaussian" or Discrete actions',
+    )
     model_config = SECTION
 
     name: Literal["bc"] = Field(description="Behaviour cloning: the policy regresses the dataset's actions.")
@@ -35,7 +42,13 @@ class BCConfig(BaseModel):
 class IQLConfig(BaseModel):
     # Defaults follow Kostrikov et al. (2021) for the MuJoCo tasks, as CORL and d3rlpy use them:
     # expectile 0.7, temperature 3, advantage weights clipped at 100, tau 0.005, batch 256.
-    SOURCES: ClassVar[tuple[str, ...]] = ("dataset",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="IQL",
+        paper="[Kostrikov et al., 2021](https://arxiv.org/abs/2110.06169)",
+        actions=("Box",),
+        sources=("dataset",),
+        samples="(their Gaussian)",
+    )
     model_config = SECTION
 
     name: Literal["iql"] = Field(description="Implicit Q-Learning (Kostrikov et al., 2021), offline, Box actions.")
@@ -58,7 +71,13 @@ class IQLConfig(BaseModel):
 class CQLConfig(BaseModel):
     # Defaults follow d3rlpy 2.8's CQL (itself Kumar et al. 2020's MuJoCo settings): conservative weight
     # 5, 10 sampled actions, actor lr 1e-4 beside the critic's 3e-4 in [optim], no Lagrange.
-    SOURCES: ClassVar[tuple[str, ...]] = ("dataset",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="CQL",
+        paper="[Kumar et al., 2020](https://arxiv.org/abs/2006.04779)",
+        actions=("Box",),
+        sources=("dataset",),
+        samples="(their Gaussian)",
+    )
     model_config = SECTION
 
     name: Literal["cql"] = Field(

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from rlcli.config.algos.capabilities import POLICY_HEAD, Capabilities, Masks
 from rlcli.config.fields import (
     Discount,
     ReturnLambda,
@@ -24,7 +25,14 @@ from rlcli.config.model import SECTION
 
 
 class PPOConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="PPO",
+        paper="[Schulman et al., 2017](https://arxiv.org/abs/1707.06347)",
+        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
+        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
+        memory=True,
+        samples="(their action distribution)",
+    )
 
     # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
     # MuJoCo runs); presets override them with RL-Zoo's tuned values.
@@ -95,7 +103,14 @@ class PPOConfig(BaseModel):
 
 
 class A2CConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="A2C",
+        paper="[Mnih et al., 2016](https://arxiv.org/abs/1602.01783)",
+        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
+        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
+        memory=True,
+        samples="(their action distribution)",
+    )
 
     # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
     model_config = SECTION
@@ -118,7 +133,14 @@ class A2CConfig(BaseModel):
 
 
 class REINFORCEConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="REINFORCE",
+        paper="[Williams, 1992](https://doi.org/10.1007/BF00992696)",
+        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
+        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
+        memory=True,
+        samples="(their action distribution)",
+    )
 
     # Defaults follow the PyTorch examples' REINFORCE (examples/reinforcement_learning/reinforce.py:
     # gamma 0.99, standardized returns) and Spinning Up's VPG (a learned value baseline), with
@@ -161,7 +183,13 @@ class REINFORCEConfig(BaseModel):
 
 
 class TRPOConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="TRPO",
+        paper="[Schulman et al., 2015](https://arxiv.org/abs/1502.05477)",
+        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
+        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
+        samples="(their action distribution)",
+    )
 
     # Defaults follow sb3-contrib's TRPO defaults (Schulman et al., 2015, with GAE): KL bound 0.01, 15
     # conjugate-gradient iterations damped by 0.1, a line search of 10 steps shrinking by 0.8, and 10 passes

@@ -7,6 +7,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from rlcli.config.algos.capabilities import Q_ARGMAX, Capabilities, Masks
 from rlcli.config.fields import (
     BatchSize,
     Discount,
@@ -37,7 +38,16 @@ ExplorationFraction = Annotated[
 
 
 class DQNConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="DQN",
+        paper="[Mnih et al., 2015](https://doi.org/10.1038/nature14236); "
+        "[van Hasselt et al., 2016](https://arxiv.org/abs/1509.06461); "
+        "[Schaul et al., 2016](https://arxiv.org/abs/1511.05952)",
+        actions=("Discrete",),
+        masks=Masks(("Discrete",), Q_ARGMAX),
+        samples="with epsilon_end > 0",
+        fields_note="double DQN, n-step and prioritized replay: fields",
+    )
 
     # Defaults follow Stable-Baselines3's DQN defaults (lr and max_grad_norm live in [optim]);
     # presets override them with RL-Zoo's tuned values.
@@ -65,7 +75,14 @@ class DQNConfig(BaseModel):
 
 
 class QRDQNConfig(BaseModel):
-    SOURCES: ClassVar[tuple[str, ...]] = ("collector",)
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        title="QR-DQN",
+        paper="[Dabney et al., 2018](https://arxiv.org/abs/1710.10044)",
+        actions=("Discrete",),
+        masks=Masks(("Discrete",), Q_ARGMAX),
+        samples="with epsilon_end > 0",
+        fields_note="double Q, n-step and prioritized replay: fields",
+    )
 
     # Defaults follow sb3-contrib's QR-DQN defaults (200 quantiles, no double Q-learning, epsilon 1 -> 0.01
     # over 0.5% of the run; lr 5e-5 and no gradient clipping in [optim]); presets override them with

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from rlcli.config.algos import SAMPLING
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.envs import check_run_packages, import_env_packages
 from rlcli.files import replacing
@@ -29,9 +30,7 @@ FORMATS = ("onnx", "pt2")
 
 _NO_DRAWS = (
     "has no distribution to draw from: each of its draws is its mode. A file samples where the policy does: "
-    "PPO, A2C, REINFORCE and TRPO (their action distribution); SAC, TQC, CrossQ, CQL and IQL (their Gaussian); "
-    'BC with policy = "gaussian" or Discrete actions; DQN and QR-DQN with epsilon_end > 0; TD3 and DDPG with '
-    "noise_scale > 0. Export without --stochastic"
+    f"{SAMPLING}. Export without --stochastic"
 )
 
 
