@@ -7,13 +7,13 @@ import gymnasium as gym
 import pytest
 import torch
 
-from offline import random_dataset
 from rlcli.algos import ALGORITHMS
 from rlcli.algos.context import BuildContext
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
 from rlcli.timing import Timer
+from support.offline import random_dataset
 
 ENVS = ["CartPole-v1", "Pendulum-v1"]
 LOOP_PHASES = {"collect", "collect.policy", "collect.env_step", "update", "log", "iteration"}

@@ -8,17 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from cli.test_train import (
-    assert_exit,
-    load_final,
-    metrics_by_run,
-    no_run_folder,
-    only_run_folder,
-    read_csv,
-    read_run_json,
-    rlcli_process,
-)
-from conftest import assert_bad_input, package_hidden
+from support.cli import assert_bad_input, assert_exit, rlcli_process
+from support.imports import package_hidden
+from support.run_folders import load_final, metrics_by_run, no_run_folder, only_run_folder, read_csv, read_run_json
 
 PRESETS = ["sac_pendulum", "td3_pendulum", "ddpg_pendulum", "redq_pendulum"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cli.test_train import (
-    assert_exit,
+from support.cli import assert_bad_input, assert_exit, invoke
+from support.run_folders import (
     load_final,
     metrics_by_run,
     no_run_folder,
@@ -15,7 +15,6 @@ from cli.test_train import (
     read_jsonl,
     read_run_json,
 )
-from conftest import assert_bad_input, invoke
 
 SHORT = ["--set", "collector.total_frames=2048", "--set", "algo.learning_starts=512"]
 
