@@ -28,7 +28,6 @@ from support.run_folders import (
     assert_iterations,
     load_final,
     metrics_by_process,
-    metrics_by_run,
     no_run_folder,
     only_run_folder,
     read_csv,
@@ -202,20 +201,6 @@ def assert_same_seed_alike_and_another_not(metrics: dict[str, tuple]) -> None:
     assert columns4 == columns
     losses = [i for i, c in enumerate(columns) if c.startswith("loss/")]
     assert any(a[i] != b[i] for a, b in zip(rows3, rows4) for i in losses), "seed 4 trained exactly like seed 3"
-
-
-def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    metrics = metrics_by_run(
-        tmp_path,
-        "ppo_cartpole",
-        {"seed3a": 3, "seed3b": 3, "seed4": 4},
-        "--set",
-        "collector.total_frames=2048",
-        "--set",
-        "eval.final_episodes=0",
-    )
-    assert len(metrics["seed3a"][1]) == 4
-    assert_same_seed_alike_and_another_not(metrics)
 
 
 @pytest.mark.integration

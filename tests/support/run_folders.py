@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from support.cli import cli_env, command, invoke, output_of
+from support.cli import cli_env, command
 from support.paths import ROOT
 
 # Columns that measure the machine rather than the run: never part of a determinism check.
@@ -87,18 +87,6 @@ def compared_metrics(folder: Path) -> tuple[list[str], list[list[str]]]:
     header, rows = read_csv(folder / "metrics.csv")
     compared = [c for c in header if timeless(c)]
     return compared, [[row[c] for c in compared] for row in rows]
-
-
-def metrics_by_run(tmp_path: Path, preset: str, seeds: dict[str, int], *args: str) -> dict[str, tuple]:
-    """Train ``preset`` once per named seed in this process, one after another, with ``args``;
-    returns each run's (columns, rows) without the clock columns."""
-    metrics = {}
-    for name, seed in seeds.items():
-        out = tmp_path / name
-        result = invoke("train", preset, "--seed", str(seed), *args, "--quiet", "--out", out)
-        assert result.returncode == 0, f"{name}: {output_of(result)}"
-        metrics[name] = compared_metrics(only_run_folder(out, preset))
-    return metrics
 
 
 def metrics_by_process(tmp_path: Path, preset: str, seeds: dict[str, int], *args: str) -> dict[str, tuple]:
