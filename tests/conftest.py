@@ -38,6 +38,13 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ and "OMP_NUM_THREADS" not in os.env
     os.environ.update(share_for_jobs(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 
+def pytest_configure(config):
+    """Probe every preset's extras (``support.presets``), which imports them, in each process before any
+    test is guarded, and after the thread share above is set: glfw (MuJoCo's rendering) starts a python
+    child on its first import to read its library's version."""
+    import support.presets  # noqa: F401
+
+
 @pytest.fixture(scope="session", autouse=True)
 def offline_root(tmp_path_factory):
     """The folder the tests' random Minari datasets are written to (tests/support/offline.py), once per session."""
