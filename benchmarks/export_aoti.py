@@ -11,7 +11,6 @@ compiler (not a test: CI's machine promises none). Prints the compile time and t
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,12 +18,10 @@ from pathlib import Path
 import torch
 
 from rlcli.config.load import load_config
+from rlcli.envs.random_play import random_observations
 from rlcli.play.export import deployed_untrained, examples_for, write_file
 
 ROWS = 200
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from observations import env_observations  # noqa: E402 - tests/ is put on the path just above
 
 
 def compiled_gap(preset: str, scratch: Path) -> dict:
@@ -32,7 +29,7 @@ def compiled_gap(preset: str, scratch: Path) -> dict:
     module, observation_space, action_space = deployed_untrained(cfg, source=preset)
     if module.keys is not None or module.masked or module.remembers:
         raise SystemExit(f"{preset}: this script feeds a single observation input only")
-    obs = torch.as_tensor(env_observations(cfg.env, ROWS))
+    obs = torch.as_tensor(random_observations(cfg.env, ROWS))
     module.agent.obs_norm.observe(obs[None])
     out = scratch / f"{preset}.pt2"
     write_file(module, examples_for(module, observation_space, action_space), out, {}, format="pt2", dynamic=True)

@@ -140,12 +140,11 @@ def main() -> int:
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="rlcli-identity-") as tmp:
-        sys.path.insert(0, str(ROOT / "tests"))
-        from offline import random_dataset
+        from rlcli.datasets.recording.random_episodes import write_random_episodes
 
         def dataset(env_id: str) -> str:
             """The offline presets' data: 8 random episodes of 100 steps on their env, written on first use."""
-            return random_dataset(env_id, episodes=8, max_steps=100, root=Path(tmp) / "datasets")
+            return write_random_episodes(env_id, episodes=8, max_steps=100, root=Path(tmp) / "datasets")
 
         for name, overrides in every_run(dataset).items():
             label = name.partition("=")[0]

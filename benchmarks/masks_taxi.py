@@ -1,8 +1,8 @@
 """Masked against unmasked PPO and DQN on Taxi: frames to gymnasium's threshold (8, the rolling mean of
 100 training episodes) or the rolling return at the budget, and the invalid actions taken.
 
-Each run trains ``ppo_taxi_masked`` or ``dqn_taxi_masked`` in this process on ``RlcliTest/CountedTaxi-v0``
-(tests/envpkg: Taxi-v4 itself, counting the actions its mask forbade), with ``[env] action_mask`` "info"
+Each run trains ``ppo_taxi_masked`` or ``dqn_taxi_masked`` in this process on ``Bench/CountedTaxi-v0``
+(registered below: gymnasium's Taxi itself, counting the actions its mask forbade), with ``[env] action_mask`` "info"
 (masked) or "none" (unmasked), one seed at a time; training stops at the threshold. Invalid actions are
 those of the training envs (collection, exploration included); there is no final evaluation.
 
@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import gymnasium as gym
+from gymnasium.envs.toy_text.taxi import TaxiEnv
 
 # Variant -> (preset, [env] action_mask).
 VARIANTS = {
@@ -29,6 +30,37 @@ VARIANTS = {
     "dqn unmasked": ("dqn_taxi_masked", "none"),
 }
 THRESHOLD = 8.0
+
+
+class CountInvalid(gym.Wrapper):
+    """Taxi counting the actions taken that its ``info["action_mask"]`` forbade, over the env's life.
+
+    The benchmark's own instrument (benchmarks import nothing from tests/, whose env package has a
+    counted Taxi of its own for the masks' tests): it reads the mask the env gave, not rlcli's copy."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.invalid_actions = 0
+        self.mask = None
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.mask = info["action_mask"]
+        return obs, info
+
+    def step(self, action):
+        self.invalid_actions += int(not self.mask[int(action)])
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.mask = info["action_mask"]
+        return obs, reward, terminated, truncated, info
+
+
+def counted_taxi(**kwargs) -> gym.Env:
+    return CountInvalid(TaxiEnv(**kwargs))
+
+
+# Taxi-v4's own registration: 200 steps an episode, a threshold of 8.
+gym.register(id="Bench/CountedTaxi-v0", entry_point=counted_taxi, max_episode_steps=200, reward_threshold=8)
 
 
 def run_one(preset: str, mask: str, seed: int, out: Path) -> dict:
@@ -41,7 +73,7 @@ def run_one(preset: str, mask: str, seed: int, out: Path) -> dict:
         preset,
         [
             f"run.seed={seed}",
-            'env.id="RlcliTest/CountedTaxi-v0"',
+            'env.id="Bench/CountedTaxi-v0"',
             f'env.action_mask="{mask}"',
             f'run.output_dir="{out.as_posix()}"',
             "timing.enabled=false",
@@ -82,9 +114,6 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", choices=list(VARIANTS), help="variants to run (default: all)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "tests" / "envpkg"))
-    import rlcli_test_envs  # noqa: F401  (registers RlcliTest/CountedTaxi-v0)
-
     seeds = [int(s) for s in args.seeds.split(",")]
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,30 +1,26 @@
-"""Shared fixtures: the repository's folders, the layer guard, and two ways to run ``rlcli``: in this
-process (``cli``, the default layer) and as the real command (``rlcli``, the integration layer)."""
+"""Shared fixtures: the layer guard, the runs trained once per session, and two ways to run ``rlcli``: in
+this process (``cli``, the default layer) and as the real command (``rlcli``, the integration layer).
+
+Helpers live in ``tests/support/`` (imported as ``support.<role>``); this file holds only fixtures and hooks.
+"""
 
 from __future__ import annotations
 
-import csv
-import importlib
 import os
 import shutil
-import signal
 import subprocess
-import sys
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 # The guard (autouse), the hook it reads, and the hook that builds the caches a library fills by starting a
 # process on first use (matplotlib's font list), before any test is guarded: the default layer starts no process.
-from layers import layer_guard, pytest_runtest_makereport, pytest_sessionstart  # noqa: F401
-from rlcli.config.load import preset_extras
-
-# Runs trained once per session, one per family (tests/runs.py), and copies of them for a test to change.
-from runs import copy_run, env_packages, off_policy_run, offline_run, on_policy_run, pixel_run  # noqa: F401
+# They are one pytest plugin, which tests/test_layers.py loads into sessions of its own.
+from support.cli import CliResult, invoke, rlcli_executable
+from support.layers import layer_guard, pytest_runtest_makereport, pytest_sessionstart  # noqa: F401
+from support.paths import ROOT, env_packages_importable
+from support.runs import TrainedRun, train_off_policy, train_offline, train_on_policy, train_pixels
 
 # The tests read rlcli's output as a pipe or a file gives it: as wide as its content, no colour, no live
 # display. Rich reads these once, when rlcli's consoles are made (on the first import, in this process for
@@ -41,82 +37,24 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ and "OMP_NUM_THREADS" not in os.env
 
     os.environ.update(share_for_jobs(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
-ROOT = Path(__file__).resolve().parents[1]
-PRESETS = ROOT / "presets"
-PRESET_FILES = sorted(PRESETS.glob("*.toml"))
-BROKEN_CONFIGS = ROOT / "tests" / "broken_configs"
 
-
-def missing_extras(preset: Path) -> list[str]:
-    """The optional extras ``preset`` needs (``rlcli.config.load.preset_extras``) that are not installed
-    here. `.ci/run` installs every extra; without one, the tests that build such a preset are skipped."""
-    missing = []
-    for extra in preset_extras(preset):
-        try:
-            importlib.import_module(extra.module)
-        except ImportError:
-            missing.append(extra.name)
-    return missing
+def pytest_configure(config):
+    """Probe every preset's extras (``support.presets``), which imports them, in each process before any
+    test is guarded, and after the thread share above is set: glfw (MuJoCo's rendering) starts a python
+    child on its first import to read its library's version."""
+    import support.presets  # noqa: F401
 
 
 @pytest.fixture(scope="session", autouse=True)
 def offline_root(tmp_path_factory):
-    """The folder the tests' random Minari datasets are written to (tests/offline.py), once per session."""
-    import offline
+    """The folder the tests' random Minari datasets are written to (tests/support/offline.py), once per session."""
+    from support import offline
 
     offline.ROOT = tmp_path_factory.mktemp("datasets")
     return offline.ROOT
 
 
-MISSING_EXTRAS = {p: missing_extras(p) for p in PRESET_FILES}
-BUILDABLE_PRESETS = [p for p in PRESET_FILES if not MISSING_EXTRAS[p]]
-PRESETS_TO_BUILD = [
-    pytest.param(
-        p,
-        id=p.stem,
-        marks=pytest.mark.skipif(bool(MISSING_EXTRAS[p]), reason=f"needs the {', '.join(MISSING_EXTRAS[p])} extra"),
-    )
-    for p in PRESET_FILES
-]
-
-# A small valid config for tests to start from: every size agrees with every other.
-MINIMAL_TOML = """\
-[env]
-id = "CartPole-v1"
-num_envs = 4
-
-[algo]
-name = "ppo"
-minibatch_size = 32
-
-[collector]
-frames_per_batch = 64
-total_frames = 640
-"""
-
-
-def rlcli_executable() -> str:
-    """The ``rlcli`` console script of this interpreter's environment, else the one on PATH."""
-    beside = Path(sys.executable).parent / "rlcli"
-    if beside.is_file():
-        return str(beside)
-    found = shutil.which("rlcli")
-    if found is None:
-        pytest.fail("the rlcli console script is not installed (pip install -e .)")
-    return found
-
-
 RunCli = Callable[..., subprocess.CompletedProcess]
-
-
-def sigint_default() -> None:
-    """``preexec_fn`` for a child that a test interrupts with SIGINT, as a terminal's Ctrl-C would.
-
-    A child inherits an ignored SIGINT from a test run started as a background shell job
-    (``.ci/run &``), and rlcli rightly leaves an ignored SIGINT ignored; a foreground
-    process at a terminal has the default disposition, which this restores.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")
@@ -141,30 +79,6 @@ def rlcli() -> RunCli:
     return run
 
 
-# Columns that measure time, and so differ between any two runs; every other column must match.
-TIMING = ("wall_time_s", "fps")
-
-
-def rows_of(run_dir: Path) -> list[dict[str, str]]:
-    """The metrics rows of a run folder without the columns that measure time: what a resumed run must
-    write as an unbroken one did."""
-    with (run_dir / "metrics.csv").open(newline="", encoding="utf-8") as handle:
-        return [
-            {k: v for k, v in row.items() if k not in TIMING and not k.startswith("time/")}
-            for row in csv.DictReader(handle)
-        ]
-
-
-def assert_bad_input(result: subprocess.CompletedProcess, *fragments: str) -> str:
-    """Check exit status 2, no traceback, and every fragment in the output; returns stdout + stderr."""
-    output = result.stdout + result.stderr
-    assert result.returncode == 2, f"exit {result.returncode}, expected 2:\n{output}"
-    assert "Traceback" not in output, output
-    for fragment in fragments:
-        assert fragment in output, f"{fragment!r} not in:\n{output}"
-    return output
-
-
 @pytest.fixture
 def write_toml(tmp_path: Path) -> Callable[[str, str], Path]:
     """Write ``text`` to ``tmp_path / name`` and return the path."""
@@ -176,18 +90,6 @@ def write_toml(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return write
-
-
-def require_extra(module: str) -> None:
-    """Fail, not skip, when an extra that the README's test command installs is missing: the
-    eval --video and plot tests must run wherever the tests are said to pass."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        pytest.fail(
-            f"{module} is missing: install the extras with the README's test command "
-            "(pip install -e '.[test,plot,video,export]')"
-        )
 
 
 @pytest.fixture
@@ -243,76 +145,53 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@dataclass
-class CliResult:
-    """What ``rlcli ARGS`` run in this process gave: the fields of a CompletedProcess that tests read."""
-
-    args: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@contextmanager
-def _working_folder(folder: Path):
-    before = Path.cwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
-def invoke(*args: str | Path, cwd: str | Path = ROOT, env: dict[str, str] | None = None) -> CliResult:
-    """Run ``rlcli ARGS`` through Typer's runner in this process.
-
-    As ``rlcli.cli.main`` does: a Ctrl-C exits 130 with "interrupted"; an exception that escapes a
-    command is written to stderr as the traceback a user would see (so "Traceback" checks hold).
-    """
-    from typer.testing import CliRunner
-
-    from rlcli.cli.app import app
-    from rlcli.cli.exits import EXIT_INTERRUPTED
-
-    argv = [str(a) for a in args]
-    runner = CliRunner()
-    with _working_folder(Path(cwd)):
-        try:
-            result = runner.invoke(app, argv, env=env, catch_exceptions=True)
-        except KeyboardInterrupt:
-            return CliResult(argv, EXIT_INTERRUPTED, "", "interrupted\n")
-    stderr = result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(*result.exc_info))
-    return CliResult(argv, result.exit_code, result.stdout, stderr)
-
-
 @pytest.fixture
 def cli() -> Callable[..., CliResult]:
-    """``cli(*args, cwd=ROOT)``: ``rlcli ARGS`` in this process (see :func:`invoke`)."""
+    """``cli(*args, cwd=ROOT)``: ``rlcli ARGS`` in this process (see :func:`support.cli.invoke`)."""
     return invoke
 
 
-@contextmanager
-def package_hidden(package: str, *importers: str) -> Iterator[None]:
-    """Within the block, ``import package`` fails as it does where the package is not installed.
+@pytest.fixture
+def env_packages() -> None:
+    """``--env-package rlcli_test_envs`` (and ``broken_envs``) importable in this process."""
+    env_packages_importable()
 
-    The modules named ``importers`` (and their submodules), which import ``package`` when they are
-    themselves imported, are dropped from ``sys.modules`` so that the next import runs again and
-    meets the missing package; every module is as before once the block ends.
-    """
 
-    def ours(name: str) -> bool:
-        return any(name == prefix or name.startswith(prefix + ".") for prefix in (package, *importers))
+@pytest.fixture(scope="session")
+def on_policy_run(tmp_path_factory) -> TrainedRun:
+    """``rlcli train ppo_cartpole`` for 4,096 frames with checkpoints every 2,048, console output kept."""
+    return train_on_policy(tmp_path_factory.mktemp("on-policy"))
 
-    saved = {name: module for name, module in sys.modules.items() if ours(name)}
-    for name in saved:
-        del sys.modules[name]
-    # None in sys.modules makes ``import package`` raise ImportError (ModuleNotFoundError).
-    sys.modules[package] = None
-    try:
-        yield
-    finally:
-        for name in [name for name in sys.modules if ours(name)]:
-            del sys.modules[name]
-        sys.modules.update(saved)
+
+@pytest.fixture(scope="session")
+def off_policy_run(tmp_path_factory) -> TrainedRun:
+    """SAC on Pendulum for 480 frames: a checkpoint holding its replay buffer."""
+    return train_off_policy(tmp_path_factory.mktemp("off-policy"))
+
+
+@pytest.fixture(scope="session")
+def offline_run(tmp_path_factory, offline_root) -> TrainedRun:
+    """IQL for 40 gradient steps on a Minari dataset of random Pendulum episodes."""
+    return train_offline(tmp_path_factory.mktemp("offline"))
+
+
+@pytest.fixture(scope="session")
+def pixel_run(tmp_path_factory) -> TrainedRun:
+    """PPO on the corridor seen as a uint8 image beside its position (a ``Dict`` observation), 640 frames."""
+    return train_pixels(tmp_path_factory.mktemp("pixels"))
+
+
+@pytest.fixture
+def copy_run(tmp_path) -> Callable[..., Path]:
+    """``copy_run(run, edit_config=None)``: a copy of a session run's folder under this test's
+    tmp_path, to change; ``edit_config(text) -> text`` rewrites its config.toml."""
+
+    def copy(run: TrainedRun, edit_config: Callable[[str], str] | None = None) -> Path:
+        folder = tmp_path / "copies" / run.folder.name
+        shutil.copytree(run.folder, folder)
+        if edit_config is not None:
+            config = folder / "config.toml"
+            config.write_text(edit_config(config.read_text(encoding="utf-8")), encoding="utf-8")
+        return folder
+
+    return copy

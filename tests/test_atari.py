@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import assert_bad_input
 from rlcli import keys
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import load_config
 from rlcli.run import build_run
 from rlcli.timing import Timer
+from support.cli import assert_bad_input
 
 pytest.importorskip("ale_py")
 

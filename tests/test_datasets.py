@@ -1,6 +1,6 @@
 """Minari datasets read into tensors (rlcli.datasets), offline runs through the real trainer and
 ``rlcli train`` (in this process, through Typer's runner), and the bad input around them. Datasets
-are small ones of random actions (tests/offline.py)."""
+are small ones of random actions (tests/support/offline.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import json
 import numpy as np
 import pytest
 
-from conftest import MISSING_EXTRAS, PRESETS, assert_bad_input
-from offline import random_dataset
 from rlcli.config.errors import ConfigError, InputError
 from rlcli.config.load import validate_data
 from rlcli.datasets import dataset_bytes, load_dataset, open_dataset
 from rlcli.run import build_run
 from rlcli.trainer.loop import train
+from support.cli import assert_bad_input
+from support.offline import random_dataset
+from support.paths import PRESETS
+from support.presets import MISSING_EXTRAS
 
 minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.11+")
 

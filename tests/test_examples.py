@@ -13,7 +13,7 @@ import torch
 
 from rlcli.play.export import deployed, export_policy
 from rlcli.trainer.checkpoint_folder import find_checkpoint
-from runs import ROOT
+from support.paths import ROOT
 
 EXAMPLE = ROOT / "examples" / "play_onnx.py"
 

@@ -1,4 +1,4 @@
-"""The layer guard (tests/layers.py): a default-layer test that starts ``rlcli`` or reaches a server
+"""The layer guard (tests/support/layers.py): a default-layer test that starts ``rlcli`` or reaches a server
 fails with a message naming the marker to use; git, unix sockets and marked tests are let through; a
 session on a machine that never ran matplotlib builds its font cache before the guard, not in a test."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import rlcli_executable
+from support.cli import rlcli_executable
 
 INNER_TESTS = """
 import socket
@@ -55,7 +55,7 @@ INNER_OPTIONS = ("-p", "no:cacheprovider", "-p", "no:benchmark")
 
 
 def run_inner(pytester, marker: str):
-    pytester.makeconftest("from layers import layer_guard, pytest_runtest_makereport  # noqa: F401\n")
+    pytester.makeconftest("from support.layers import layer_guard, pytest_runtest_makereport  # noqa: F401\n")
     pytester.makeini(f"[pytest]\nmarkers =\n    {marker}: a layer\n")
     pytester.makepyfile(test_inner=INNER_TESTS.format(rlcli=rlcli_executable(), marker=marker))
     return pytester.runpytest_inprocess(*INNER_OPTIONS, "-k", "not test_marked")
@@ -99,9 +99,9 @@ def test_draws_text(tmp_path):
 
 def run_on_a_fresh_machine(pytester, cache: Path, hooks: str):
     """Run the inner test file in a fresh interpreter whose matplotlib has an empty cache folder, with
-    the conftest importing ``hooks`` from tests/layers.py."""
+    the conftest importing ``hooks`` from tests/support/layers.py."""
     cache.mkdir()
-    pytester.makeconftest(f"from layers import {hooks}  # noqa: F401\n")
+    pytester.makeconftest(f"from support.layers import {hooks}  # noqa: F401\n")
     env = {"MPLCONFIGDIR": str(cache), "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():

@@ -110,7 +110,7 @@ def test_ppo_lstm_cartpolenovel_balances_for_500_steps_in_its_deterministic_fina
 def test_masked_ppo_taxi_reaches_8_on_seed_0_within_500k_frames_taking_no_invalid_action(tmp_path):
     # gymnasium's threshold for Taxi; seed 0 reaches it at about 160k frames, 12 s on 2 cores. The
     # counting Taxi (tests/envpkg) is Taxi-v4 itself, counting the actions its mask forbade.
-    from runs import env_packages_importable
+    from support.paths import env_packages_importable
 
     env_packages_importable()
     import rlcli_test_envs  # noqa: F401
@@ -133,7 +133,7 @@ def test_masked_ppo_taxi_reaches_8_on_seed_0_within_500k_frames_taking_no_invali
 def test_masks_and_memory_together_solve_the_masked_recall_task(tmp_path):
     # Recall a cue after 4 blank steps, answering among two allowed actions (tests/envpkg): a GRU policy
     # under masks scores 1 an episode; a memoryless one 0.5. Seed 0 solves it in about 12k frames, 4 s.
-    from runs import env_packages_importable
+    from support.paths import env_packages_importable
 
     env_packages_importable()
     import rlcli_test_envs  # noqa: F401

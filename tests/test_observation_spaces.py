@@ -9,11 +9,11 @@ import csv
 
 import pytest
 
-from conftest import assert_bad_input
 from rlcli.config.errors import ConfigError, ConfigIssue
 from rlcli.config.load import load_config
 from rlcli.run import build_run
-from runs import env_packages_importable
+from support.cli import assert_bad_input
+from support.paths import env_packages_importable
 
 DICT_PPO = """\
 [env]

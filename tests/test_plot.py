@@ -6,14 +6,12 @@ import json
 import math
 import random
 import statistics
-import struct
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import require_extra
 from rlcli.config.errors import InputError
 from rlcli.plot import (
     DPI,
@@ -31,6 +29,8 @@ from rlcli.plot import (
     read_run,
     y_label,
 )
+from support.images import png_size
+from support.presets import require_extra
 
 COLUMNS = [
     "iteration",
@@ -325,12 +325,6 @@ def test_an_unknown_column_lists_the_columns_there_are(tmp_path):
     available = ", ".join(COLUMNS)
     assert caught.value.render() == f"--y eval/return_mean: no run has this column; available: {available}"
     assert not (tmp_path / "curve.png").exists()
-
-
-def png_size(path: Path) -> tuple[int, int]:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
 
 
 def test_plot_runs_writes_the_png_and_names_groups_and_skipped_runs(tmp_path):

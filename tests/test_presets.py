@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import MISSING_EXTRAS, PRESET_FILES, PRESETS_TO_BUILD
-from offline import random_dataset
 from rlcli.algos import ALGORITHMS
 from rlcli.config.load import load_config
 from rlcli.run import check_build
+from support.offline import random_dataset
+from support.paths import PRESET_FILES
+from support.presets import MISSING_EXTRAS, PRESETS_TO_BUILD
 
 
 def test_presets_exist_for_every_algorithm():

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rlcli.trainer import checkpoint
-from runs import train_cli
+from support.runs import train_cli
 
 
 @pytest.fixture(scope="module")

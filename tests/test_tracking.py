@@ -20,16 +20,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import assert_bad_input
 from rlcli.config.logger import LoggerConfig
+from support.cli import assert_bad_input
+from support.processes import free_port
+from support.run_folders import only_run_folder
 
 TRAIN = ("ppo_cartpole", "--set", "collector.total_frames=2048", "-q")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -83,11 +79,6 @@ def stop_server(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run_folder(out: Path) -> Path:
-    (found,) = [p for p in out.iterdir() if p.is_dir()]
-    return found
-
-
 @pytest.mark.integration
 def test_mlflow_receives_params_rows_and_files_and_a_lost_server_loses_nothing(rlcli, tmp_path, mlflow_server):
     from mlflow import MlflowClient
@@ -96,7 +87,7 @@ def test_mlflow_receives_params_rows_and_files_and_a_lost_server_loses_nothing(r
     backends = ("--set", 'logger.backends=["csv", "mlflow"]', "--set", f"logger.mlflow_uri={json.dumps(uri)}")
     result = rlcli("train", *TRAIN, *backends, "--out", tmp_path / "runs", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    run_dir = run_folder(tmp_path / "runs")
+    run_dir = only_run_folder(tmp_path / "runs")
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run((run_dir / "mlflow-run-id").read_text().strip())
     assert run.info.status == "FINISHED" and run.info.run_name == run_dir.name
@@ -116,7 +107,7 @@ def test_mlflow_receives_params_rows_and_files_and_a_lost_server_loses_nothing(r
     output = again.stdout + again.stderr
     assert again.returncode == 0, output
     assert output.count("warning:") == 1 and "mlflow backend stopped" in output and "Traceback" not in output
-    folder = run_folder(tmp_path / "again")
+    folder = only_run_folder(tmp_path / "again")
     assert json.loads((folder / "run.json").read_text())["status"] == "completed"
     assert (folder / "final.pt").is_file() and len(list(csv.DictReader((folder / "metrics.csv").open()))) == 4
 
@@ -192,7 +183,7 @@ def test_wandb_offline_keeps_config_rows_and_summary_in_the_run_folder(rlcli, tm
         timeout=180,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    run_dir = run_folder(tmp_path / "runs")
+    run_dir = only_run_folder(tmp_path / "runs")
     (path,) = wandb_files(run_dir)
     records = read_wandb(path)
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
@@ -215,7 +206,7 @@ def test_wandb_resume_continues_the_run_its_folder_started(rlcli, tmp_path, monk
     backends = ("--set", 'logger.backends=["csv", "wandb"]')
     first = rlcli("train", *TRAIN, *backends, "--out", tmp_path / "runs", cwd=tmp_path, timeout=180)
     assert first.returncode == 0, first.stdout + first.stderr
-    run_dir = run_folder(tmp_path / "runs")
+    run_dir = only_run_folder(tmp_path / "runs")
     resumed = rlcli(
         "train", "--resume", run_dir, "--set", "collector.total_frames=4096", "-q", cwd=tmp_path, timeout=180
     )

@@ -6,12 +6,12 @@ import math
 import pytest
 import torch
 
-from offline import random_dataset
 from rlcli.algos.cql import conservative_gap, cql_critic_loss
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
 from rlcli.run import build_run
 from rlcli.timing import Timer
+from support.offline import random_dataset
 
 
 def cql_run(*, seed: int = 0, **algo):

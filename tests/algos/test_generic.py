@@ -9,7 +9,6 @@ import pytest
 import torch
 
 import rlcli.algos
-from offline import random_dataset
 from rlcli.algos import ALGORITHMS, Benchable
 from rlcli.algos.context import BuildContext
 from rlcli.config.errors import ConfigError
@@ -17,6 +16,9 @@ from rlcli.config.load import validate_data
 from rlcli.learning.off_policy import ReplayLearner
 from rlcli.run import build_run
 from rlcli.timing import Timer
+from rlcli.trainer.loop import train
+from support.offline import random_dataset
+from support.run_folders import rows_of
 
 ENVS = ["CartPole-v1", "Pendulum-v1"]
 LOOP_PHASES = {"collect", "collect.policy", "collect.env_step", "update", "log", "iteration"}
@@ -33,7 +35,8 @@ def supported(name: str, env_id: str) -> bool:
         env.close()
 
 
-def config(name: str, env_id: str, seed: int = 1):
+def config(name: str, env_id: str, seed: int = 1, **sections):
+    """A small run of ``name`` on 4 envs of ``env_id``; ``sections`` update its sections key by key."""
     spec = ALGORITHMS[name]
     algo = {"name": name}
     # Small batches so that a few iterations are enough to learn something.
@@ -48,14 +51,15 @@ def config(name: str, env_id: str, seed: int = 1):
         if "collector" in spec.capabilities.sources
         else {"data": {"dataset": random_dataset(env_id), "total_steps": 80, "steps_per_iteration": 8}}
     )
-    return validate_data(
-        {
-            "run": {"seed": seed, "device": "cpu"},
-            "env": {"id": env_id, "num_envs": 4, "vectorization": "sync"},
-            "algo": algo,
-            **source,
-        }
-    )
+    data = {
+        "run": {"seed": seed, "device": "cpu"},
+        "env": {"id": env_id, "num_envs": 4, "vectorization": "sync"},
+        "algo": algo,
+        **source,
+    }
+    for section, values in sections.items():
+        data[section] = {**data.get(section, {}), **values}
+    return validate_data(data)
 
 
 PAIRS = [(name, env_id) for name in sorted(ALGORITHMS) for env_id in ENVS if supported(name, env_id)]
@@ -367,3 +371,48 @@ def test_build_agent_makes_no_optimizer_and_no_replay_buffer(name, env_id, monke
         monkeypatch.setattr(target, refuse)
     agent = ALGORITHMS[name].build_agent(cfg.algo, ctx)
     assert callable(agent.actions)
+
+
+# Each algorithm on the first env of ENVS it supports.
+FIRST_PAIRS = [next(pair for pair in PAIRS if pair[0] == name) for name in sorted(ALGORITHMS)]
+
+
+def train_briefly(name: str, env_id: str, seed: int, out) -> tuple[list[dict[str, str]], dict]:
+    """Train ``name`` on ``env_id`` through the trainer's loop for three iterations of 32 frames (offline:
+    two of 8 steps), learning in the last at the latest; returns its metrics rows without the columns that
+    measure time, and its final.pt (weights, optimizer state, generators, counters)."""
+    budget = (
+        {"collector": {"frames_per_batch": 32, "total_frames": 96}}
+        if "collector" in ALGORITHMS[name].CONFIG.SOURCES
+        else {"data": {"total_steps": 16}}
+    )
+    cfg = config(
+        name,
+        env_id,
+        seed=seed,
+        run={"output_dir": str(out)},
+        eval={"final_episodes": 0},
+        timing={"enabled": False},
+        **budget,
+    )
+    state = train(build_run(cfg))
+    return rows_of(state.run_dir), torch.load(state.run_dir / "final.pt", map_location="cpu", weights_only=True)
+
+
+@pytest.mark.parametrize(("name", "env_id"), FIRST_PAIRS)
+def test_one_config_and_seed_train_alike_twice_and_another_seed_does_not(name, env_id, tmp_path):
+    # Each run starts on the torch thread count the process had, as each would in a fresh process: a run
+    # builds its networks before it sets its own count (rlcli.run), and an initialization on two threads
+    # differs in the last bits from one on one thread (this test found it; the CLI starts one run a process).
+    threads = torch.get_num_threads()
+    rows, final = train_briefly(name, env_id, 3, tmp_path / "first")
+    torch.set_num_threads(threads)
+    again_rows, again_final = train_briefly(name, env_id, 3, tmp_path / "again")
+    torch.set_num_threads(threads)
+    assert any(key.startswith("loss/") and value for row in rows for key, value in row.items()), rows
+    assert again_rows == rows
+    assert_same(again_final, final, "final.pt")
+    _, other = train_briefly(name, env_id, 4, tmp_path / "other")
+    assert any(not torch.equal(value, final["agent"][key]) for key, value in other["agent"].items()), (
+        "seed 4 trained exactly like seed 3: the seed reaches nothing"
+    )

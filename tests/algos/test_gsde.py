@@ -9,13 +9,13 @@ import csv
 import pytest
 import torch
 
-from conftest import invoke
 from rlcli.config.algos import WITH_GSDE
 from rlcli.config.load import validate_data
 from rlcli.models.gsde import SquashedStateDependentActor, StateDependentHead
 from rlcli.run import build_run
 from rlcli.trainer.loop import train
 from rlcli.trainer.state import Hooks
+from support.cli import invoke
 
 # Each algorithm's settings for a few iterations of 64 frames that learn from the second on.
 ALGOS = {

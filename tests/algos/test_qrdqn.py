@@ -6,7 +6,6 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 
-from quantile_loops import plain_quantile_huber
 from rlcli import keys
 from rlcli.algos.dqn import QAgent
 from rlcli.algos.qrdqn import QuantileQ, qrdqn_loss
@@ -15,6 +14,7 @@ from rlcli.config.load import validate_data
 from rlcli.learning.quantiles import midpoints, quantile_huber, quantile_huber_pairs
 from rlcli.models.normalization import ObservationNormalizer
 from rlcli.run import build_run
+from support.quantiles import plain_quantile_huber
 
 ACTIONS, QUANTILES, OBS = 3, 4, 2
 

@@ -4,12 +4,12 @@ objective over every quantile, and the configs it refuses."""
 import pytest
 import torch
 
-from quantile_loops import plain_quantile_huber
 from rlcli import keys
 from rlcli.algos.sac import sac_actor_loss
 from rlcli.algos.tqc import tqc_critic_loss, truncated_target
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import validate_data
+from support.quantiles import plain_quantile_huber
 
 
 def test_truncated_target_pools_every_critic_and_keeps_the_smallest():

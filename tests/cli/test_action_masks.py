@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_bad_input, rows_of
-from runs import env_packages_importable, only_run_folder
+from support.cli import assert_bad_input
+from support.paths import ROOT, env_packages_importable
+from support.run_folders import only_run_folder, rows_of
 
 PPO = """\
 [env]

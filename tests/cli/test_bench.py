@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import rlcli_executable, sigint_default
+from support.cli import rlcli_executable, sigint_default
 
 
 @pytest.fixture

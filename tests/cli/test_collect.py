@@ -16,8 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import assert_bad_input, rlcli_executable, sigint_default
 from rlcli.datasets import load_dataset, open_dataset
+from support.cli import assert_bad_input, rlcli_executable, sigint_default
 
 minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.11+")
 

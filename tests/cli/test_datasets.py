@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from conftest import assert_bad_input
 from rlcli.config.recipes import RECIPES
 from rlcli.datasets import load_dataset, open_dataset
+from support.cli import assert_bad_input
 
 minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.11+")
 
@@ -22,7 +22,7 @@ minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.1
 def made(tmp_path_factory):
     """A datasets folder where ``rlcli datasets make`` wrote pendulum/expert-v0 (a 304-frame sac_pendulum
     run's policy) and pendulum/random-v0, 450 steps each; and the command's JSON report."""
-    from conftest import invoke
+    from support.cli import invoke
 
     root = tmp_path_factory.mktemp("made")
     with pytest.MonkeyPatch.context() as patch:

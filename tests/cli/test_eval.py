@@ -18,17 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MINIMAL_TOML, assert_bad_input, require_extra
-from runs import env_packages_importable, train_cli
+from support.cli import assert_bad_input
+from support.paths import env_packages_importable
+from support.presets import MINIMAL_TOML, require_extra
+from support.run_folders import snapshot
+from support.runs import train_cli
 
 HEADERS = ("episodes", "mean return", "std", "min", "max", "mean length")
-
-
-def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file and folder under ``folder`` with its size and modification time."""
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*"))} | {
-        ".": (0, folder.stat().st_mtime_ns)
-    }
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +39,9 @@ def painted_run(tmp_path_factory) -> Path:
 
 def test_eval_of_a_run_folder_prints_the_table_and_changes_nothing(cli, on_policy_run):
     folder = on_policy_run.folder
-    before = snapshot(folder)
+    before = snapshot(folder, with_folders=True)
     result = cli("eval", folder, "--episodes", "3")
-    after = snapshot(folder)
+    after = snapshot(folder, with_folders=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     header = next(line for line in result.stdout.splitlines() if "mean return" in line)
@@ -128,9 +124,9 @@ def test_a_folder_without_final_pt_uses_its_newest_checkpoint_and_a_checkpoint_p
 )
 def test_weights_from_another_config_are_refused(cli, on_policy_run, copy_run, edit, fragments):
     folder = copy_run(on_policy_run, edit)
-    before = snapshot(folder)
+    before = snapshot(folder, with_folders=True)
     assert_bad_input(cli("eval", folder), f"checkpoint {folder / 'final.pt'}", *fragments)
-    assert snapshot(folder) == before
+    assert snapshot(folder, with_folders=True) == before
 
 
 def test_a_truncated_final_pt_is_refused(cli, on_policy_run, copy_run):
@@ -138,9 +134,9 @@ def test_a_truncated_final_pt_is_refused(cli, on_policy_run, copy_run):
     final = folder / "final.pt"
     with final.open("r+b") as file:
         file.truncate(final.stat().st_size // 2)
-    before = snapshot(folder)
+    before = snapshot(folder, with_folders=True)
     assert_bad_input(cli("eval", folder), f"checkpoint {final}: truncated or corrupt")
-    assert snapshot(folder) == before
+    assert snapshot(folder, with_folders=True) == before
 
 
 def test_a_missing_path_is_refused(cli, tmp_path):
@@ -156,7 +152,7 @@ def test_a_missing_path_exits_2_without_a_traceback_as_the_shell_sees_it(rlcli, 
 def test_video_of_the_first_episode_is_a_real_mp4(cli, painted_run, tmp_path):
     require_extra("imageio")
     require_extra("imageio_ffmpeg")
-    before = snapshot(painted_run)
+    before = snapshot(painted_run, with_folders=True)
     video = tmp_path / "out.mp4"
     result = cli("eval", painted_run, "--episodes", "2", "--video", video, "--env-package", "rlcli_test_envs")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -165,19 +161,19 @@ def test_video_of_the_first_episode_is_a_real_mp4(cli, painted_run, tmp_path):
     assert video.stat().st_size > 200 and head[4:8] == b"ftyp"
     # Written through a temporary file that is gone now.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.mp4"]
-    assert snapshot(painted_run) == before
+    assert snapshot(painted_run, with_folders=True) == before
 
 
 def test_video_of_an_env_without_rgb_array_names_its_render_modes(cli, pixel_run, tmp_path):
     require_extra("imageio")
     require_extra("imageio_ffmpeg")
     env_packages_importable()
-    before = snapshot(pixel_run.folder)
+    before = snapshot(pixel_run.folder, with_folders=True)
     assert_bad_input(
         cli("eval", pixel_run.folder, "--video", tmp_path / "out.mp4", "--env-package", "rlcli_test_envs"),
         "RlcliTest/DictCorridor-v0 cannot render rgb_array frames; its render modes: none",
     )
-    assert list(tmp_path.iterdir()) == [] and snapshot(pixel_run.folder) == before
+    assert list(tmp_path.iterdir()) == [] and snapshot(pixel_run.folder, with_folders=True) == before
 
 
 def test_video_without_the_extra_says_what_to_install(cli, on_policy_run, tmp_path, monkeypatch):
@@ -202,9 +198,9 @@ def test_video_into_a_missing_folder_is_refused(cli, on_policy_run, tmp_path):
 def test_a_run_whose_env_package_is_not_given_names_the_flag(cli, pixel_run):
     """run.json only names the module; importing code stays the choice of the person running eval."""
     env_packages_importable()
-    before = snapshot(pixel_run.folder)
+    before = snapshot(pixel_run.folder, with_folders=True)
     assert_bad_input(
         cli("eval", pixel_run.folder),
         "its env was registered by --env-package rlcli_test_envs; give the same flags again",
     )
-    assert snapshot(pixel_run.folder) == before
+    assert snapshot(pixel_run.folder, with_folders=True) == before

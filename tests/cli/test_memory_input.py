@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import assert_bad_input
+from support.cli import assert_bad_input
 
 BASE = """
 [run]

@@ -8,7 +8,6 @@ processes is plotted by tests/cli/test_seeds.py. Integration: what a fresh inter
 
 from __future__ import annotations
 
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +15,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import ROOT, assert_bad_input, invoke, require_extra
 from rlcli.plot import DPI, FIGSIZE_IN
+from support.cli import assert_bad_input, invoke
+from support.images import png_size
+from support.paths import ROOT
+from support.presets import require_extra
 
 FRAMES = ["--set", "collector.total_frames=1024"]
 
@@ -57,14 +59,6 @@ def runs(tmp_path_factory) -> Path:
         done = invoke("train", "ppo_cartpole", *FRAMES, "--out", out, "--quiet", "--seeds", "0-1", "--jobs", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     return out
-
-
-def png_size(path: Path) -> tuple[int, int]:
-    """Width and height from the IHDR chunk, after checking the PNG signature."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
-    assert data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
 
 
 @pytest.mark.parametrize("flags", [[], ["--x", "time", "--band", "iqr"]], ids=["frames-minmax", "time-iqr"])

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import MINIMAL_TOML, assert_bad_input
+from support.cli import assert_bad_input
+from support.presets import MINIMAL_TOML
 
 PPO = '[env]\nid = "CartPole-v1"\n\n[algo]\nname = "ppo"\n'
 

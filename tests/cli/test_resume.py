@@ -13,13 +13,15 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import ROOT, assert_bad_input, rlcli_executable, rows_of, sigint_default
+from support.cli import assert_bad_input, rlcli_executable, sigint_default
+from support.paths import ROOT
+from support.processes import wait_for
+from support.run_folders import only_run_folder, rows_of, snapshot
 
 
 def start(preset: str, out: Path, *settings: str) -> subprocess.Popen:
@@ -31,36 +33,11 @@ def start(preset: str, out: Path, *settings: str) -> subprocess.Popen:
     )
 
 
-def wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended before {what}: exit {proc.returncode}\n{proc.communicate()[1]}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"no {what} within {timeout} s")
-        time.sleep(0.005)
-
-
 def line_count(path: Path) -> int:
     try:
         return path.read_bytes().count(b"\n")
     except OSError:
         return 0
-
-
-def run_folder(out: Path) -> Path:
-    (folder,) = out.iterdir()
-    return folder
-
-
-def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``folder`` with its size and modification time."""
-    return {
-        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 # (preset, settings, frames per batch): small budgets, with checkpoints well before the end.
@@ -96,11 +73,11 @@ def test_kill_9_then_resume_writes_the_rows_of_an_unbroken_run(tmp_path, rlcli, 
     unbroken = start(preset, tmp_path / "unbroken", *settings)
     killed = start(preset, tmp_path / "killed", *settings)
     out = tmp_path / "killed"
-    wait_for(lambda: any(out.glob("*/checkpoints/ckpt-*.pt")), killed, "checkpoint")
-    folder = run_folder(out)
+    wait_for(lambda: any(out.glob("*/checkpoints/ckpt-*.pt")), "checkpoint", proc=killed)
+    folder = only_run_folder(out)
     first = int(next(folder.glob("checkpoints/ckpt-*.pt")).stem.removeprefix("ckpt-")) // batch
     # Past the checkpoint by a few rows, so that resuming has rows to drop and write again.
-    wait_for(lambda: line_count(folder / "metrics.csv") > first + 3, killed, "rows after the checkpoint")
+    wait_for(lambda: line_count(folder / "metrics.csv") > first + 3, "rows after the checkpoint", proc=killed)
     killed.send_signal(signal.SIGKILL)
     killed.communicate(timeout=60)
     assert killed.returncode == -signal.SIGKILL
@@ -109,7 +86,7 @@ def test_kill_9_then_resume_writes_the_rows_of_an_unbroken_run(tmp_path, rlcli, 
 
     resumed = rlcli("train", "--resume", folder, "-q", timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    expected = rows_of(run_folder(tmp_path / "unbroken"))
+    expected = rows_of(only_run_folder(tmp_path / "unbroken"))
     got = rows_of(folder)
     assert [r["iteration"] for r in got] == [str(i) for i in range(1, len(expected) + 1)]
     for want, have in zip(expected, got):
@@ -131,14 +108,14 @@ def test_a_signal_saves_a_checkpoint_that_resumes_exactly(tmp_path, rlcli, sig, 
     stopped = start("ppo_cartpole", tmp_path / "stopped", *settings)
     out = tmp_path / "stopped"
     wait_for(
-        lambda: any(out.glob("*/metrics.csv")) and line_count(run_folder(out) / "metrics.csv") > 4,
-        stopped,
+        lambda: any(out.glob("*/metrics.csv")) and line_count(only_run_folder(out) / "metrics.csv") > 4,
         "metrics rows",
+        proc=stopped,
     )
     stopped.send_signal(sig)
     stdout, stderr = stopped.communicate(timeout=120)
     assert stopped.returncode == code, stdout + stderr
-    folder = run_folder(out)
+    folder = only_run_folder(out)
     info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert info["status"] == "interrupted" and info["signal"] == sig.name
     saved = torch.load(folder / info["checkpoint"]["latest"], weights_only=True)
@@ -147,7 +124,7 @@ def test_a_signal_saves_a_checkpoint_that_resumes_exactly(tmp_path, rlcli, sig, 
 
     resumed = rlcli("train", "--resume", folder, "-q", timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert rows_of(folder) == rows_of(run_folder(tmp_path / "unbroken"))
+    assert rows_of(folder) == rows_of(only_run_folder(tmp_path / "unbroken"))
 
 
 @pytest.fixture
@@ -248,8 +225,8 @@ def test_resume_of_a_run_still_training_is_refused(tmp_path, rlcli):
     out = tmp_path / "live"
     live = start("ppo_cartpole", out, "collector.total_frames=10000000", "checkpoint.every_frames=2048")
     try:
-        wait_for(lambda: any(out.glob("*/checkpoints/ckpt-*.pt")), live, "checkpoint")
-        result = rlcli("train", "--resume", run_folder(out), "-q")
+        wait_for(lambda: any(out.glob("*/checkpoints/ckpt-*.pt")), "checkpoint", proc=live)
+        result = rlcli("train", "--resume", only_run_folder(out), "-q")
         assert_bad_input(result, "another rlcli process is training in it")
         assert live.poll() is None, "the running run was disturbed"
     finally:

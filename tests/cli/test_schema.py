@@ -9,7 +9,8 @@ import sys
 import jsonschema
 import pytest
 
-from conftest import PRESET_FILES, invoke
+from support.cli import invoke
+from support.paths import PRESET_FILES
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -17,8 +17,9 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-from conftest import MINIMAL_TOML, ROOT, assert_bad_input, invoke, require_extra, rlcli_executable, sigint_default
-from runs import ENV_PACKAGES
+from support.cli import assert_bad_input, invoke, rlcli_executable, sigint_default
+from support.paths import ENV_PACKAGES, ROOT
+from support.presets import MINIMAL_TOML, require_extra
 
 CORRIDOR = MINIMAL_TOML.replace('id = "CartPole-v1"', 'id = "RlcliTest/Corridor-v0"')
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from conftest import MINIMAL_TOML
 from rlcli.config.load import load_config
 from rlcli.config.schema import RunConfig
+from support.presets import MINIMAL_TOML
 
 if sys.version_info >= (3, 11):
     import tomllib

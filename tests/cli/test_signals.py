@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, rlcli_executable
+from support.cli import rlcli_executable
+from support.paths import ROOT
+from support.processes import deliver
 
 
 def start_and_wait_for_rows(out: Path, rows: int = 2) -> subprocess.Popen:
@@ -56,16 +58,6 @@ def wait_until_delivered(pid: int, signum: int, timeout: float = 60.0) -> None:
             return
         time.sleep(0.01)
     pytest.fail(f"signal {signum} still pending for {pid} after {timeout} s")
-
-
-def deliver(signum: int) -> None:
-    """Run the handler installed for ``signum`` as Python runs it when the signal arrives (in the main
-    thread, between two bytecodes), without sending a signal that could end the test process."""
-    handler = signal.getsignal(signum)
-    assert callable(handler) and handler is not signal.default_int_handler, (
-        f"rlcli installed no handler for {signal.Signals(signum).name}: {handler!r}"
-    )
-    handler(signum, None)
 
 
 def check_stopped_run(run_dir: Path, stderr: str, signals: int) -> None:

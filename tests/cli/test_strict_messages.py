@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MINIMAL_TOML, ROOT, assert_bad_input, rlcli_executable, sigint_default
+from support.cli import assert_bad_input, rlcli_executable, sigint_default
+from support.paths import ROOT
+from support.presets import MINIMAL_TOML
 
 if sys.version_info >= (3, 11):
     import tomllib

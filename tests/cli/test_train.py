@@ -5,15 +5,12 @@ temporary folder; the smoke tests read the session's ``on_policy_run`` (``rlcli 
 ppo_cartpole`` for 4,096 frames). The ``integration`` tests start the installed ``rlcli``
 console script where the process is what is tested: Ctrl-C, output piped to another process, a
 bad input's exit status as the shell sees it, seeds trained side by side, a preset's smoke run.
-The helpers here serve ``test_train_dqn.py`` and ``test_train_continuous.py`` too.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import os
 import re
 import signal
 import subprocess
@@ -24,15 +21,25 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import invoke, package_hidden, rlcli_executable, sigint_default
-from runs import ON_POLICY_FRAMES
+from support.cli import assert_exit, cli_env, command, invoke, output_of, rlcli_process, sigint_default
+from support.imports import package_hidden
+from support.paths import ROOT
+from support.run_folders import (
+    assert_iterations,
+    load_final,
+    metrics_by_process,
+    no_run_folder,
+    only_run_folder,
+    read_csv,
+    read_jsonl,
+    read_run_json,
+)
+from support.runs import ON_POLICY_FRAMES
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # Columns every PPO or A2C run writes.
 REQUIRED_COLUMNS = (
@@ -58,9 +65,6 @@ REQUIRED_COLUMNS = (
     "time/iteration_ms",
 )
 
-# Columns that measure the machine rather than the run: never part of a determinism check.
-CLOCK_COLUMNS = ("wall_time_s", "fps")
-
 # Cursor movement, line erasing and cursor hiding: what a live progress bar emits.
 # Colour codes (ESC [ ... m) are not cursor movement and are allowed.
 CURSOR_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-HJKSTfhlsu]")
@@ -68,140 +72,6 @@ CURSOR_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-HJKSTfhlsu]")
 TIMING_TITLE = re.compile(r"^iteration (\d+)/(\d+)\s*$", re.MULTILINE)
 
 NAN_ERROR = re.compile(r"iteration (\d+): (loss/[\w.]+) is (nan|inf|-inf)")
-
-
-def cli_env(**overrides: str) -> dict[str, str]:
-    """The environment of a non-interactive shell with a wide, colourless console.
-
-    A wide console keeps rich from wrapping the long run-folder paths tests look for;
-    the FORCE_COLOR family is dropped because it makes rich act as on a terminal.
-    """
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "PYTHONBREAKPOINT")
-    }
-    env.update({"COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb"})
-    env.update(overrides)
-    return env
-
-
-def command(*args: str | Path) -> list[str]:
-    return [rlcli_executable(), *(str(a) for a in args)]
-
-
-def rlcli_process(
-    *args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 180
-) -> subprocess.CompletedProcess:
-    """Run ``rlcli ARGS`` as the real command, to completion; text output captured (so stdout is
-    not a terminal). For the integration layer: the default layer runs the command in-process."""
-    return subprocess.run(
-        command(*args), cwd=cwd, env=env or cli_env(), capture_output=True, text=True, timeout=timeout
-    )
-
-
-def output_of(result) -> str:
-    """Exit status and output of a CompletedProcess, or of the ``cli`` fixture's CliResult."""
-    return f"--- exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
-
-
-def assert_exit(result, code: int) -> None:
-    assert result.returncode == code, output_of(result)
-    assert "Traceback" not in result.stdout + result.stderr, output_of(result)
-
-
-def only_run_folder(out: Path, name: str) -> Path:
-    """The single ``<out>/<name>-<YYYYmmdd-HHMMSS>`` folder a run leaves."""
-    entries = sorted(out.iterdir())
-    assert len(entries) == 1, f"expected one run folder in {out}, found {[e.name for e in entries]}"
-    folder = entries[0]
-    assert folder.is_dir()
-    assert re.fullmatch(rf"{re.escape(name)}-\d{{8}}-\d{{6}}(-\d+)?", folder.name), folder.name
-    return folder
-
-
-def no_run_folder(out: Path) -> None:
-    assert not out.exists() or not any(out.iterdir()), f"bad input left {list(out.iterdir())}"
-
-
-def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """Header and rows of a metrics.csv, checking every row has the header's column count."""
-    with path.open(newline="", encoding="utf-8") as file:
-        lines = list(csv.reader(file))
-    if not lines:
-        return [], []
-    header, body = lines[0], lines[1:]
-    for number, row in enumerate(body, start=2):
-        assert len(row) == len(header), f"{path} line {number}: {len(row)} fields, header has {len(header)}"
-    return header, [dict(zip(header, row)) for row in body]
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def read_run_json(folder: Path) -> dict:
-    return json.loads((folder / "run.json").read_text(encoding="utf-8"))
-
-
-def load_final(folder: Path) -> dict:
-    """final.pt as the design promises it loads: plain tensors and containers, weights_only."""
-    payload = torch.load(folder / "final.pt", map_location="cpu", weights_only=True)
-    agent = payload["agent"]
-    assert isinstance(agent, dict) and agent, "final.pt holds no agent state dict"
-    for name, tensor in agent.items():
-        assert isinstance(tensor, torch.Tensor), name
-        if tensor.is_floating_point():
-            assert torch.isfinite(tensor).all(), f"{name} is not finite"
-    return payload
-
-
-def assert_iterations(rows: list[dict], *, count: int, frames_per_batch: int) -> None:
-    """Rows 1..count, one per iteration, each frames_per_batch frames after the last."""
-    assert [int(r["iteration"]) for r in rows] == list(range(1, count + 1))
-    assert [int(r["frames"]) for r in rows] == [frames_per_batch * i for i in range(1, count + 1)]
-
-
-def compared_metrics(folder: Path) -> tuple[list[str], list[list[str]]]:
-    """A run's metrics.csv columns and rows without the clock columns: what two runs of one seed share."""
-    header, rows = read_csv(folder / "metrics.csv")
-    compared = [c for c in header if c not in CLOCK_COLUMNS and not c.startswith("time/")]
-    return compared, [[row[c] for c in compared] for row in rows]
-
-
-def metrics_by_run(tmp_path: Path, preset: str, seeds: dict[str, int], *args: str) -> dict[str, tuple]:
-    """Train ``preset`` once per named seed in this process, one after another, with ``args``;
-    returns each run's (columns, rows) without the clock columns."""
-    metrics = {}
-    for name, seed in seeds.items():
-        out = tmp_path / name
-        result = invoke("train", preset, "--seed", str(seed), *args, "--quiet", "--out", out)
-        assert result.returncode == 0, f"{name}: {output_of(result)}"
-        metrics[name] = compared_metrics(only_run_folder(out, preset))
-    return metrics
-
-
-def metrics_by_process(tmp_path: Path, preset: str, seeds: dict[str, int], *args: str) -> dict[str, tuple]:
-    """Train ``preset`` once per named seed, each in a process of its own, side by side, with
-    ``args``; returns each run's (columns, rows) without the clock columns."""
-    outs = {name: tmp_path / name for name in seeds}
-    procs = {
-        name: subprocess.Popen(
-            command("train", preset, "--seed", str(seeds[name]), *args, "--quiet", "--out", out),
-            cwd=ROOT,
-            env=cli_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name, out in outs.items()
-    }
-    metrics = {}
-    for name, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=180)
-        assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{stdout}\n{stderr}"
-        metrics[name] = compared_metrics(only_run_folder(outs[name], preset))
-    return metrics
 
 
 def test_smoke_run_folder_holds_every_file(on_policy_run):
@@ -331,20 +201,6 @@ def assert_same_seed_alike_and_another_not(metrics: dict[str, tuple]) -> None:
     assert columns4 == columns
     losses = [i for i, c in enumerate(columns) if c.startswith("loss/")]
     assert any(a[i] != b[i] for a, b in zip(rows3, rows4) for i in losses), "seed 4 trained exactly like seed 3"
-
-
-def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    metrics = metrics_by_run(
-        tmp_path,
-        "ppo_cartpole",
-        {"seed3a": 3, "seed3b": 3, "seed4": 4},
-        "--set",
-        "collector.total_frames=2048",
-        "--set",
-        "eval.final_episodes=0",
-    )
-    assert len(metrics["seed3a"][1]) == 4
-    assert_same_seed_alike_and_another_not(metrics)
 
 
 @pytest.mark.integration

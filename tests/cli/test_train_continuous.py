@@ -8,17 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from cli.test_train import (
-    assert_exit,
-    load_final,
-    metrics_by_run,
-    no_run_folder,
-    only_run_folder,
-    read_csv,
-    read_run_json,
-    rlcli_process,
-)
-from conftest import assert_bad_input, package_hidden
+from support.cli import assert_bad_input, assert_exit, rlcli_process
+from support.imports import package_hidden
+from support.run_folders import load_final, no_run_folder, only_run_folder, read_csv, read_run_json
 
 PRESETS = ["sac_pendulum", "td3_pendulum", "ddpg_pendulum", "redq_pendulum"]
 
@@ -74,24 +66,6 @@ def test_smoke_run_of_each_preset(tmp_path, preset):
     )
     assert_exit(result, 0)
     check_smoke_run(out, preset, 30)
-
-
-def test_sac_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    # One run after another in this process; test_train.py's integration test runs seeds side by side in
-    # processes of their own.
-    metrics = metrics_by_run(
-        tmp_path,
-        "sac_pendulum",
-        {"a": 3, "b": 3, "other": 4},
-        "--set",
-        "collector.total_frames=160",
-        "--set",
-        "algo.learning_starts=80",
-        *SMALL,
-    )
-    assert len(metrics["a"][1]) == 20
-    assert metrics["a"] == metrics["b"]
-    assert metrics["a"][1] != metrics["other"][1]
 
 
 @pytest.mark.parametrize("name", ["sac", "td3", "ddpg"])

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from cli.test_train import (
-    assert_exit,
+from support.cli import assert_bad_input, assert_exit, invoke
+from support.run_folders import (
     load_final,
-    metrics_by_run,
     no_run_folder,
     only_run_folder,
     read_csv,
     read_jsonl,
     read_run_json,
 )
-from conftest import assert_bad_input, invoke
 
 SHORT = ["--set", "collector.total_frames=2048", "--set", "algo.learning_starts=512"]
 
@@ -56,26 +54,6 @@ def test_smoke_run_completes_with_every_column_from_the_first_row(dqn):
     # The target network is part of the agent, saved with it.
     assert any(name.startswith("target.") for name in payload["agent"])
     assert payload["algo_state"]["replay"]["buffer"]["size"] > 1500
-
-
-def test_same_seed_gives_the_same_metrics_and_another_seed_does_not(tmp_path):
-    # One run after another in this process; test_train.py's integration test runs seeds side by side in
-    # processes of their own.
-    # 4 iterations, learning in the last 2. The final evaluation writes no metrics row: it is left out.
-    metrics = metrics_by_run(
-        tmp_path,
-        "dqn_cartpole",
-        {"a": 3, "b": 3, "other": 4},
-        "--set",
-        "collector.total_frames=1024",
-        "--set",
-        "algo.learning_starts=512",
-        "--set",
-        "eval.final_episodes=0",
-    )
-    assert len(metrics["a"][1]) == 4
-    assert metrics["a"] == metrics["b"]
-    assert metrics["a"][1] != metrics["other"][1]
 
 
 def test_memmap_replay_lives_in_the_run_folder(cli, tmp_path):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cli.test_train import assert_exit, load_final, only_run_folder, read_csv, read_run_json
-from conftest import invoke
 from rlcli.algos import ALGORITHMS
+from support.cli import assert_exit, invoke
+from support.run_folders import load_final, only_run_folder, read_csv, read_run_json
 
 # (preset, frames, overrides): a few iterations each, learning from the second on.
 RUNS = {

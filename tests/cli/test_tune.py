@@ -12,12 +12,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_bad_input, rlcli_executable
+from support.cli import assert_bad_input, rlcli_executable
+from support.paths import ROOT
+from support.processes import free_port, wait_for
 
 optuna = pytest.importorskip("optuna")
 
@@ -59,13 +60,6 @@ def start_tune(*args: str | Path) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-
-
-def wait_for(predicate, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 @pytest.mark.integration
@@ -411,14 +405,6 @@ def postgres_url():
     yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.integration

@@ -8,17 +8,11 @@ import json
 
 import pytest
 
-from conftest import (
-    BROKEN_CONFIGS,
-    BUILDABLE_PRESETS,
-    MINIMAL_TOML,
-    PRESET_FILES,
-    PRESETS_TO_BUILD,
-    assert_bad_input,
-    invoke,
-)
-from offline import random_dataset
 from rlcli.config.load import load_config
+from support.cli import assert_bad_input, invoke
+from support.offline import random_dataset
+from support.paths import BROKEN_CONFIGS, PRESET_FILES
+from support.presets import BUILDABLE_PRESETS, MINIMAL_TOML, PRESETS_TO_BUILD
 
 # file -> (dotted path, message fragment, line of the offending key or None).
 EXPECTED = {

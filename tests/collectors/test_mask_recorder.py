@@ -12,7 +12,7 @@ from rlcli.config.load import validate_data
 from rlcli.envs import make_env, make_envs
 from rlcli.envs.masks import find_masks
 from rlcli.run import build_run
-from runs import env_packages_importable
+from support.paths import env_packages_importable
 
 
 @pytest.fixture(autouse=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import MINIMAL_TOML
 from rlcli.config.check import check_files, expand_paths
+from support.presets import MINIMAL_TOML
 
 
 def test_expand_paths_recurses_and_skips_bases(write_toml, tmp_path):

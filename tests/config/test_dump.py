@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from conftest import MINIMAL_TOML, PRESET_FILES
 from rlcli.config.dump import to_toml
 from rlcli.config.load import load_config
 from rlcli.config.schema import RunConfig
+from support.paths import PRESET_FILES
+from support.presets import MINIMAL_TOML
 
 if sys.version_info >= (3, 11):
     import tomllib

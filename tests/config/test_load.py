@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from conftest import MINIMAL_TOML
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import (
     apply_override,
@@ -15,6 +14,7 @@ from rlcli.config.load import (
     load_layers,
     parse_override,
 )
+from support.presets import MINIMAL_TOML
 
 
 def only_issue(exc: pytest.ExceptionInfo[ConfigError]):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import MINIMAL_TOML, PRESETS, ROOT
 from rlcli.config.errors import ConfigError
 from rlcli.config.presets import available_presets, find_preset
+from support.paths import PRESETS, ROOT
+from support.presets import MINIMAL_TOML
 
 
 def only_issue(exc: pytest.ExceptionInfo[ConfigError]):

@@ -8,12 +8,12 @@ import sys
 import pydantic
 import pytest
 
-from conftest import MINIMAL_TOML
 from rlcli.algos import ALGORITHMS
 from rlcli.config.algos import ALGO_CONFIGS
 from rlcli.config.errors import ConfigError
 from rlcli.config.load import load_config, validate_data
 from rlcli.config.schema import SECTIONS, RunConfig
+from support.presets import MINIMAL_TOML
 
 if sys.version_info >= (3, 11):
     import tomllib

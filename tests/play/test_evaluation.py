@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT
 from rlcli.config.errors import InputError
 from rlcli.config.load import validate_data
 from rlcli.play.evaluation import EvalResult, Evaluator
 from rlcli.run import build_run
+from support.paths import ROOT
 
 ENV_PACKAGES = ROOT / "tests" / "envpkg"
 

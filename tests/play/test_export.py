@@ -13,16 +13,18 @@ import pytest
 import torch
 from torch import nn
 
-from conftest import invoke, require_extra
-from observations import env_observations
 from rlcli.carry import Carry
 from rlcli.config.errors import InputError
+from rlcli.envs.random_play import random_observations
 from rlcli.play.export import deployed, export_policy
 from rlcli.play.playback import evaluate_run
 from rlcli.play.policy_file import PolicyFile
 from rlcli.trainer import checkpoint
 from rlcli.trainer.checkpoint_folder import find_checkpoint
-from runs import env_packages_importable
+from support.cli import invoke
+from support.distributions import SAMPLES, assert_same_distribution
+from support.paths import env_packages_importable
+from support.presets import require_extra
 
 
 def recorded_observations(folder, count: int, packages=()) -> dict | np.ndarray:
@@ -31,7 +33,7 @@ def recorded_observations(folder, count: int, packages=()) -> dict | np.ndarray:
     from rlcli.envs import import_env_packages
 
     import_env_packages(list(packages))
-    return env_observations(load_config(folder / "config.toml").env, count)
+    return random_observations(load_config(folder / "config.toml").env, count)
 
 
 def as_inputs(observations, metadata) -> tuple[list[torch.Tensor], object]:
@@ -106,34 +108,6 @@ def test_eval_policy_plays_the_file_on_the_runs_episodes_with_the_same_returns(o
     assert table.returncode == 0 and "each episode" in table.stdout
 
 
-SAMPLES = 2000
-KS_LIMIT = 2.23 * (2 / SAMPLES) ** 0.5
-"""Two samples of SAMPLES draws from one distribution are this far apart in Kolmogorov-Smirnov distance with
-probability 1e-4 (c(alpha) = sqrt(-ln(alpha / 2) / 2) = 2.23)."""
-
-
-def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
-    """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the two empirical CDFs."""
-    points = np.concatenate([a, b])
-    below_a = np.searchsorted(np.sort(a), points, side="right") / len(a)
-    below_b = np.searchsorted(np.sort(b), points, side="right") / len(b)
-    return float(np.abs(below_a - below_b).max())
-
-
-def assert_same_distribution(played: torch.Tensor, eager: torch.Tensor, rows: int) -> None:
-    """``played`` and ``eager`` ([rows * SAMPLES, *action], each observation's draws together) draw every
-    action component of every observation from one distribution (KS test at alpha 1e-4), and do draw."""
-    played = played.reshape(rows, SAMPLES, -1).double().numpy()
-    eager = eager.reshape(rows, SAMPLES, -1).double().numpy()
-    varied = False
-    for row in range(rows):
-        for part in range(played.shape[-1]):
-            gap = ks_distance(played[row, :, part], eager[row, :, part])
-            assert gap <= KS_LIMIT, f"observation {row}, action component {part}: KS distance {gap:.3f}"
-            varied = varied or len(np.unique(played[row, :, part])) > 1
-    assert varied, "the file drew one action for every draw of every observation"
-
-
 @pytest.mark.parametrize("fmt", ["pt2", "onnx"])
 @pytest.mark.parametrize("run", ["on_policy_run", "off_policy_run", "offline_run"])
 def test_a_stochastic_file_draws_its_actions_from_the_runs_policy(run, fmt, request, tmp_path):
@@ -162,10 +136,10 @@ def test_a_stochastic_file_draws_its_actions_from_the_runs_policy(run, fmt, requ
 
 
 def test_stochastic_is_refused_for_a_policy_without_a_distribution(tmp_path):
-    from offline import random_dataset
     from rlcli.config.load import validate_data
     from rlcli.run import build_run
     from rlcli.trainer.loop import train
+    from support.offline import random_dataset
 
     data = {
         "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path)},
@@ -217,7 +191,7 @@ def test_an_operator_an_exporter_cannot_take_is_named_with_its_module_and_what_t
     assert not (tmp_path / "p.onnx").exists() and not list(tmp_path.iterdir()), "a partial file was left"
     # pt2 takes the same module, and its file acts as the module does.
     write_file(module, examples, tmp_path / "p.pt2", metadata, format="pt2", dynamic=True)
-    observations = torch.as_tensor(env_observations(cfg.env, 50))
+    observations = torch.as_tensor(random_observations(cfg.env, 50))
     with torch.no_grad():
         assert torch.equal(
             PolicyFile(tmp_path / "p.pt2").actions(observations, deterministic=True), module(observations)

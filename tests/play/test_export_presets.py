@@ -16,15 +16,15 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from observations import env_observations
-from play.test_export import SAMPLES, assert_same_distribution
 from rlcli.carry import Carry
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
 from rlcli.envs.masks import mask_size
+from rlcli.envs.random_play import random_observations
 from rlcli.play.export import deployed_untrained, write_file
 from rlcli.play.policy_file import opened
-from runs import env_packages_importable
+from support.distributions import SAMPLES, assert_same_distribution
+from support.paths import env_packages_importable
 
 ROWS = 1000
 DRAWN_ROWS = 3
@@ -38,7 +38,7 @@ def built(cfg, source: str, rows: int = ROWS, *, stochastic: bool = False):
     memory included), the action space)."""
     masked = cfg.env.action_mask in ("info", "observation")
     module, _, act_space = deployed_untrained(cfg, source=source, masked=masked, stochastic=stochastic)
-    raw = env_observations(cfg.env, rows)
+    raw = random_observations(cfg.env, rows)
     if module.keys is None:
         observation = torch.as_tensor(raw)
         inputs = [observation]

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_bad_input, rlcli_executable
 from rlcli.config.errors import InputError
 from rlcli.runtime.distributed import COLLECTIVE_TIMEOUT
 from rlcli.runtime.launch import RankFailure, check_ranks
-from runs import ENV_PACKAGES, only_run_folder
+from support.cli import assert_bad_input, rlcli_executable
+from support.paths import ENV_PACKAGES, ROOT
+from support.run_folders import only_run_folder
 
 SMALL = ("--set", "collector.total_frames=4096", "--set", "checkpoint.every_frames=1024")
 
@@ -235,7 +236,7 @@ def test_a_mask_that_allows_nothing_on_one_rank_ends_every_rank_within_seconds(t
 
 @pytest.mark.integration
 def test_ctrl_c_stops_every_rank_with_a_checkpoint_and_exit_130(tmp_path):
-    from conftest import sigint_default
+    from support.cli import sigint_default
 
     proc = subprocess.Popen(
         [

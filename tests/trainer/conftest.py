@@ -1,5 +1,5 @@
-"""Small runs for the trainer's tests: a config builder and a run stopped partway,
-with a checkpoint, to resume from."""
+"""The trainer's tests' run stopped partway, with a checkpoint, to resume from (its config from
+``support.configs.small_config``)."""
 
 from __future__ import annotations
 
@@ -9,30 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rlcli.config.load import validate_data
 from rlcli.run import build_run
 from rlcli.trainer.loop import train
 from rlcli.trainer.state import Hooks
-
-
-def small_config(output_dir: Path, **sections):
-    """A PPO run on 4 vectorized CartPoles, 64 frames a batch, 5 batches; ``sections`` update it
-    (an ``algo`` of another name replaces it)."""
-    data = {
-        "run": {"seed": 0, "device": "cpu", "output_dir": str(output_dir)},
-        "env": {"id": "CartPole-v1", "num_envs": 4, "vectorization": "vector_entry_point"},
-        "algo": {"name": "ppo", "minibatch_size": 32, "epochs": 1},
-        "collector": {"frames_per_batch": 64, "total_frames": 320},
-        "checkpoint": {"every_frames": 0},
-        "timing": {"enabled": False},
-    }
-    for name, values in sections.items():
-        replace = name == "algo" and values.get("name", "ppo") != "ppo"
-        data[name] = values if replace else {**data.get(name, {}), **values}
-    return validate_data(data)
-
-
-STOP_AFTER = 2
+from support.configs import STOP_AFTER, small_config
 
 
 @dataclass

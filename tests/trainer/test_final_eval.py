@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from cli.test_signals import deliver
-from conftest import MINIMAL_TOML, rlcli_executable
+from support.cli import rlcli_executable
+from support.presets import MINIMAL_TOML
+from support.processes import deliver
 
 
 def _run_json(out):

@@ -15,8 +15,7 @@ from rlcli.config.errors import ConfigError
 from rlcli.run import build_run
 from rlcli.timing import Timer
 from rlcli.trainer.loop import train
-
-from .conftest import small_config
+from support.configs import small_config
 
 
 class OneStep(gym.Env):

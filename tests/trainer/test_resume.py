@@ -18,8 +18,7 @@ from rlcli.trainer.checkpoint import CheckpointError
 from rlcli.trainer.resume import continue_from, kept_rows, release, restore, resume_config_problems
 from rlcli.trainer.run_folder import lock_folder
 from rlcli.trainer.state import TrainState
-
-from .conftest import STOP_AFTER, small_config
+from support.configs import STOP_AFTER, small_config
 
 
 def folder_contents(folder: Path) -> dict[str, str]:

@@ -13,8 +13,7 @@ from rlcli.timing import Timer
 from rlcli.trainer import checkpoint
 from rlcli.trainer.saving import header, save_checkpoint, save_final, spaces, write_status
 from rlcli.trainer.state import TrainState
-
-from .conftest import small_config
+from support.configs import small_config
 
 
 def same(a, b) -> bool:

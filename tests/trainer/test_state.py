@@ -12,8 +12,7 @@ from rlcli.run import build_run
 from rlcli.timing import Timer
 from rlcli.trainer.state import BASE_COLUMNS, EVAL_COLUMNS, TrainState, WeightsSnapshot, columns, weights_finite
 from rlcli.training_error import TrainingError
-
-from .conftest import small_config
+from support.configs import small_config
 
 
 @pytest.mark.parametrize("evaluated", [False, True], ids=["no-eval", "eval"])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from conftest import PRESET_FILES
 from rlcli.config.load import load_config
 from rlcli.tune.space import field_problem, read_space
+from support.paths import PRESET_FILES
 
 
 def fields(model: BaseModel, prefix: str = ""):

@@ -2,7 +2,8 @@
 
 A default-layer test runs in the pytest process: one that starts a child process or connects to a
 server over the network belongs in the ``integration`` layer, and the autouse fixture here fails it
-with a message saying so. ``tests/conftest.py`` imports the fixture and its hooks; ``tests/test_layers.py`` tests it.
+with a message saying so. The fixture and its hooks are one pytest plugin: ``tests/conftest.py`` imports
+them, and ``tests/test_layers.py`` loads them into sessions of its own to test them.
 """
 
 from __future__ import annotations

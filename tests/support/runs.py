@@ -2,22 +2,18 @@
 collect, resume and checkpoints copy instead of training their own.
 
 Each is trained in this process (through ``rlcli train`` where the console output is also under
-test). A test that changes a folder takes a copy first: ``copy_run(on_policy_run)``. Under
-pytest-xdist each worker trains its own.
+test); the session fixtures of ``tests/conftest.py`` call these functions. Under pytest-xdist each
+worker trains its own.
 """
 
 from __future__ import annotations
 
-import shutil
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-ENV_PACKAGES = ROOT / "tests" / "envpkg"
+from support.cli import CliResult, invoke
+from support.paths import env_packages_importable
+from support.run_folders import only_run_folder
 
 ON_POLICY_FRAMES = 4096
 """ppo_cartpole's budget in the on-policy run: 8 iterations of 512 frames, a checkpoint every 2,048."""
@@ -28,8 +24,8 @@ class TrainedRun:
     """A finished run: its folder and, for one trained through ``rlcli train``, what the command gave."""
 
     folder: Path
-    result: object | None = None
-    """The :class:`conftest.CliResult` of ``rlcli train`` (exit status, stdout, stderr), if it ran."""
+    result: CliResult | None = None
+    """What ``rlcli train`` gave (exit status, stdout, stderr), if it ran."""
 
     @property
     def out(self) -> Path:
@@ -37,36 +33,17 @@ class TrainedRun:
         return self.folder.parent
 
 
-def only_run_folder(out: Path) -> Path:
-    (folder,) = [p for p in out.iterdir() if p.is_dir()]
-    return folder
-
-
 def train_cli(out: Path, *args: str | Path) -> TrainedRun:
-    from conftest import invoke
-
+    """``rlcli train ARGS --out out`` in this process, which must succeed."""
     result = invoke("train", *args, "--out", out)
     assert result.returncode == 0, result.stdout + result.stderr
     return TrainedRun(only_run_folder(out), result)
 
 
-def env_packages_importable() -> None:
-    """Put ``tests/envpkg`` on sys.path for ``--env-package rlcli_test_envs`` in this process."""
-    if str(ENV_PACKAGES) not in sys.path:
-        sys.path.insert(0, str(ENV_PACKAGES))
-
-
-@pytest.fixture
-def env_packages() -> None:
-    """``--env-package rlcli_test_envs`` (and ``broken_envs``) importable in this process."""
-    env_packages_importable()
-
-
-@pytest.fixture(scope="session")
-def on_policy_run(tmp_path_factory) -> TrainedRun:
+def train_on_policy(base: Path) -> TrainedRun:
     """``rlcli train ppo_cartpole`` for 4,096 frames with checkpoints every 2,048, console output kept."""
     return train_cli(
-        tmp_path_factory.mktemp("on-policy") / "runs",
+        base / "runs",
         "ppo_cartpole",
         "--set",
         f"collector.total_frames={ON_POLICY_FRAMES}",
@@ -75,8 +52,7 @@ def on_policy_run(tmp_path_factory) -> TrainedRun:
     )
 
 
-@pytest.fixture(scope="session")
-def off_policy_run(tmp_path_factory) -> TrainedRun:
+def train_off_policy(base: Path) -> TrainedRun:
     """SAC on 2 Pendulums, 16x16 networks, 480 frames, no final evaluation: a checkpoint holding its
     replay buffer."""
     from rlcli.config.load import validate_data
@@ -87,7 +63,7 @@ def off_policy_run(tmp_path_factory) -> TrainedRun:
         build_run(
             validate_data(
                 {
-                    "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path_factory.mktemp("off-policy"))},
+                    "run": {"seed": 0, "device": "cpu", "output_dir": str(base)},
                     "env": {"id": "Pendulum-v1", "num_envs": 2},
                     "network": {"hidden_sizes": [16, 16]},
                     "algo": {"name": "sac", "batch_size": 16, "learning_starts": 32},
@@ -101,20 +77,19 @@ def off_policy_run(tmp_path_factory) -> TrainedRun:
     return TrainedRun(state.run_dir)
 
 
-@pytest.fixture(scope="session")
-def offline_run(tmp_path_factory) -> TrainedRun:
+def train_offline(base: Path) -> TrainedRun:
     """IQL for 40 gradient steps on a Minari dataset of 4 random Pendulum episodes, evaluated every 20
     (2 episodes), no final evaluation."""
-    from offline import random_dataset
     from rlcli.config.load import validate_data
     from rlcli.run import build_run
     from rlcli.trainer.loop import train
+    from support.offline import random_dataset
 
     state = train(
         build_run(
             validate_data(
                 {
-                    "run": {"seed": 0, "device": "cpu", "output_dir": str(tmp_path_factory.mktemp("offline"))},
+                    "run": {"seed": 0, "device": "cpu", "output_dir": str(base)},
                     "env": {"id": "Pendulum-v1", "num_envs": 2},
                     "network": {"hidden_sizes": [16, 16]},
                     "algo": {"name": "iql", "batch_size": 16},
@@ -128,13 +103,11 @@ def offline_run(tmp_path_factory) -> TrainedRun:
     return TrainedRun(state.run_dir)
 
 
-@pytest.fixture(scope="session")
-def pixel_run(tmp_path_factory) -> TrainedRun:
+def train_pixels(base: Path) -> TrainedRun:
     """``rlcli train --env-package rlcli_test_envs``: PPO on the corridor seen as a 3x16x16 uint8 image
     beside its position (a ``Dict`` observation: the image through the CNN that ``encoder = "auto"``
     picks), 640 frames."""
     env_packages_importable()
-    base = tmp_path_factory.mktemp("pixels")
     config = base / "pixels.toml"
     config.write_text(
         '[env]\nid = "RlcliTest/DictCorridor-v0"\nnum_envs = 4\n\n'
@@ -143,19 +116,3 @@ def pixel_run(tmp_path_factory) -> TrainedRun:
         encoding="utf-8",
     )
     return train_cli(base / "runs", config, "--env-package", "rlcli_test_envs", "--quiet")
-
-
-@pytest.fixture
-def copy_run(tmp_path) -> Callable[..., Path]:
-    """``copy_run(run, edit_config=None)``: a copy of a session run's folder under this test's
-    tmp_path, to change; ``edit_config(text) -> text`` rewrites its config.toml."""
-
-    def copy(run: TrainedRun, edit_config: Callable[[str], str] | None = None) -> Path:
-        folder = tmp_path / "copies" / run.folder.name
-        shutil.copytree(run.folder, folder)
-        if edit_config is not None:
-            config = folder / "config.toml"
-            config.write_text(edit_config(config.read_text(encoding="utf-8")), encoding="utf-8")
-        return folder
-
-    return copy

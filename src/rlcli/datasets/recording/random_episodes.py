@@ -1,36 +1,40 @@
-"""Small Minari datasets of uniformly random actions for the tests of offline runs, written once per
-test session under a folder the session fixture in conftest.py sets (minari is Python 3.11+: on
-older Pythons the callers are skipped)."""
+"""Small Minari datasets of uniformly random actions, cut into episodes of at most a given length: the
+stand-in data of the offline presets' identity check (``benchmarks/identity.py``) and of the tests.
+
+Unlike :func:`rlcli.datasets.recording.record_random`, which records a number of steps through rlcli's
+env config, this writes a number of whole episodes of a plain gymnasium id, each reset with its own seed.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-import pytest
 
-ROOT: Path | None = None
-"""The session's dataset folder (set by conftest.py's ``offline_root`` fixture)."""
+from rlcli.datasets.find import import_minari
 
 
-def random_dataset(
+def write_random_episodes(
     env_id: str,
     *,
+    root: Path,
     episodes: int = 4,
     seed: int = 0,
     max_steps: int = 50,
     name: str | None = None,
-    root: Path | None = None,
 ) -> str:
-    """The path of a Minari dataset of ``episodes`` random episodes of ``env_id`` (each cut at
-    ``max_steps`` steps by truncation), written on first use, as ``name`` under ``root`` (by default
-    a name of its own under the session's folder)."""
-    minari = pytest.importorskip("minari", reason="the minari extra needs Python 3.11+")
+    """The path of a Minari dataset of ``episodes`` random episodes of ``env_id`` (each cut at ``max_steps``
+    steps by truncation, episode ``i`` reset with ``seed + i``), written as ``name`` under ``root`` unless
+    it is there already (by default a name made from the arguments).
+
+    Raises:
+        InputError: minari is not installed.
+    """
+    minari = import_minari("a dataset of random episodes")
     from minari.data_collector import EpisodeBuffer
 
-    root = root or ROOT
-    assert root is not None, "conftest.py's offline_root fixture sets the folder"
     name = name or f"test/{env_id.replace('/', '-').lower()}-random{episodes}-{seed}-v0"
     folder = root / name
     if (folder / "data" / "metadata.json").is_file():
@@ -62,8 +66,7 @@ def random_dataset(
             )
         )
     env.close()
-    import os
-
+    # Minari writes under MINARI_DATASETS_PATH and has no argument for the folder: set for the call only.
     previous = os.environ.get("MINARI_DATASETS_PATH")
     os.environ["MINARI_DATASETS_PATH"] = str(root)
     try:
@@ -77,6 +80,7 @@ def random_dataset(
 
 
 def _stack(observations):
+    """Observations stacked on a first axis; a ``Tuple`` observation element by element."""
     if isinstance(observations[0], tuple):
         return tuple(np.stack([o[i] for o in observations]) for i in range(len(observations[0])))
     return np.stack(observations)
