@@ -176,7 +176,7 @@ def test_other_presets_train_to_their_frame_budget(cli, tmp_path, preset, overri
 
 @pytest.mark.integration
 def test_ppo_pendulum_smoke_run_trains_to_its_frame_budget(tmp_path):
-    """The shipped preset's batch of 4,096 frames and 15 epochs, final evaluation included."""
+    """The shipped preset's batch of 4,096 frames and 10 epochs, final evaluation included."""
     out = tmp_path / "runs"
     result = rlcli_process(
         "train",
