@@ -383,7 +383,7 @@ def train_briefly(name: str, env_id: str, seed: int, out) -> tuple[list[dict[str
     measure time, and its final.pt (weights, optimizer state, generators, counters)."""
     budget = (
         {"collector": {"frames_per_batch": 32, "total_frames": 96}}
-        if "collector" in ALGORITHMS[name].CONFIG.SOURCES
+        if "collector" in ALGORITHMS[name].config.CAPABILITIES.sources
         else {"data": {"total_steps": 16}}
     )
     cfg = config(
