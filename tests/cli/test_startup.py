@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 PROBE = """
 import atexit, sys
 def report():
-    heavy = sorted(m for m in ("torch", "tensordict", "rlcli.run", "rlcli.trainer") if m in sys.modules)
+    heavy = sorted(m for m in ("torch", "tensordict", "rlcli.run", "rlcli.trainer.loop") if m in sys.modules)
     sys.stderr.write("LOADED:" + ",".join(heavy) + "\\n")
 atexit.register(report)
 sys.argv = ["rlcli", *sys.argv[1:]]
