@@ -47,6 +47,9 @@ def squashed_gaussian(
 class _Rescale(nn.Module):
     """Maps (-1, 1) to the Box bounds ``[low, high]``."""
 
+    center: torch.Tensor
+    half_range: torch.Tensor
+
     def __init__(self, space: spaces.Box):
         super().__init__()
         low, high = space.low.astype(np.float32), space.high.astype(np.float32)

@@ -31,6 +31,10 @@ class DeployedPolicy(nn.Module):
     (or, ``stochastic``, drawn from the policy with torch's default generator), then the clipping to the Box
     bounds that the evaluator and collector apply. See :mod:`rlcli.play.export` for the inputs and outputs."""
 
+    # None when the action space is unbounded or discrete.
+    low: torch.Tensor | None
+    high: torch.Tensor | None
+
     def __init__(
         self,
         agent: nn.Module,
