@@ -30,6 +30,7 @@ from rlcli.models.actors import _Rescale
 
 if TYPE_CHECKING:
     from rlcli.config.schema import NetworkConfig
+    from rlcli.models.encoders import Encoder
 
 EPSILON = 1e-6
 """Stable-Baselines3's gSDE epsilon: added to the variance, to expln's argument and inside the tanh correction."""
@@ -177,7 +178,7 @@ class SquashedStateDependentActor(nn.Module):
     :class:`rlcli.models.actors.SquashedGaussianActor`; the features are learned through the noise too
     (SB3's SAC: ``learn_features=True``)."""
 
-    def __init__(self, encoder: nn.Module, net: nn.Sequential, space: spaces.Box, noise: StateDependentNoise):
+    def __init__(self, encoder: Encoder, net: nn.Sequential, space: spaces.Box, noise: StateDependentNoise):
         super().__init__()
         self.encoder = encoder
         self.net = net
