@@ -108,7 +108,8 @@ def _trunk_and_mean(net: nn.Sequential, features: torch.Tensor) -> tuple[torch.T
     """(last hidden features [*B, L], the output layer's [*B, A]) of the MLP ``net`` on ``features``: with no
     hidden layer the features themselves are the latent, as in Stable-Baselines3."""
     latent = features
-    for layer in net[:-1]:
+    # A list, not net[:-1]: torch types a Sequential's slice as Sequential | Module, which mypy cannot iterate.
+    for layer in list(net)[:-1]:
         latent = layer(latent)
     return latent, net[-1](latent)
 
