@@ -16,7 +16,7 @@ LIFE_LOST = "life_lost"
 """The info key of :class:`AtariLives`: [N] bool, a life was lost in this step and the game goes on."""
 
 
-def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> VectorEnv:
+def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> RecordEpisodeStatistics:
     """A vector env for ``cfg`` (an EnvConfig), wrapped to record the last ``return_window`` episodes.
 
     ``sync`` and ``async`` envs reset in the same step an episode ends
