@@ -36,30 +36,17 @@ On CUDA the networks do not run on CPU threads: one thread for every phase.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from rlcli.runtime.cores import physical_cores
 
-if TYPE_CHECKING:
-    from rlcli.carry import Carry
-
 ACT_FLOPS_PER_THREAD = 5e6
 """FLOPs of one policy call that justify one more thread (two threads from 10 MFLOP)."""
 UPDATE_FLOPS_PER_THREAD = 40e6
 """FLOPs of one gradient step (forward and backward) that justify one more thread (two from 80 MFLOP)."""
-
-
-@runtime_checkable
-class _Acts(Protocol):
-    """What the count calls of an agent besides its modules: ``actions`` (:class:`rlcli.algos.Agent`'s, which this
-    layer below the algorithms does not import)."""
-
-    def actions(
-        self, observation: torch.Tensor, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
-    ) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -159,7 +146,7 @@ def _policy_call(agent: torch.nn.Module, observation: Any) -> tuple[float, float
     """FLOPs of ``agent.actions`` on ``observation``; the same per row, without a memory core's (an update
     runs a core one time step after another, each step a small batch that gains nothing from more
     threads); the weights the call touched; and all the agent's weights."""
-    from rlcli.carry import Carry
+    from rlcli.carry import Acts, Carry
     from rlcli.models.memory import MemoryCore
 
     rows = observation.shape[0]
@@ -182,7 +169,7 @@ def _policy_call(agent: torch.nn.Module, observation: Any) -> tuple[float, float
     for module in agent.modules():
         if isinstance(module, MemoryCore):
             handles += [module.register_forward_pre_hook(enter_core), module.register_forward_hook(leave_core)]
-    assert isinstance(agent, _Acts), "an agent has actions"
+    assert isinstance(agent, Acts), "an agent has actions"
     generator = torch.Generator(device=observation.device).manual_seed(0)
     try:
         with FlopCounterMode(display=False) as counter:
