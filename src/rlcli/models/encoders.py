@@ -18,6 +18,8 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
 
+from rlcli.observations import shape_of
+
 if TYPE_CHECKING:
     from rlcli.config.schema import NetworkConfig
 
@@ -215,7 +217,7 @@ def encoder_choice(space: spaces.Space, name: str) -> str:
         return name
     if not is_image(space):
         return "flat"
-    layout = ImageLayout(tuple(space.shape))
+    layout = ImageLayout(shape_of(space))
     # Images too small for the Nature CNN's receptive field go through the IMPALA network, which has none.
     return "nature_cnn" if min(layout.height, layout.width) >= NATURE_MIN_SIZE else "impala_cnn"
 
@@ -239,8 +241,8 @@ def build_encoder(space: spaces.Space, network: NetworkConfig) -> Encoder:
     if isinstance(space, spaces.Discrete):
         return OneHot(space)
     if choice in CNNS:
-        return CNNS[choice](ImageLayout(tuple(space.shape)), orthogonal)
-    return Flat(tuple(space.shape))
+        return CNNS[choice](ImageLayout(shape_of(space)), orthogonal)
+    return Flat(shape_of(space))
 
 
 def describe(encoder: Encoder) -> str:
