@@ -17,7 +17,7 @@ with the same memory.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -29,6 +29,21 @@ class Remembers(Protocol):
     def initial(self, n: int, device: torch.device) -> torch.Tensor:
         """[n, *state] float32 zeros: the state of ``n`` envs before their first step."""
         ...
+
+
+@runtime_checkable
+class Acts(Protocol):
+    """An agent's evaluation actions under a carry, as :class:`rlcli.algos.Agent` declares them: what the thread
+    plan and export call of an agent they hold as an ``nn.Module`` (``isinstance`` checks it has them)."""
+
+    def actions(
+        self,
+        observation: torch.Tensor,
+        *,
+        deterministic: bool,
+        generator: torch.Generator | None,
+        carry: Carry | None = None,
+    ) -> torch.Tensor: ...
 
 
 class Carry:

@@ -21,6 +21,13 @@ Leaf = tuple[tuple[int, ...], torch.dtype]
 """A stored observation tensor's per-row shape and dtype."""
 
 
+def shape_of(space: spaces.Space) -> tuple[int, ...]:
+    """The shape of ``space``'s samples, for a space that has one (gymnasium's Graph and Sequence have none,
+    and rlcli reads neither)."""
+    assert space.shape is not None, f"{space} has no shape"
+    return tuple(space.shape)
+
+
 def torch_dtype(space: spaces.Space) -> torch.dtype:
     """The dtype observations of a Box or Discrete ``space`` are stored in."""
     if isinstance(space, spaces.Discrete):
@@ -31,8 +38,8 @@ def torch_dtype(space: spaces.Space) -> torch.dtype:
 def leaves(space: spaces.Space) -> dict[str, Leaf] | Leaf:
     """Shape and dtype of one observation: one pair, or for a Dict one per key."""
     if isinstance(space, spaces.Dict):
-        return {name: (tuple(sub.shape), torch_dtype(sub)) for name, sub in space.spaces.items()}
-    return tuple(space.shape), torch_dtype(space)
+        return {name: (shape_of(sub), torch_dtype(sub)) for name, sub in space.spaces.items()}
+    return shape_of(space), torch_dtype(space)
 
 
 def spec_entries(key: str, space: spaces.Space) -> dict[Any, Leaf]:
@@ -133,6 +140,8 @@ def batch_tensor(space: spaces.Space, observations: Sequence[Any], device: torch
     if isinstance(stacked, dict):
         from tensordict import TensorDict
 
+        # stack gives a dict for the observations of a Dict space.
+        assert isinstance(space, spaces.Dict)
         sub = space.spaces
         return TensorDict(
             {

@@ -6,13 +6,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 import torch
 from gymnasium import spaces
 
 from rlcli import observations
-from rlcli.algos import ALGORITHMS, Algorithm, check_spaces, uses_masks
+from rlcli.algos import ALGORITHMS, Algorithm, Collects, check_spaces, uses_masks
 from rlcli.algos.context import BuildContext
 from rlcli.algos.spec import AlgorithmSpec
 from rlcli.collectors.stepper import Collector
@@ -28,6 +28,7 @@ from rlcli.envs.masks import find_masks
 from rlcli.loggers import check_backends
 from rlcli.models.compile import compile_networks
 from rlcli.models.encoders import describe, is_image, named_encoders
+from rlcli.models.memory import MemoryCore
 from rlcli.models.precision import autocast_networks, bf16_problem
 from rlcli.play.evaluation import SEED_OFFSET, Evaluator
 from rlcli.runtime.cores import physical_cores
@@ -37,9 +38,6 @@ from rlcli.runtime.threads import ThreadPlan, fixed
 from rlcli.runtime.threads import plan as thread_plan
 from rlcli.sources import Source
 from rlcli.trainer.run_folder import RunFolder
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass
@@ -66,6 +64,12 @@ class Run:
     """The ranks of a data-parallel run (one, for a run in one process)."""
     threads: ThreadPlan = field(default_factory=lambda: fixed(1))
     """The torch threads of acting and of the update (``run.threads``); the loop sets them per phase."""
+
+    @property
+    def agent(self) -> torch.nn.Module:
+        """``algo.agent``, the module every agent is (the ``Agent`` protocol names only what evaluation calls)."""
+        assert isinstance(self.algo.agent, torch.nn.Module), "every algorithm's agent is an nn.Module"
+        return self.algo.agent
 
     @property
     def planned_progress(self) -> int:
@@ -178,6 +182,7 @@ def _build(
         obs_space, act_space = _spaces(cfg, opened, envs, evaluator, source)
         masks = _masks(cfg, local, envs, act_space, seed, source)
         dataset = load_for_run(cfg.data, opened, obs_space, act_space)
+        placed = None if dataset is None or cfg.data is None else dataset_placement(cfg.data, dataset, device, source)
         ctx = BuildContext(
             obs_space,
             act_space,
@@ -193,23 +198,26 @@ def _build(
             group=group,
             iterations=local.iterations,
             dataset=dataset,
-            dataset_device=None if dataset is None else dataset_placement(cfg.data, dataset, device, source),
+            dataset_device=placed,
             action_masks=masks is not None,
         )
-        algo = _algorithm(cfg, local, ctx, group)
-        threads = _thread_plan(cfg, local, algo, obs_space, device)
+        algo, agent = _algorithm(cfg, local, ctx, group)
+        threads = _thread_plan(cfg, local, agent, obs_space, device)
         # After the FLOPs are counted (eagerly): the first compilation belongs to training, which times it.
         if cfg.run.compile != "off":
-            compile_networks(algo.agent, cfg.run.compile)
+            compile_networks(agent, cfg.run.compile)
         if evaluator is not None:
             evaluator.agent, evaluator.masks = algo.agent, masks is not None
-        if dataset is not None:
-            data_source = DatasetSource(
+        if envs is None:
+            assert dataset is not None and cfg.data is not None and evaluator is not None, "offline: see _evaluator"
+            data_source: Source = DatasetSource(
                 dataset, steps_per_iteration=cfg.data.steps_per_iteration, episode_stats=evaluator.record
             )
         else:
             steps = local.collector.frames_per_batch // local.env.num_envs
-            data_source = Collector(envs, algo, steps=steps, device=device, seed=seed, group=group, action_mask=masks)
+            # Config validation (source_problems) lets only an algorithm that collects learn from envs.
+            online = cast(Collects, algo)
+            data_source = Collector(envs, online, steps=steps, device=device, seed=seed, group=group, action_mask=masks)
     except BaseException:
         if envs is not None:
             envs.close()
@@ -249,9 +257,11 @@ def _spaces(
     takes: the dataset's offline (once its env is checked to be the config's), else the training envs'
     (the evaluation's, for a stand-in)."""
     if opened is not None:
+        assert evaluator is not None, "an offline run always has an evaluation (_evaluator)"
         check_env(opened, cfg.env.id, evaluator.observation_space, evaluator.action_space, source)
         obs_space, act_space = opened.observation_space, opened.action_space
     elif envs is None:
+        assert evaluator is not None, "an offline run always has an evaluation (_evaluator)"
         obs_space, act_space = evaluator.observation_space, evaluator.action_space
     else:
         obs_space, act_space = envs.single_observation_space, envs.single_action_space
@@ -277,10 +287,10 @@ def _masks(cfg: RunConfig, local: RunConfig, envs: Any, action: spaces.Space, se
     return find_masks(local.env, envs, seed=seed, source=source)
 
 
-def _algorithm(cfg: RunConfig, local: RunConfig, ctx: BuildContext, group: Group) -> Algorithm:
-    """The rank's algorithm, its networks initialised from ``run.seed`` inside a forked RNG (torch's global
-    generator is neither used nor changed) and made rank 0's, under bf16 autocast when ``run.precision``
-    asks (``run.compile`` is applied by the caller, after the thread plan has counted FLOPs)."""
+def _algorithm(cfg: RunConfig, local: RunConfig, ctx: BuildContext, group: Group) -> tuple[Algorithm, torch.nn.Module]:
+    """The rank's algorithm and its agent (the module), the networks initialised from ``run.seed`` in a forked RNG
+    (torch's global generator is neither used nor changed) and made rank 0's, under bf16 autocast when
+    ``run.precision`` asks (``run.compile`` is applied by the caller, after the thread plan has counted FLOPs)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.run.seed)
         algo = ALGORITHMS[cfg.algo.name].build(local.algo, ctx)
@@ -288,7 +298,9 @@ def _algorithm(cfg: RunConfig, local: RunConfig, ctx: BuildContext, group: Group
     group.broadcast(list(algo.agent.state_dict().values()))
     if cfg.run.precision == "bf16":
         autocast_networks(algo.agent, torch.bfloat16, ctx.device)
-    return algo
+    agent = algo.agent
+    assert isinstance(agent, torch.nn.Module), "every algorithm's agent is an nn.Module"
+    return algo, agent
 
 
 def _check_threads(cfg: RunConfig, source: str | None) -> None:
@@ -313,7 +325,7 @@ def _check_precision(cfg: RunConfig, device: torch.device, source: str | None) -
 
 
 def _thread_plan(
-    cfg: RunConfig, local: RunConfig, algo: Algorithm, obs_space: spaces.Space, device: torch.device
+    cfg: RunConfig, local: RunConfig, agent: torch.nn.Module, obs_space: spaces.Space, device: torch.device
 ) -> ThreadPlan:
     """The threads of each phase (:mod:`rlcli.runtime.threads`), counted on a batch of the rank's envs' observations
     (made up from the space); torch is left on the acting ones."""
@@ -323,7 +335,7 @@ def _thread_plan(
         observation = observations.batch_tensor(obs_space, samples, device)
     # A whole-rollout update (A2C, REINFORCE: update_batch None) takes the rank's rollout in one step.
     rows = local.algo.update_batch or local.collector.frames_per_batch
-    threads = thread_plan(cfg.run.threads, algo.agent, observation, rows=rows, device=device)
+    threads = thread_plan(cfg.run.threads, agent, observation, rows=rows, device=device)
     threads.acting()
     return threads
 
@@ -345,10 +357,11 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
     """Build every component of ``cfg`` without training and close it; returns a one-line summary."""
     run = build_run(cfg, source=source, stand_in_data=True)
     try:
-        agent = run.algo.agent
+        agent = run.agent
         params = sum(p.numel() for p in agent.parameters())
         space = run.source.observation_space
         encoders = ", ".join(f"{name} {describe(module)}" for name, module in named_encoders(agent))
+        assert run.algo.agent.memory is None or isinstance(run.algo.agent.memory, MemoryCore), "a built memory"
         normalize = (
             "on"
             if cfg.env.normalize_observation
@@ -358,7 +371,7 @@ def check_build(cfg: RunConfig, *, source: str | None = None) -> str:
             f"{cfg.algo.name} on {cfg.env.id}: observation {describe_space(space)}, action "
             f"{describe_space(run.source.action_space)}, {params:,} parameters, {run.device}; "
             f"encoders: {encoders}; observation normalization {normalize}; {_masks_note(run)}"
-            + ("" if agent.memory is None else f"; memory: {agent.memory.describe()}")
+            + ("" if run.algo.agent.memory is None else f"; memory: {run.algo.agent.memory.describe()}")
             + f"; {run.threads.describe()}; precision {cfg.run.precision}"
             + _stand_in_note(run)
         )

@@ -29,16 +29,30 @@ class Source(Protocol):
     hands the batch to the algorithm's ``learn`` and counts its progress; checkpoints save its state.
     """
 
-    unit: str
-    """What ``progress`` counts, for people: "frames" (env steps) or "gradient steps"."""
-    per_iteration: int
-    """Progress one iteration of this rank makes."""
+    # Read-only where the loop only reads (properties of the collector); ``progress`` is restored on resume.
+    @property
+    def unit(self) -> str:
+        """What ``progress`` counts, for people: "frames" (env steps) or "gradient steps"."""
+        ...
+
+    @property
+    def per_iteration(self) -> int:
+        """Progress one iteration of this rank makes."""
+        ...
+
     progress: int
     """Progress so far (every rank's): env steps online, gradient steps offline."""
-    observation_space: spaces.Space
-    action_space: spaces.Space
-    episode_stats: Episodes
-    """The finished episodes the return column reads: the training envs' online, the evaluation's offline."""
+
+    @property
+    def observation_space(self) -> spaces.Space: ...
+
+    @property
+    def action_space(self) -> spaces.Space: ...
+
+    @property
+    def episode_stats(self) -> Episodes:
+        """The finished episodes the return column reads: the training envs' online, the evaluation's offline."""
+        ...
 
     def next_batch(self, timer: Timer) -> TensorDict:
         """What the algorithm's ``learn`` takes this iteration: ``[T, N]`` transitions online; offline,

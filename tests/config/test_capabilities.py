@@ -81,3 +81,16 @@ def test_declared_spaces_are_the_gymnasium_classes_the_checks_read(name):
     masks = spec.supports.get("action_mask", ())
     assert [c.__name__ for c in masks] == list(caps.masks.actions if caps.masks else ())
     assert set(masks) <= set(spec.supports["action"])
+
+
+def test_the_type_checkers_algo_union_names_every_config_model():
+    """The AlgoConfig that mypy reads (written out under TYPE_CHECKING) names the models ALGO_CONFIGS holds."""
+    import ast
+    import inspect
+
+    import rlcli.config.algos as algos
+
+    tree = ast.parse(inspect.getsource(algos))
+    checked = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    union = checked.body[0].value.slice
+    assert {ast.unparse(name) for name in union.elts} == {model.__name__ for model in algos.ALGO_CONFIGS.values()}

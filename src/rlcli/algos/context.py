@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from rlcli.learning.exploration import ActionBounds
 from rlcli.learning.optim import GradientStep
-from rlcli.models.encoders import build_encoder
+from rlcli.models.encoders import Encoder, build_encoder
 from rlcli.models.normalization import ObservationNormalizer
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class BuildContext:
     """The envs give action masks that the algorithm applies (:func:`rlcli.envs.masks.find_masks`): batches
     carry ``action_mask`` and ``next_action_mask``."""
 
-    def encoder(self) -> torch.nn.Module:
+    def encoder(self) -> Encoder:
         """A new encoder of the observation space as ``[network] encoder`` asks (its ``out_features``
         sizes the MLP after it); each call builds one with weights of its own."""
         return build_encoder(self.observation_space, self.network)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -143,13 +144,14 @@ def bench(
 
 def _table(report: dict, rows: list[Comparison] | None) -> Table:
     table = Table(title="rlcli bench" + (" (quick)" if report["options"]["quick"] else ""))
-    for column, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("benchmark", "left"),
         ("parameters", "left"),
         ("median", "right"),
         ("unit", "left"),
         ("spread (min-max)", "right"),
-    ):
+    )
+    for column, justify in columns:
         table.add_column(column, justify=justify)
     if rows is not None:
         table.add_column("baseline", justify="right")

@@ -90,6 +90,8 @@ def collect(
         else:
             if steps is None:
                 raise InputError("--steps", "say how many env steps to record: --steps N")
+            # Exactly one of RUN_DIR_OR_CHECKPOINT and --from-replay was given (checked above).
+            assert path is not None
             with progress_bar(quiet=as_json) as bar:
                 progress = None if bar is None else (lambda done, total: bar("collect", done, total))
                 recorded = record_policy(

@@ -110,6 +110,8 @@ def eval_table(report: EvalReport) -> Table:
 
 def episodes_table(report: EvalReport) -> Table:
     """Each episode's return from the run's policy and from the exported file, and their difference."""
+    # Called only for a report with a file played beside the run's policy.
+    assert report.policy_result is not None
     table = Table(title="each episode's return")
     for name in ("episode", "run", "file", "difference"):
         table.add_column(name, justify="right")

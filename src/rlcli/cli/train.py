@@ -129,6 +129,8 @@ def _check_flags(
         )
     if resume is not None:
         preset = _resume_source(resume, seeds, packages)
+    # Exactly one of PRESET and --resume was given (the check above), and --resume gave its config.
+    assert preset is not None
     if nproc is not None and seeds is not None:
         raise InputError(
             f"--seeds {seeds}",

@@ -32,6 +32,8 @@ def buffers(where: str | None, space: spaces.Space, steps: int, n: int) -> dict[
     if where is None:
         return {}
     size = mask_size(space)
+    # Masks are looked for only for actions that take them (rlcli.algos.uses_masks).
+    assert size is not None
     return {key: torch.zeros(steps, n, size, dtype=torch.bool) for key in (keys.ACTION_MASK, keys.NEXT_ACTION_MASK)}
 
 
@@ -99,6 +101,8 @@ class MaskRecorder:
 
     def acted(self, t: int, carry: Carry) -> None:
         """Store the masks that step ``t``'s actions were drawn under."""
+        # start (or resumed) gave the carry its masks.
+        assert carry.mask is not None
         self.now[t] = carry.mask.cpu().numpy()
 
     def stepped(self, t: int, info: dict, done: np.ndarray, same_step: bool, carry: Carry, frames: int) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlcli import keys, observations
 from rlcli.carry import Carry
@@ -18,10 +19,11 @@ from rlcli.envs import LIFE_LOST, autoreset_mode
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
-    from tensordict import TensorDict
+    from tensordict import NestedKey, TensorDict
 
     from rlcli.algos import Collects
     from rlcli.runtime.distributed import Group
+    from rlcli.sources import Episodes
 
 
 def first_reset(envs: VectorEnv, seed: int) -> tuple:
@@ -110,11 +112,18 @@ class Collector:
         self.device = device
         pin = device.type == "cuda"
         self.host = host_buffers(obs_space, act_space, steps, n, action_mask, pin=pin)
-        # numpy views of the host tensors: the env's arrays are copied straight in.
-        self.arrays = {key: observations.numpy_view(value) for key, value in self.host.items()}
+        # numpy views of the host tensors: the env's arrays are copied straight in. An observation's is a
+        # dict of them for a Dict space; every other key holds one tensor, viewed as one array.
+        observed = (keys.OBSERVATION, keys.NEXT_OBSERVATION)
+        self.observed = {key: observations.numpy_view(self.host.get(key)) for key in observed}
+        self.arrays = {
+            key: value.numpy()
+            for key, value in self.host.items()
+            if key not in observed and isinstance(value, torch.Tensor)
+        }
         # Where the envs' action masks come from ("info", "observation"; rlcli.envs.masks), or None.
         # A mask error names the rank where there are several, and the env's id.
-        rank = group.rank if world_size > 1 else None
+        rank = group.rank if group is not None and world_size > 1 else None
         env_id = env_id or (envs.spec.id if envs.spec is not None else "")
         self.masks = masking.recorder(
             action_mask, self.arrays, device, per_step=n * world_size, steps=steps, env_id=env_id, rank=rank
@@ -135,7 +144,7 @@ class Collector:
         self.progress = 0
         if self.masks is not None:
             self.masks.start(info, self.carry, self.progress)
-        self.act_buffers: dict[str, torch.Tensor] | None = None
+        self.act_buffers: dict[NestedKey, torch.Tensor] | None = None
 
     unit = "frames"
 
@@ -158,15 +167,17 @@ class Collector:
         return self.envs.single_action_space
 
     @property
-    def episode_stats(self) -> VectorEnv:
+    def episode_stats(self) -> Episodes:
         """The finished episodes' counts, returns and lengths: the envs' ``RecordEpisodeStatistics``
         keeps them."""
+        # make_envs wraps a run's envs in it, outermost.
+        assert isinstance(self.envs, RecordEpisodeStatistics)
         return self.envs
 
     def close(self) -> None:
         self.envs.close()
 
-    def _allocate(self, out: TensorDict) -> dict[str, torch.Tensor]:
+    def _allocate(self, out: TensorDict) -> dict[NestedKey, torch.Tensor]:
         """Batch buffers for the keys the algorithm's act returns, shaped by its first output."""
         for key, value in out.items():
             self.batch.set(key, torch.zeros(self.steps, *value.shape, dtype=value.dtype, device=self.device))
@@ -175,7 +186,7 @@ class Collector:
     def next_batch(self, timer: Timer) -> TensorDict:
         """Run one rollout of ``steps`` env steps; returns the batch."""
         arrays = self.arrays
-        obs_buf, next_buf = arrays[keys.OBSERVATION], arrays[keys.NEXT_OBSERVATION]
+        obs_buf, next_buf = self.observed[keys.OBSERVATION], self.observed[keys.NEXT_OBSERVATION]
         reward_buf, valid_buf = arrays[keys.REWARD], arrays[keys.VALID]
         term_buf, trunc_buf = arrays[keys.TERMINATED], arrays[keys.TRUNCATED]
         same_step = self.mode is AutoresetMode.SAME_STEP

@@ -196,7 +196,7 @@ def off_policy_problems(cfg, *, collector, env) -> list[tuple[str, str]]:
     """Cross-section checks every replay-based algorithm config shares, as (dotted field, message)
     pairs: a warm-up inside the run and a batch that fits in the buffer (``collector`` None: an
     offline run, whose dataset is the buffer)."""
-    problems = []
+    problems: list[tuple[str, str]] = []
     if collector is None:
         return problems
     if cfg.learning_starts > collector.frames:

@@ -8,12 +8,19 @@ from pydantic import BaseModel, Field
 
 from rlcli.config.model import SECTION
 
+Backend = Literal["csv", "jsonl", "tensorboard", "wandb", "mlflow"]
+
+
+def _default_backends() -> list[Backend]:
+    return ["csv", "jsonl"]
+
 
 class LoggerConfig(BaseModel):
     model_config = SECTION
 
-    backends: list[Literal["csv", "jsonl", "tensorboard", "wandb", "mlflow"]] = Field(
-        default_factory=lambda: ["csv", "jsonl"],
+    backends: list[Backend] = Field(
+        # A named function, not a lambda: the type checker reads a lambda's list as list[str].
+        default_factory=_default_backends,
         description='Where metrics go: "csv", "jsonl", "tensorboard", "wandb", "mlflow" (the last three need '
         "the extra of the same name).",
     )

@@ -99,7 +99,7 @@ def _leaf_bytes(space: spaces.Space) -> int:
 def _action_leaf(space: spaces.Space) -> tuple[tuple[int, ...], torch.dtype]:
     if isinstance(space, spaces.Discrete):
         return (), torch.int64
-    return tuple(space.shape), torch.float32
+    return observations.shape_of(space), torch.float32
 
 
 def dataset_bytes(observation_space: spaces.Space, action_space: spaces.Space, *, steps: int, episodes: int) -> int:

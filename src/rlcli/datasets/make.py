@@ -103,12 +103,19 @@ def make_datasets(
     check_targets(root, recipes, overwrite=overwrite)
     plans = list(dict.fromkeys(r.training for r in recipes if r.training is not None))
     with tempfile.TemporaryDirectory(prefix="rlcli-datasets-") as scratch:
-        trained = {}
+        trained: dict[Training, Trained] = {}
         for plan in plans:
             medium = any(r.kind in ("medium", "medium-replay") for r in recipes if r.training == plan)
             trained[plan] = train_for(plan, Path(scratch), seed=seed, frames=frames, medium=medium, progress=progress)
         written = {
-            r.id: _record(r, trained.get(r.training), steps=steps, seed=seed, overwrite=overwrite, progress=progress)
+            r.id: _record(
+                r,
+                None if r.training is None else trained[r.training],
+                steps=steps,
+                seed=seed,
+                overwrite=overwrite,
+                progress=progress,
+            )
             for r in recipes
         }
     return Made(written, list(trained.values()), root)
@@ -200,11 +207,20 @@ def _record(
     step = None if progress is None else (lambda done, total: progress(recipe.id, done, total))
     if trained is None:
         return record_random(
-            EnvConfig(id=recipe.env), steps=steps, out=recipe.id, seed=seed, overwrite=overwrite, progress=step
+            # mypy (no pydantic plugin) reads no default from a positional Field(default, ...); every other field has one.
+            EnvConfig(id=recipe.env),  # type: ignore[call-arg]
+            steps=steps,
+            out=recipe.id,
+            seed=seed,
+            overwrite=overwrite,
+            progress=step,
         )
+    # train_for picks a medium checkpoint for a plan that a medium or medium-replay recipe uses.
     if recipe.kind == "medium-replay":
+        assert trained.medium is not None
         return record_replay(trained.medium, out=recipe.id, overwrite=overwrite)
     source = trained.run_dir if recipe.kind == "expert" else trained.medium
+    assert source is not None
     return record_policy(
         source, steps=steps, out=recipe.id, noise=recipe.noise, seed=seed, overwrite=overwrite, progress=step
     )

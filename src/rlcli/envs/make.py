@@ -16,7 +16,7 @@ LIFE_LOST = "life_lost"
 """The info key of :class:`AtariLives`: [N] bool, a life was lost in this step and the game goes on."""
 
 
-def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> VectorEnv:
+def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> RecordEpisodeStatistics:
     """A vector env for ``cfg`` (an EnvConfig), wrapped to record the last ``return_window`` episodes.
 
     ``sync`` and ``async`` envs reset in the same step an episode ends
@@ -99,7 +99,10 @@ class AtariLives(VectorWrapper):
 def fire_action(envs: VectorEnv) -> int | None:
     """The index of FIRE in the action set of ale-py's vector env ``envs``; None where the game has no FIRE."""
     import ale_py
+    from ale_py.vector_env import AtariVectorEnv
 
+    # Called for an ALE/ id made through its vector entry point: ale-py's own vector env.
+    assert isinstance(envs.unwrapped, AtariVectorEnv)
     action_set = list(envs.unwrapped.ale.get_action_set())
     return action_set.index(ale_py.Action.FIRE) if ale_py.Action.FIRE in action_set else None
 

@@ -56,6 +56,8 @@ class MaskFromObservation(gym.Wrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
+        # Wrapped only where the observation is a Dict with the mask's key (observation_masks).
+        assert isinstance(env.observation_space, spaces.Dict)
         self.observation_space = without_mask(env.observation_space)
 
     def reset(self, **kwargs):
@@ -74,6 +76,8 @@ class VectorMaskFromObservation(VectorWrapper):
 
     def __init__(self, envs: VectorEnv):
         super().__init__(envs)
+        # Wrapped only where the observation is a Dict with the mask's key (observation_masks).
+        assert isinstance(envs.single_observation_space, spaces.Dict)
         self.single_observation_space = without_mask(envs.single_observation_space)
         self.observation_space = batch_space(self.single_observation_space, envs.num_envs)
 
@@ -120,7 +124,12 @@ def find_masks(cfg, envs: VectorEnv, *, seed: int, source: str | None) -> Where 
     """
     env_id, setting, action = cfg.id, cfg.action_mask, envs.single_action_space
     if _moved(envs):
-        raw = envs.unwrapped.single_observation_space[KEY]
+        moved_from = envs.unwrapped.single_observation_space
+        # The mask was moved out of a Dict observation (VectorMaskFromObservation).
+        assert isinstance(moved_from, spaces.Dict)
+        raw = moved_from[KEY]
+        # A fixed-size space, as every mask's (only gymnasium's Graph, Sequence and the like have none).
+        assert raw.shape is not None and raw.dtype is not None
         _check(env_id, action, tuple(raw.shape), raw.dtype, f"observation key {KEY!r}", source)
         return "observation"
     if setting == "observation":

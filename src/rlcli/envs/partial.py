@@ -41,7 +41,10 @@ class HideVelocity(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env, hidden: tuple[int, ...]):
         super().__init__(env)
-        self.keep = np.ones(env.observation_space.shape, dtype=env.observation_space.dtype)
+        space = env.observation_space
+        # The tasks whose velocities are hidden (PARTIAL) observe a Box.
+        assert isinstance(space, gym.spaces.Box)
+        self.keep = np.ones(space.shape, dtype=space.dtype)
         self.keep[list(hidden)] = 0
 
     def observation(self, observation: np.ndarray) -> np.ndarray:

@@ -3,6 +3,8 @@ without a trained policy (an exported file's parity checks, an AOTInductor packa
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from rlcli.envs.make import make_env
@@ -14,7 +16,7 @@ def random_observations(env_cfg, count: int, *, source: str | None = None) -> di
     the config file in the error an env that cannot be made raises."""
     env = make_env(env_cfg, render=False, source=source)
     env.action_space.seed(0)
-    seen = []
+    seen: list[Any] = []
     obs, _ = env.reset(seed=0)
     while len(seen) < count:
         seen.append(obs)

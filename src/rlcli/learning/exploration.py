@@ -117,6 +117,9 @@ class ActionNoise(nn.Module):
     episode ends.
     """
 
+    half_range: torch.Tensor
+    state: torch.Tensor
+
     def __init__(
         self,
         kind: NoiseType,

@@ -16,7 +16,7 @@ from rlcli import keys
 from rlcli.config.algos import gsde_on
 from rlcli.learning.advantages import add_advantages, episode_ended, masked_mean, normalized_advantage
 from rlcli.models.actor_critic import ActorCritic, build_actor_critic
-from rlcli.models.gsde import NoiseSchedule
+from rlcli.models.gsde import NoiseSchedule, StateDependentHead
 from rlcli.models.normalization import RewardScaler, clip_rewards
 
 if TYPE_CHECKING:
@@ -204,17 +204,21 @@ class RolloutLearner:
         steps = ctx.collector.frames_per_batch // ctx.env.num_envs
         self.sequence = None if self.agent.memory is None else cfg.sequence(steps)
         # gSDE: the noise matrices the collection holds, drawn at each rollout's start and every sde_sample_freq steps.
-        self.exploration = (
-            NoiseSchedule(self.agent.policy.noise, rollout_steps=steps, sample_freq=cfg.sde_sample_freq)
-            if gsde_on(cfg)
-            else None
-        )
+        self.exploration: NoiseSchedule | None = None
+        if gsde_on(cfg):
+            # build_actor_critic(gsde=True) made the state-dependent head.
+            assert isinstance(self.agent.policy, StateDependentHead)
+            self.exploration = NoiseSchedule(
+                self.agent.policy.noise, rollout_steps=steps, sample_freq=cfg.sde_sample_freq
+            )
         self.act = self.agent.act if self.exploration is None else self._act_with_held_noise
 
     def _act_with_held_noise(
         self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None
     ) -> TensorDict:
         """The agent's ``act`` with gSDE's held noise matrices, drawn with ``generator`` when due."""
+        # The act of a run with gSDE, whose exploration schedule is set.
+        assert self.exploration is not None
         return self.agent.act(observation, generator, carry, noise=self.exploration(observation.shape[0], generator))
 
     def rows(self, batch: TensorDict, timer: Timer) -> TensorDict:
@@ -300,7 +304,10 @@ def sequences(rows: TensorDict, length: int) -> TensorDict:
         tail = x.shape[2:]
         return x.reshape(count, length, envs, *tail).transpose(0, 1).reshape(length, count * envs, *tail)
 
-    return rows.apply(cut, batch_size=[length, count * envs])
+    sequences = rows.apply(cut, batch_size=[length, count * envs])
+    # Not in place: apply returns the new TensorDict.
+    assert sequences is not None
+    return sequences
 
 
 Objective = Callable[[ActorCritic, "TensorDict"], dict[str, torch.Tensor]]

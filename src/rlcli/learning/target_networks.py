@@ -35,7 +35,8 @@ class TargetSchedule:
         self.target, self.source = target, source
         # Parameter lists are walked once here, not at every step (a module walk costs more
         # than the foreach kernel for small networks).
-        self.target_params, self.source_params = list(target.parameters()), list(source.parameters())
+        self.target_params: list[torch.Tensor] = list(target.parameters())
+        self.source_params: list[torch.Tensor] = list(source.parameters())
         self.tau, self.interval = tau, interval
         self.steps = 0
 

@@ -130,7 +130,11 @@ class TensorBoardLogger:
         self.writer.close()
 
 
-LOGGERS = {"csv": CSVLogger, "jsonl": JSONLLogger, "tensorboard": TensorBoardLogger}
+LOGGERS: dict[str, type[CSVLogger] | type[JSONLLogger] | type[TensorBoardLogger]] = {
+    "csv": CSVLogger,
+    "jsonl": JSONLLogger,
+    "tensorboard": TensorBoardLogger,
+}
 
 
 class MetricLoggers:

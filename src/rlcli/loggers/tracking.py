@@ -129,11 +129,12 @@ class WandbLogger:
         self.guard("run.json", partial(self.run.summary.update, summary))
         final = self.run_dir / "final.pt"
         if self.settings.log_model and final.is_file():
+            run = self.run
 
             def upload() -> None:
                 artifact = self.wandb.Artifact(f"{self.run_dir.name}-model", type="model")
                 artifact.add_file(str(final))
-                self.run.log_artifact(artifact)
+                run.log_artifact(artifact)
 
             self.guard("final.pt", upload)
         code = 0 if info.get("status") in ("completed", "solved", "pruned") else 1
@@ -228,16 +229,16 @@ class MLflowLogger:
     def close(self) -> None:
         try:
             if self.run_id is not None:
-                self._finish()
+                self._finish(self.run_id)
         finally:
             _unset(self.quick_failure)
 
-    def _finish(self) -> None:
-        """The last rows, the run folder's files as artifacts, and the run's end status."""
+    def _finish(self, run_id: str) -> None:
+        """The last rows, the run folder's files as artifacts, and the end status of the run ``run_id``."""
         self.flush()
         for name in ("run.json", "config.toml", "final.pt"):
             if (self.run_dir / name).is_file():
-                self.guard(name, partial(self.client.log_artifact, self.run_id, str(self.run_dir / name)))
+                self.guard(name, partial(self.client.log_artifact, run_id, str(self.run_dir / name)))
         status = _run_info(self.run_dir).get("status")
         end = (
             "FINISHED"
@@ -246,7 +247,7 @@ class MLflowLogger:
             if status == "interrupted"
             else "FAILED"
         )
-        self.guard("the end", partial(self.client.set_terminated, self.run_id, end))
+        self.guard("the end", partial(self.client.set_terminated, run_id, end))
 
 
 def experiment_id(client, name: str) -> str:
@@ -263,7 +264,7 @@ def experiment_id(client, name: str) -> str:
         return found.experiment_id
 
 
-TRACKERS = {"wandb": WandbLogger, "mlflow": MLflowLogger}
+TRACKERS: dict[str, type[WandbLogger] | type[MLflowLogger]] = {"wandb": WandbLogger, "mlflow": MLflowLogger}
 
 
 def study_run(settings, study: str, existing: str | None) -> str:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from rlcli.algos.context import BuildContext
     from rlcli.carry import Carry
+    from rlcli.models.encoders import Encoder
 
 
 class ActorCritic(nn.Module):
@@ -34,10 +35,10 @@ class ActorCritic(nn.Module):
     def __init__(
         self,
         obs_norm: ObservationNormalizer,
-        encoder: nn.Module,
+        encoder: Encoder,
         policy: nn.Module,
         value: ValueCritic,
-        value_encoder: nn.Module | None = None,
+        value_encoder: Encoder | None = None,
         memory: MemoryCore | None = None,
     ):
         super().__init__()
@@ -140,6 +141,8 @@ class ActorCritic(nn.Module):
         """V of ``next_obs`` ([R, ...] normalized) with the memory after acting on ``obs`` from ``memory``
         ([R, *state]) and ``first`` ([R] bool): the bootstrap value of a rollout's last step or of an
         episode's final observation, for a policy with memory ([R])."""
+        # Only next_values of a policy with memory calls this (through _recurrent_next_values).
+        assert self.memory is not None
         policy, value = self.features(obs)
         _, _, after = self.memory(policy[None], value[None], first[None], memory)
         policy, value = self.features(next_obs)
@@ -158,7 +161,7 @@ def build_actor_critic(ctx: BuildContext, *, gsde: bool = False) -> ActorCritic:
     orthogonal = network.init == "orthogonal"
     memory = None
     if network.memory != "none":
-        inputs = (encoder.out_features,)
+        inputs: tuple[int, ...] = (encoder.out_features,)
         if not network.memory_shared:
             inputs += ((value_encoder or encoder).out_features,)
         memory = MemoryCore(network.memory, inputs, size=network.memory_size, layers=network.memory_layers)

@@ -7,6 +7,7 @@ replay buffer stores and the critics see.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -15,6 +16,9 @@ from gymnasium import spaces
 from torch import nn
 
 from rlcli import draws
+
+if TYPE_CHECKING:
+    from rlcli.models.encoders import Encoder
 
 # The range SAC's reference implementation clamps the log standard deviation to.
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -47,6 +51,9 @@ def squashed_gaussian(
 class _Rescale(nn.Module):
     """Maps (-1, 1) to the Box bounds ``[low, high]``."""
 
+    center: torch.Tensor
+    half_range: torch.Tensor
+
     def __init__(self, space: spaces.Box):
         super().__init__()
         low, high = space.low.astype(np.float32), space.high.astype(np.float32)
@@ -65,7 +72,7 @@ class SquashedGaussianActor(nn.Module):
     same for every env whatever its action range.
     """
 
-    def __init__(self, encoder: nn.Module, net: nn.Module, space: spaces.Box):
+    def __init__(self, encoder: Encoder, net: nn.Module, space: spaces.Box):
         super().__init__()
         self.encoder = encoder
         self.net = net
@@ -93,7 +100,7 @@ class SquashedGaussianActor(nn.Module):
 class DeterministicActor(nn.Module):
     """``a = center + half_range * tanh(net(encoder(obs)))``: always inside the bounds."""
 
-    def __init__(self, encoder: nn.Module, net: nn.Module, space: spaces.Box):
+    def __init__(self, encoder: Encoder, net: nn.Module, space: spaces.Box):
         super().__init__()
         self.encoder = encoder
         self.net = net
@@ -109,7 +116,7 @@ class BoundedGaussianActor(nn.Module):
     cloning. Unlike the squashed Gaussian, the density of any action in the bounds (a dataset's) is
     exact and finite."""
 
-    def __init__(self, encoder: nn.Module, net: nn.Module, space: spaces.Box, *, log_std_init: float = 0.0):
+    def __init__(self, encoder: Encoder, net: nn.Module, space: spaces.Box, *, log_std_init: float = 0.0):
         super().__init__()
         self.encoder = encoder
         self.net = net

@@ -34,6 +34,10 @@ class BatchRenorm(nn.Module):
     learned scale and shift; with ``members``, one set of statistics and affine weights per member of an
     ensemble (inputs ``[E, B, features]``), otherwise inputs ``[B, features]``."""
 
+    running_mean: torch.Tensor
+    running_var: torch.Tensor
+    steps: torch.Tensor
+
     def __init__(
         self,
         features: int,

@@ -17,6 +17,8 @@ from rlcli.models.ensemble import EnsembleMLP
 if TYPE_CHECKING:
     from tensordict import TensorDict
 
+    from rlcli.models.encoders import Encoder
+
 
 class ValueCritic(nn.Module):
     """V(s): an MLP with one output, squeezed to shape ``[*batch]``."""
@@ -41,7 +43,7 @@ class QEnsemble(nn.Module):
     def __init__(
         self,
         members: int,
-        encoder: nn.Module,
+        encoder: Encoder,
         act_dim: int,
         hidden_sizes: Sequence[int],
         *,

@@ -10,13 +10,15 @@ Stable-Baselines3's ``CombinedExtractor``). Each encoder has ``out_features``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
+
+from rlcli.observations import shape_of
 
 if TYPE_CHECKING:
     from rlcli.config.schema import NetworkConfig
@@ -94,7 +96,8 @@ def _conv(fan_in: int, fan_out: int, kernel: int, stride: int, orthogonal: bool,
     layer = nn.Conv2d(fan_in, fan_out, kernel, stride, padding=padding)
     if orthogonal:
         nn.init.orthogonal_(layer.weight, math.sqrt(2))
-        nn.init.zeros_(layer.bias)
+        if layer.bias is not None:
+            nn.init.zeros_(layer.bias)
     return layer
 
 
@@ -110,7 +113,8 @@ class _Pixels(nn.Module):
             flat = body(torch.zeros(1, layout.channels, layout.height, layout.width)).shape[1]
         # Channels-last convolutions: a quarter faster forward and backward on a CPU (oneDNN) than
         # the default layout, the same maths (benchmarks in the issue 19 note).
-        body.to(memory_format=torch.channels_last)
+        # torch's stubs omit Module.to's memory_format keyword, which torch documents and accepts.
+        body.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         self.head = nn.Linear(flat, out_features)
         if orthogonal:
             nn.init.orthogonal_(self.head.weight, math.sqrt(2))
@@ -179,14 +183,18 @@ CNNS = {"nature_cnn": nature_cnn, "impala_cnn": impala_cnn}
 class DictEncoder(nn.Module):
     """One encoder per key of a Dict observation (a TensorDict [B]), their features concatenated in key order."""
 
-    def __init__(self, encoders: dict[str, nn.Module]):
+    def __init__(self, encoders: dict[str, Encoder]):
         super().__init__()
         self.names = list(encoders)
         self.encoders = nn.ModuleDict(encoders)
-        self.out_features = sum(encoder.out_features for encoder in encoders.values())
+        self.out_features: int = sum(encoder.out_features for encoder in encoders.values())
 
     def forward(self, obs) -> torch.Tensor:
         return torch.cat([self.encoders[name](obs.get(name)) for name in self.names], -1)
+
+
+Encoder: TypeAlias = "Flat | OneHot | _Pixels | DictEncoder"
+"""Every encoder :func:`build_encoder` makes: an ``nn.Module`` with ``out_features``, its output width."""
 
 
 def _keyed(sub: spaces.Space, name: str) -> str:
@@ -209,12 +217,12 @@ def encoder_choice(space: spaces.Space, name: str) -> str:
         return name
     if not is_image(space):
         return "flat"
-    layout = ImageLayout(tuple(space.shape))
+    layout = ImageLayout(shape_of(space))
     # Images too small for the Nature CNN's receptive field go through the IMPALA network, which has none.
     return "nature_cnn" if min(layout.height, layout.width) >= NATURE_MIN_SIZE else "impala_cnn"
 
 
-def build_encoder(space: spaces.Space, network: NetworkConfig) -> nn.Module:
+def build_encoder(space: spaces.Space, network: NetworkConfig) -> Encoder:
     """The encoder of ``space`` as ``network.encoder`` asks (see :func:`encoder_choice`); inside a
     Dict, ``auto`` picks per key and an explicit CNN name applies to its image keys.
 
@@ -222,25 +230,28 @@ def build_encoder(space: spaces.Space, network: NetworkConfig) -> nn.Module:
     """
     orthogonal = network.init == "orthogonal"
     choice = encoder_choice(space, network.encoder)
-    if choice == "dict":
+    # The space's type, not the choice, picks the Dict and Discrete encoders (the type checker narrows on it):
+    # encoder_choice returns "dict" and "one_hot" for exactly these spaces, and no [network] name means them.
+    if isinstance(space, spaces.Dict):
         keyed = {
             name: network.model_copy(update={"encoder": _keyed(sub, network.encoder)})
             for name, sub in space.spaces.items()
         }
         return DictEncoder({name: build_encoder(sub, keyed[name]) for name, sub in space.spaces.items()})
-    if choice == "one_hot":
+    if isinstance(space, spaces.Discrete):
         return OneHot(space)
     if choice in CNNS:
-        return CNNS[choice](ImageLayout(tuple(space.shape)), orthogonal)
-    return Flat(tuple(space.shape))
+        return CNNS[choice](ImageLayout(shape_of(space)), orthogonal)
+    return Flat(shape_of(space))
 
 
-def describe(encoder: nn.Module) -> str:
+def describe(encoder: Encoder) -> str:
     """One line naming an encoder and its output size, for ``validate --build``."""
     if isinstance(encoder, DictEncoder):
-        parts = ", ".join(f"{name}: {describe(encoder.encoders[name])}" for name in encoder.names)
+        # ModuleDict indexes as nn.Module; DictEncoder was built from encoders only.
+        parts = ", ".join(f"{name}: {describe(cast(Encoder, encoder.encoders[name]))}" for name in encoder.names)
         return f"dict({parts}) -> {encoder.out_features}"
-    kind = {Flat: "flat", OneHot: "one_hot"}.get(type(encoder)) or encoder.kind
+    kind = encoder.kind if isinstance(encoder, _Pixels) else "flat" if isinstance(encoder, Flat) else "one_hot"
     return f"{kind} -> {encoder.out_features}"
 
 
@@ -280,9 +291,9 @@ def space_problem(space: spaces.Space, encoder: str) -> str | None:
     return None
 
 
-def named_encoders(agent: nn.Module) -> list[tuple[str, nn.Module]]:
+def named_encoders(agent: nn.Module) -> list[tuple[str, Encoder]]:
     """The encoders of ``agent`` by module path, outermost only and without target-network copies."""
-    found: list[tuple[str, nn.Module]] = []
+    found: list[tuple[str, Encoder]] = []
     for name, module in agent.named_modules():
         if "target" in name or any(name.startswith(outer + ".") for outer, _ in found):
             continue

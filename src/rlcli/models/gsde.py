@@ -30,6 +30,7 @@ from rlcli.models.actors import _Rescale
 
 if TYPE_CHECKING:
     from rlcli.config.schema import NetworkConfig
+    from rlcli.models.encoders import Encoder
 
 EPSILON = 1e-6
 """Stable-Baselines3's gSDE epsilon: added to the variance, to expln's argument and inside the tanh correction."""
@@ -107,7 +108,8 @@ def _trunk_and_mean(net: nn.Sequential, features: torch.Tensor) -> tuple[torch.T
     """(last hidden features [*B, L], the output layer's [*B, A]) of the MLP ``net`` on ``features``: with no
     hidden layer the features themselves are the latent, as in Stable-Baselines3."""
     latent = features
-    for layer in net[:-1]:
+    # A list, not net[:-1]: torch types a Sequential's slice as Sequential | Module, which mypy cannot iterate.
+    for layer in list(net)[:-1]:
         latent = layer(latent)
     return latent, net[-1](latent)
 
@@ -177,7 +179,7 @@ class SquashedStateDependentActor(nn.Module):
     :class:`rlcli.models.actors.SquashedGaussianActor`; the features are learned through the noise too
     (SB3's SAC: ``learn_features=True``)."""
 
-    def __init__(self, encoder: nn.Module, net: nn.Sequential, space: spaces.Box, noise: StateDependentNoise):
+    def __init__(self, encoder: Encoder, net: nn.Sequential, space: spaces.Box, noise: StateDependentNoise):
         super().__init__()
         self.encoder = encoder
         self.net = net

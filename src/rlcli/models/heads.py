@@ -3,6 +3,9 @@ masks where it gives them (one masking helper per action space: :func:`masked_lo
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
+
 import torch
 from gymnasium import spaces
 from torch import nn
@@ -134,16 +137,17 @@ class MultiCategoricalHead(nn.Module):
 
     @staticmethod
     def log_prob(dist: list[Categorical], action: torch.Tensor) -> torch.Tensor:
-        return sum(CategoricalHead.log_prob(sub, action[..., i]) for i, sub in enumerate(dist))
+        # reduce, not sum: the same additions in the same order, without sum's int start that types as 0.
+        return reduce(operator.add, (CategoricalHead.log_prob(sub, action[..., i]) for i, sub in enumerate(dist)))
 
     @staticmethod
     def entropy(dist: list[Categorical]) -> torch.Tensor:
-        return sum(CategoricalHead.entropy(sub) for sub in dist)
+        return reduce(operator.add, (CategoricalHead.entropy(sub) for sub in dist))
 
     @staticmethod
     def kl(old: list[Categorical], new: list[Categorical]) -> torch.Tensor:
         """KL(old || new) of each row ([B]), summed over the independent categoricals."""
-        return sum(CategoricalHead.kl(a, b) for a, b in zip(old, new))
+        return reduce(operator.add, (CategoricalHead.kl(a, b) for a, b in zip(old, new)))
 
 
 class BernoulliHead(nn.Module):

@@ -10,7 +10,7 @@ exactly what acting ran.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 import torch
 from torch import nn
@@ -142,13 +142,15 @@ class MemoryCore(nn.Module):
 
     def forward(
         self, policy_x: torch.Tensor, value_x: torch.Tensor, first: torch.Tensor, state: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """(policy features, value features, state after), the features [L, B, size], of inputs
         ``policy_x`` and ``value_x`` ([L, B, F], the value's unread when shared), episode starts
         ``first`` ([L, B] bool) and ``state`` ([B, cores, parts * layers, size]) before the first step;
         the state after is None over a sequence (L > 1), as :func:`unroll` says."""
-        policy_out, policy_state = unroll(self.cores[0], policy_x, first, state[:, 0])
+        # ModuleList indexes as nn.Module; every core was built from RNNS, so each is an RNNBase.
+        cores = cast(list[nn.RNNBase], list(self.cores))
+        policy_out, policy_state = unroll(cores[0], policy_x, first, state[:, 0])
         if self.shared:
             return policy_out, policy_out, None if policy_state is None else policy_state.unsqueeze(1)
-        value_out, value_state = unroll(self.cores[1], value_x, first, state[:, 1])
+        value_out, value_state = unroll(cores[1], value_x, first, state[:, 1])
         return policy_out, value_out, None if value_state is None else torch.stack((policy_state, value_state), 1)

@@ -18,6 +18,11 @@ class RunningMeanStd(nn.Module):
     """Running mean and variance by Chan et al.'s parallel update; across the ranks of ``group``
     each update takes in every rank's batch, so the statistics stay the same on every rank."""
 
+    # Buffers, declared so the type checker reads them as tensors, not as nn.Module.__getattr__'s union.
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, shape: tuple[int, ...] = (), *, group: Group | None = None):
         super().__init__()
         self.group = group or Single()
@@ -98,6 +103,8 @@ class RewardScaler(nn.Module):
     The reward is not centred: shifting it would change which policy is optimal
     when episodes end early.
     """
+
+    returns: torch.Tensor
 
     def __init__(self, num_envs: int, *, gamma: float, enabled: bool, clip: float = 10.0, group: Group | None = None):
         super().__init__()

@@ -33,8 +33,11 @@ def autocast_networks(agent: nn.Module, dtype: torch.dtype, device: torch.device
         if id(module) in inner:
             continue
         # Bound to the instance (a deep copy binds to the copy) and calling the class's forward, so
-        # that torch.compile, applied after, compiles the autocast region too.
-        module.forward = types.MethodType(_autocast_forward(type(module).forward, dtype, device.type), module)
+        # that torch.compile, applied after, compiles the autocast region too (mypy refuses any assignment
+        # to a method; this one is the point).
+        module.forward = types.MethodType(  # type: ignore[method-assign]
+            _autocast_forward(type(module).forward, dtype, device.type), module
+        )
         wrapped += 1
     return wrapped
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
+from gymnasium import Env, spaces
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from rlcli import observations
 from rlcli.carry import Carry
@@ -128,7 +128,7 @@ class Evaluator:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent | None,
         env_cfg,
         *,
         episodes: int,
@@ -140,7 +140,8 @@ class Evaluator:
         num_envs: int | None = None,
     ):
         """Make the envs: ``num_envs`` of them at most (default ``env_cfg.num_envs``); ``source`` names
-        the config in errors.
+        the config in errors. ``agent`` may be None until the first evaluation: ``build_run`` makes the
+        in-training evaluation before the algorithm (offline, its envs give the spaces) and sets it then.
 
         Raises:
             ConfigError: gymnasium cannot make the env.
@@ -178,7 +179,7 @@ class Evaluator:
     @property
     def metadata(self) -> dict[str, Any]:
         """The env's metadata (``render_fps`` for a video)."""
-        return self.envs.envs[0].metadata if self.render else self.envs.metadata
+        return self._rendering().metadata if self.render else self.envs.metadata
 
     def __call__(
         self,
@@ -213,9 +214,10 @@ class Evaluator:
         finished = np.zeros(n, dtype=np.int64)
         # NEXT_STEP envs spend the step after an episode's end on their reset: nothing of it counts.
         resetting = np.zeros(n, dtype=bool)
-        recording = frames_sink is not None
-        if recording:
-            frames_sink(self._frame())
+        # The first episode's frames go to the sink; None once it has ended.
+        sink = frames_sink
+        if sink is not None:
+            sink(self._frame())
         told = _tell(progress, finished, self.quota, -1)
         while (finished < self.quota).any():
             if stop is not None and stop():
@@ -227,15 +229,15 @@ class Evaluator:
             counted = ~resetting
             running += np.where(counted, reward, 0.0)
             steps += counted
-            if recording:
-                frames_sink(self._frame())
+            if sink is not None:
+                sink(self._frame())
             ended = (terminated | truncated) & counted
             for i in np.flatnonzero(ended):
                 if finished[i] < self.quota[i]:
                     returns[i].append(float(running[i]))
                     lengths[i].append(int(steps[i]))
                 finished[i] += 1
-                recording = False
+                sink = None
             told = _tell(progress, finished, self.quota, told)
             running[ended], steps[ended] = 0.0, 0
             # A memory starts afresh where the next observation starts an episode; in NEXT_STEP mode the
@@ -264,16 +266,23 @@ class Evaluator:
         """The envs' actions for their observations ``obs``, as the envs take them; ``carry`` advanced."""
         if self.to_device is None:
             self.to_device = observations.ToDevice(self.observation_space, self.num_envs, self.device)
-        actions = self.agent.actions(
+        assert self.agent is not None, "build_run sets the evaluation's agent before it plays"
+        chosen = self.agent.actions(
             self.to_device(obs), deterministic=self.deterministic, generator=self.generator, carry=carry
         )
-        actions = actions.cpu().numpy()
+        actions = chosen.cpu().numpy()
         # What the collector does too: a Gaussian policy's samples may leave the bounds.
         return actions if self.bounds is None else np.clip(actions, *self.bounds)
 
+    def _rendering(self) -> Env:
+        """The one env that draws the frames of an evaluator made with ``render``."""
+        # With render, eval_envs makes a SyncVectorEnv of that one env.
+        assert isinstance(self.envs, SyncVectorEnv)
+        return self.envs.envs[0]
+
     def _frame(self) -> np.ndarray:
         try:
-            frame = self.envs.envs[0].render()
+            frame = self._rendering().render()
         except Exception as exc:  # noqa: BLE001 - a missing renderer (pygame, mujoco's GL) is bad input
             raise InputError(
                 "--video", f"{self.env_id} failed to render a frame: {type(exc).__name__}: {exc}"

@@ -62,11 +62,16 @@ class PolicyFile:
         default generator): ``deterministic`` and ``generator`` are unread."""
         feeds = [observation[key] for key in self._keys] if self._keys else [observation]
         if self._masked:
+            # The evaluator passes the carry with the envs' masks to a file that takes them.
+            assert carry is not None and carry.mask is not None
             feeds.append(carry.mask)
         if self.memory is not None:
+            # A carry made for an agent with memory (Carry.of) holds its state and episode starts.
+            assert carry is not None and carry.memory is not None and carry.first is not None
             feeds += [carry.memory, carry.first]
         outputs = self._call([feed.cpu() for feed in feeds])
         if self.memory is not None:
+            assert carry is not None and carry.memory is not None  # as above
             carry.memory = outputs[1].to(carry.memory.device)
         return outputs[0]
 

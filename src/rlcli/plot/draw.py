@@ -134,7 +134,8 @@ def _draw(groups: list[Group], curves: list[Curve], output: Path, *, x: str, y: 
     with matplotlib.rc_context({"font.size": FONT_SIZE, "axes.titlesize": FONT_SIZE + 1}):
         fig = Figure(figsize=figure_size(groups), dpi=DPI, layout="constrained")
         curve_ax, time_ax = fig.subplots(1, 2, width_ratios=[3, 2])
-        handles, partial = [], False
+        handles: list[tuple[Any, ...]] = []
+        partial = False
         for index, (group, curve) in enumerate(zip(groups, curves)):
             colour = f"C{index % 10}"
             median = curve.median

@@ -145,7 +145,7 @@ def read_run(path: Path) -> RunData:
     if not (path / "config.toml").is_file():
         raise InputError(f"RUN_DIR {path}", "has metrics.csv but no config.toml; is it an rlcli run folder?")
     config = read_toml(path / "config.toml")
-    run, algo, env = (config.get(k) if isinstance(config.get(k), dict) else {} for k in ("run", "algo", "env"))
+    run, algo, env = (_table(config, k) for k in ("run", "algo", "env"))
     seed = run.get("seed") if isinstance(run.get("seed"), int) else None
     name = str(run.get("name", path.name))
     if seed is not None:
@@ -264,3 +264,9 @@ def mean_phase_ms(group: Group) -> dict[str, float]:
         if other > 0:
             means["other"] = other
     return means
+
+
+def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
+    """``config``'s table ``key``, or an empty one where it has none (or a value that is not a table)."""
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}

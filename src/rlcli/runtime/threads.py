@@ -146,7 +146,7 @@ def _policy_call(agent: torch.nn.Module, observation: Any) -> tuple[float, float
     """FLOPs of ``agent.actions`` on ``observation``; the same per row, without a memory core's (an update
     runs a core one time step after another, each step a small batch that gains nothing from more
     threads); the weights the call touched; and all the agent's weights."""
-    from rlcli.carry import Carry
+    from rlcli.carry import Acts, Carry
     from rlcli.models.memory import MemoryCore
 
     rows = observation.shape[0]
@@ -169,6 +169,7 @@ def _policy_call(agent: torch.nn.Module, observation: Any) -> tuple[float, float
     for module in agent.modules():
         if isinstance(module, MemoryCore):
             handles += [module.register_forward_pre_hook(enter_core), module.register_forward_hook(leave_core)]
+    assert isinstance(agent, Acts), "an agent has actions"
     generator = torch.Generator(device=observation.device).manual_seed(0)
     try:
         with FlopCounterMode(display=False) as counter:

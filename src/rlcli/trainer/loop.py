@@ -121,7 +121,7 @@ def _loop(run: Run, state: TrainState, loggers: MetricLoggers, hooks: Hooks) -> 
     # failure (a non-finite term), not when an error or a second signal hit this rank alone.
     together = True
     try:
-        snapshot = WeightsSnapshot(run.algo.agent)
+        snapshot = WeightsSnapshot(run.agent)
         for hook in hooks.on_run_start:
             hook(state)
         state.started = time.perf_counter() - state.wall_time
@@ -273,7 +273,7 @@ def _iteration(
 def _finite(run: Run, terms: dict[str, float]) -> bool:
     """Whether this rank's loss terms and weights are all finite (a finite loss can still leave
     non-finite weights: an inf gradient through clipping)."""
-    return all(math.isfinite(value) for value in terms.values()) and weights_finite(run.algo.agent)
+    return all(math.isfinite(value) for value in terms.values()) and weights_finite(run.agent)
 
 
 def _check_finite(

@@ -42,6 +42,8 @@ def gather_across_ranks(state: TrainState, terms: dict[str, float]) -> dict[str,
     state.seen_episodes = int(envs.episode_count)
     # The newest `finished` entries of this rank's own window (all of it when more finished).
     window = envs.return_queue.maxlen
+    # Episodes keeps a bounded window (gymnasium's buffer_length, the evaluation's episodes).
+    assert window is not None
     kept = min(finished, len(envs.return_queue))
     # One row per rank: [finished, kept, terms..., returns (window), lengths (window)], zero-padded.
     row = torch.zeros(2 + len(terms) + 2 * window, dtype=torch.float64)

@@ -7,7 +7,7 @@ import time
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from rlcli.trainer.state import Hooks, TrainState
@@ -137,7 +137,8 @@ class ConsoleReport:
         self.console = console
         self.quiet = quiet
         self.progress: Progress | None = None
-        self.task = None
+        # Set with progress: its bar's task.
+        self.task: TaskID | None = None
         self.last_table = time.perf_counter()
 
     def hooks(self) -> Hooks:
@@ -184,6 +185,7 @@ class ConsoleReport:
         if self.quiet:
             return
         if self.progress is not None:
+            assert self.task is not None
             self.progress.update(
                 self.task, completed=state.frames, fps=f"{state.fps:,.0f}", ret=_fmt_return(state.last_return)
             )
@@ -229,6 +231,7 @@ class ConsoleReport:
                 )
                 self.task = self.progress.add_task("eval", total=total)
                 self.progress.start()
+            assert self.task is not None
             self.progress.update(self.task, completed=done)
             return
         now = time.perf_counter()

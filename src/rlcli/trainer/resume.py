@@ -146,7 +146,7 @@ def _load_latest(run: Run, run_dir: Path, what: str) -> dict:
         )
     run.folder.use(run_dir)
     mine = ranks[run.group.rank]
-    checkpoint.restore_agent(run.algo.agent, payload["agent"], what=ckpt)
+    checkpoint.restore_agent(run.agent, payload["agent"], what=ckpt)
     try:
         run.algo.load_state_dict(mine["algo_state"])
         payload["exact_envs"] = run.source.load_state_dict(mine["collector"])

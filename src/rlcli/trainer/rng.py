@@ -14,7 +14,11 @@ def rng_state() -> dict[str, Any]:
 
     import numpy as np
 
-    kind, keys, position, has_gauss, gauss = np.random.get_state()
+    # legacy=True is numpy's default; numpy's stub gives the default call the dict overload instead.
+    state = np.random.get_state(legacy=True)
+    # The global RandomState is always MT19937, whose legacy state is this tuple.
+    assert isinstance(state, tuple)
+    kind, keys, position, has_gauss, gauss = state
     return {
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,

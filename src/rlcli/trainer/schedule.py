@@ -15,16 +15,16 @@ def evaluate_if_due(run: Run, state: TrainState) -> bool:
     the last iteration;
     returns whether it did."""
     frames, every = run.source.progress, run.cfg.eval.interval(offline=run.cfg.offline)
-    evaluated = run.evaluator is not None and (
+    if run.evaluator is None or not (
         (every > 0 and _crossed(frames, state.eval_frames, every)) or state.iteration + 1 == run.iterations
-    )
-    if evaluated:
-        with state.timer.phase("eval"):
-            run.threads.acting()
-            # Seeded by the frame count: the same evaluation after a resume as without one.
-            state.last_eval = run.evaluator(seed_offset=frames).row()
-        state.eval_frames = frames
-    return evaluated
+    ):
+        return False
+    with state.timer.phase("eval"):
+        run.threads.acting()
+        # Seeded by the frame count: the same evaluation after a resume as without one.
+        state.last_eval = run.evaluator(seed_offset=frames).row()
+    state.eval_frames = frames
+    return True
 
 
 def final_evaluation(run: Run, state: TrainState, progress: EpisodeProgress | None = None) -> None:
@@ -47,8 +47,9 @@ def final_evaluation(run: Run, state: TrainState, progress: EpisodeProgress | No
     except Exception as exc:  # noqa: BLE001 - the run is complete; its evaluation is reported, not raised
         state.final_eval = {"error": f"{type(exc).__name__}: {exc}"}
         return
-    training = run.algo.agent.training
-    run.algo.agent.eval()
+    agent = run.agent
+    training = agent.training
+    agent.eval()
     run.threads.acting()
     try:
         result = evaluator(stop=lambda: state.stop_requested, progress=progress)
@@ -67,7 +68,7 @@ def final_evaluation(run: Run, state: TrainState, progress: EpisodeProgress | No
     except Exception as exc:  # noqa: BLE001
         state.final_eval = {"error": f"{type(exc).__name__}: {exc}"}
     finally:
-        run.algo.agent.train(training)
+        agent.train(training)
         evaluator.close()
 
 

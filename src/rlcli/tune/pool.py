@@ -152,7 +152,7 @@ class Pool:
             self.study.tell(trial, state=self.optuna.trial.TrialState.PRUNED)
             self.emit("end", self.row(trial.number))
             return
-        budget = cfg.data.total_steps if cfg.offline else cfg.collector.total_frames
+        budget = cfg.data.total_steps if cfg.data is not None else cfg.collector.total_frames
         running = Running(trial, values, self.folder / f"trial-{trial.number:04d}", list(self.seeds), budget)
         running.folder.mkdir(parents=True, exist_ok=True)
         self.running.append(running)
@@ -194,6 +194,8 @@ class Pool:
     def forward(self) -> None:
         """Pass each signal received on to every running trial once; a third one kills them."""
         for running in self.running:
+            # A trial's process starts as soon as it is listed (start).
+            assert running.proc is not None
             while running.signalled < len(self.signals) and running.proc.poll() is None:
                 running.proc.send_signal(signal.SIGKILL if running.signalled >= 2 else self.signals[running.signalled])
                 running.signalled += 1
@@ -206,6 +208,7 @@ class Pool:
 
     def poll(self, running: Running) -> None:
         self.report(running)
+        assert running.proc is not None  # as in forward
         code = running.proc.poll()
         if code is None:
             return
@@ -265,8 +268,9 @@ class Pool:
         trial.set_user_attr("folder", str(running.folder))
         if state == self.optuna.trial.TrialState.COMPLETE:
             values = [_objective(info, self.objective) for _, info in running.outcomes]
-            if all(v is not None and math.isfinite(v) for v in values):
-                self.study.tell(trial, sum(values) / len(values))
+            finite = [v for v in values if v is not None and math.isfinite(v)]
+            if len(finite) == len(values):
+                self.study.tell(trial, sum(finite) / len(finite))
             else:
                 trial.set_user_attr("reason", "no return was measured (no episode ended)")
                 self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)

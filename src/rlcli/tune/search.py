@@ -145,7 +145,7 @@ def _plan(
     check_backends(cfg.logger, source=str(path))
     if objective == "frames" and cfg.run.stop_at_return is None:
         raise InputError("--objective frames", "needs run.stop_at_return in the preset (or --set it)")
-    budget = cfg.data.total_steps if cfg.offline else cfg.collector.total_frames
+    budget = cfg.data.total_steps if cfg.data is not None else cfg.collector.total_frames
     name = study or path.stem
     folder = Path(out or Path(cfg.run.output_dir) / "tune") / name
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"

@@ -175,6 +175,8 @@ def _param(key: str, spec: Any, cfg: RunConfig, issues: list[ConfigIssue]) -> Pa
     if problem is not None:
         issues.append(ConfigIssue(problem, path=where))
         return None
+    # _owner gives the section's model wherever it finds no problem.
+    assert owner is not None
     field = key.rsplit(".", 1)[-1]
     if not isinstance(spec, dict) or not spec:
         issues.append(
@@ -298,7 +300,8 @@ def field_problem(owner: BaseModel, field: str, value: Any, key: str) -> str | N
                 prefix = tuple(key.split(".")[:-1])
                 if prefix[:1] == ("algo",):
                     prefix = ("algo", getattr(owner, "name", ""), *prefix[1:])
-                return field_message(err["type"], err, (*prefix, *loc))
+                # A plain dict of pydantic's ErrorDetails, as field_message takes them.
+                return field_message(err["type"], dict(err), (*prefix, *loc))
     return None
 
 

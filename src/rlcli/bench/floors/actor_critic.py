@@ -51,9 +51,10 @@ class BareSAC:
         self.critics = [ensemble_member(agent.critic.net, e) for e in range(agent.critic.members)]
         self.targets = [copy.deepcopy(c).requires_grad_(False) for c in self.critics]
         self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
-        critic_params = [p for c in self.critics for p in c.parameters()]
-        self.critic_params, self.target_params = critic_params, [p for t in self.targets for p in t.parameters()]
-        self.critic_opt = torch.optim.Adam(critic_params, lr=1e-3, fused=True)
+        # list[Tensor], not list[Parameter]: _foreach_lerp_ takes the former, and lists are invariant.
+        self.critic_params: list[torch.Tensor] = [p for c in self.critics for p in c.parameters()]
+        self.target_params: list[torch.Tensor] = [p for t in self.targets for p in t.parameters()]
+        self.critic_opt = torch.optim.Adam(self.critic_params, lr=1e-3, fused=True)
         self.actor_opt = torch.optim.Adam([*self.actor.parameters(), self.log_alpha], lr=1e-3, fused=True)
         self.target_entropy, self.gamma, self.tau = target_entropy, gamma, tau
 
@@ -152,8 +153,8 @@ class BareTQC:
         self.critics = [ensemble_member(agent.critic.net, e) for e in range(agent.critic.members)]
         self.targets = [copy.deepcopy(c).requires_grad_(False) for c in self.critics]
         self.log_alpha = nn.Parameter(agent.log_alpha.detach().clone())
-        self.critic_params = [p for c in self.critics for p in c.parameters()]
-        self.target_params = [p for t in self.targets for p in t.parameters()]
+        self.critic_params: list[torch.Tensor] = [p for c in self.critics for p in c.parameters()]
+        self.target_params: list[torch.Tensor] = [p for t in self.targets for p in t.parameters()]
         self.critic_opt = torch.optim.Adam(self.critic_params, lr=1e-3, fused=True)
         self.actor_opt = torch.optim.Adam([*self.policy.net.parameters(), self.log_alpha], lr=1e-3, fused=True)
         self.kept, self.gamma, self.tau, self.target_entropy = kept, gamma, tau, algo.target_entropy

@@ -117,7 +117,7 @@ def algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
 def one_pixel_preset_per_algorithm(configs: dict[str, RunConfig]) -> dict[str, RunConfig]:
     """``configs`` with, of the pixel presets (ALE/ envs), only the first of each algorithm: the others
     (ppo_pong beside ppo_breakout) run the same networks on another game."""
-    first = {}
+    first: dict[tuple[str, bool | str], str] = {}
     for name, cfg in configs.items():
         first.setdefault((cfg.algo.name, env_family(cfg.env.id) is not None or name), name)
     return {name: configs[name] for name in first.values()}

@@ -85,7 +85,7 @@ def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
             algo, gamma=a.gamma, tau=a.tau, weight=a.conservative_weight, samples=a.num_random_actions
         ),
     }
-    chosen = {}
+    chosen: dict[str, RunConfig] = {}
     for cfg in offline_configs(opts, "network.hidden_sizes=[256,256]").values():
         if cfg.algo.name in floors:
             chosen.setdefault(cfg.algo.name, cfg)

@@ -28,7 +28,7 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
     capacity, size = 1_000_000, 256
     generator = torch.Generator().manual_seed(0)
     cases: list[Case] = []
-    buffers = {}
+    buffers: dict[bool, ReplayBuffer] = {}
     for prioritized in (False, True):
         buffer = ReplayBuffer(
             ReplayConfig(capacity=capacity, prioritized=prioritized), BUFFER_SPEC, device=torch.device("cpu")

@@ -11,7 +11,7 @@ once, the :class:`~rlcli.config.fields.AlgoSection` protocol and its shared chec
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Union
 
 from pydantic import BaseModel, Field
 
@@ -104,10 +104,30 @@ def mask_problems(algo, env, data) -> list[tuple[str, str]]:
     ]
 
 
-AlgoConfig = Annotated[
-    Union[tuple(ALGO_CONFIGS.values())],  # noqa: UP007
-    Field(discriminator="name"),
-]
+if TYPE_CHECKING:
+    # A type checker cannot read a Union built at runtime; it sees the models written out. A test
+    # (tests/config/test_capabilities.py) keeps this list equal to ALGO_CONFIGS, which pydantic reads.
+    AlgoConfig = Union[  # noqa: UP007
+        PPOConfig,
+        A2CConfig,
+        REINFORCEConfig,
+        TRPOConfig,
+        DQNConfig,
+        QRDQNConfig,
+        SACConfig,
+        TD3Config,
+        DDPGConfig,
+        TQCConfig,
+        CrossQConfig,
+        BCConfig,
+        CQLConfig,
+        IQLConfig,
+    ]
+else:
+    AlgoConfig = Annotated[
+        Union[tuple(ALGO_CONFIGS.values())],  # noqa: UP007
+        Field(discriminator="name"),
+    ]
 
 __all__ = [
     "ALGO_CONFIGS",

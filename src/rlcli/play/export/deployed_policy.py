@@ -15,7 +15,7 @@ from gymnasium import spaces
 from torch import nn
 
 from rlcli import __version__
-from rlcli.carry import Carry
+from rlcli.carry import Acts, Carry
 from rlcli.config.load import load_config
 from rlcli.envs import describe_space
 from rlcli.envs.masks import mask_size
@@ -31,6 +31,10 @@ class DeployedPolicy(nn.Module):
     (or, ``stochastic``, drawn from the policy with torch's default generator), then the clipping to the Box
     bounds that the evaluator and collector apply. See :mod:`rlcli.play.export` for the inputs and outputs."""
 
+    # None when the action space is unbounded or discrete.
+    low: torch.Tensor | None
+    high: torch.Tensor | None
+
     def __init__(
         self,
         agent: nn.Module,
@@ -41,6 +45,7 @@ class DeployedPolicy(nn.Module):
         stochastic: bool = False,
     ):
         super().__init__()
+        assert isinstance(agent, Acts), "an agent has actions"
         self.agent = agent
         self.stochastic = stochastic
         self.generator: torch.Generator | None = None
@@ -49,9 +54,9 @@ class DeployedPolicy(nn.Module):
         self.keys = list(observation_space.spaces) if isinstance(observation_space, spaces.Dict) else None
         self.masked = masked
         self.remembers = getattr(agent, "memory", None) is not None
-        bounded = isinstance(action_space, spaces.Box)
-        self.register_buffer("low", torch.as_tensor(action_space.low, dtype=torch.float32) if bounded else None)
-        self.register_buffer("high", torch.as_tensor(action_space.high, dtype=torch.float32) if bounded else None)
+        box = action_space if isinstance(action_space, spaces.Box) else None
+        self.register_buffer("low", None if box is None else torch.as_tensor(box.low, dtype=torch.float32))
+        self.register_buffer("high", None if box is None else torch.as_tensor(box.high, dtype=torch.float32))
 
     @property
     def input_names(self) -> list[str]:
@@ -134,9 +139,14 @@ def examples_for(module: DeployedPolicy, observation_space, action_space) -> tup
         sample = [torch.as_tensor(subspaces[name].sample()) for _ in range(EXAMPLE_BATCH)]
         examples.append(torch.stack(sample).to(dtype).reshape(EXAMPLE_BATCH, *shape))
     if module.masked:
-        examples.append(torch.ones(EXAMPLE_BATCH, mask_size(action_space), dtype=torch.bool))
+        size = mask_size(action_space)
+        # A run acts under masks only for actions that take them (rlcli.algos.uses_masks).
+        assert size is not None
+        examples.append(torch.ones(EXAMPLE_BATCH, size, dtype=torch.bool))
     if module.remembers:
         carry = Carry.of(module.agent, EXAMPLE_BATCH, torch.device("cpu"))
+        # The carry of an agent with memory (remembers) holds its state and episode starts.
+        assert carry.memory is not None and carry.first is not None
         examples += [carry.memory, carry.first]
     return tuple(examples)
 

@@ -15,7 +15,7 @@ from rlcli.play.export.deployed_policy import DeployedPolicy, dynamic_shapes
 def failure(exc: Exception, module: DeployedPolicy, examples, metadata: dict, *, format: str, dynamic: bool):
     """An InputError for an exporter's failure on ``module``: the operator it could not lower and the
     submodule that calls it, where they can be found, and what to try instead."""
-    chain = [exc]
+    chain: list[BaseException] = [exc]
     while chain[-1].__cause__ is not None and len(chain) < 8:
         chain.append(chain[-1].__cause__)
     found = re.search(r"op='([\w.]+)'", " ".join(str(error) for error in chain))

@@ -138,6 +138,8 @@ def _write_onnx(module: DeployedPolicy, examples, out: Path, metadata: dict, *, 
         )
     except Exception as exc:  # noqa: BLE001 - the exporter's many error types: report where, suggest pt2
         raise failure(exc, module, examples, metadata, format="onnx", dynamic=dynamic) from None
+    # With dynamo=True the exporter returns its ONNXProgram (None only from the TorchScript exporter).
+    assert program is not None
     program.model.metadata_props[METADATA] = json.dumps(metadata)
     # The ONNX program saves to a path only.
     with replacing(out) as temporary:
