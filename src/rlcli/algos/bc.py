@@ -18,7 +18,7 @@ from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import BCConfig
-from rlcli.learning.off_policy import REPLAY_METRICS, ReplayLearner, total_loss
+from rlcli.learning.off_policy import REPLAY_METRICS, ReplayLearner
 from rlcli.models.actors import BoundedGaussianActor, DeterministicActor
 from rlcli.models.heads import CategoricalHead
 from rlcli.models.mlp import policy_mlp
@@ -115,9 +115,7 @@ class BC:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`bc_loss` of a minibatch plus ``loss/total``, the scalar to minimise."""
-        terms = bc_loss(self.agent, batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(bc_loss(self.agent, batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """The iteration's gradient steps; returns their mean loss."""

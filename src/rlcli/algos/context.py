@@ -86,6 +86,13 @@ class BuildContext:
         """The Box action space's bounds on the device."""
         return ActionBounds(self.action_space, self.device)
 
+    def noise_generator(self) -> torch.Generator:
+        """A generator on the device for an algorithm's own draws in its updates (target noise, actor samples,
+        critic subsets), seeded with ``seed + 1``: apart from its replay's, which ``seed`` seeds."""
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(self.seed + 1)
+        return generator
+
     def gradient_step(self, params: Iterable[torch.nn.Parameter], *, lr: float | None = None) -> GradientStep:
         """``[optim]`` over ``params``, its schedule over the run's iterations; ``lr`` replaces ``optim.lr``."""
         optim = self.optim if lr is None else self.optim.model_copy(update={"lr": lr})

@@ -20,7 +20,7 @@ from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import DQNConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.exploration import EpsilonGreedy, epsilon_greedy, masked_argmax, masked_max
-from rlcli.learning.off_policy import REPLAY_PHASES, ReplayLearner, total_loss
+from rlcli.learning.off_policy import REPLAY_PHASES, ReplayLearner
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.mlp import mlp
 from rlcli.models.normalization import ObservationNormalizer
@@ -148,9 +148,7 @@ class DQN:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """The objective's terms plus ``loss/total``, the scalar to minimise."""
-        terms = self.objective(self.agent, batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(self.objective(self.agent, batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""

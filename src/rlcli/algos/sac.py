@@ -27,7 +27,6 @@ from rlcli.learning.off_policy import (
     CriticStep,
     ReplayLearner,
     Untimed,
-    total_loss,
 )
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import SquashedGaussianActor
@@ -134,6 +133,24 @@ def sac_actor_loss(
     return {"loss/actor": actor, "loss/alpha": temperature, "stats/entropy": -log_prob.detach().mean()}
 
 
+def actor_parameters(agent: SACAgent, autotune: bool) -> list[nn.Parameter]:
+    """What one actor step moves: the actor's parameters, then, with ``autotune``, the log-temperature. The
+    actor and temperature losses touch disjoint parameters (alpha is detached in the actor's loss), so one
+    backward of their sum and one optimizer serve both."""
+    tuned = [agent.log_alpha] if autotune else []
+    return [*agent.actor.parameters(), *tuned]
+
+
+def actor_objective(terms: dict[str, torch.Tensor], autotune: bool) -> torch.Tensor:
+    """What that step minimises: ``loss/actor``, plus ``loss/alpha`` with ``autotune``."""
+    return terms["loss/actor"] + terms["loss/alpha"] if autotune else terms["loss/actor"]
+
+
+def entropy_target(target_entropy: float | None, act_dim: int) -> float:
+    """The entropy the temperature aims for: ``target_entropy``, or ``-act_dim`` when unset (SAC's heuristic)."""
+    return float(target_entropy) if target_entropy is not None else -float(act_dim)
+
+
 CriticLoss = Callable[..., dict[str, torch.Tensor]]
 """A critic ensemble's loss of a minibatch, called as :func:`sac_critic_loss` is: ``(agent, batch,
 next_action, next_log_prob, *, gamma, alpha, subset)``, returning ``loss/critic`` and ``td_error``
@@ -164,10 +181,7 @@ class SAC:
         self.agent = agent
         self.replay = replay
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
-        # The actor and temperature losses touch disjoint parameters (alpha is detached in the
-        # actor's loss), so one backward of their sum and one optimizer serve both.
-        tuned = [agent.log_alpha] if cfg.autotune_alpha else []
-        self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned])
+        self.actor_step = ctx.gradient_step(actor_parameters(agent, cfg.autotune_alpha))
         self.learner = ReplayLearner(
             replay,
             {"critic_step": self.critic_step, "actor_step": self.actor_step},
@@ -179,12 +193,11 @@ class SAC:
         self.target = TargetSchedule(
             agent.critic_target, agent.critic, tau=cfg.tau, interval=cfg.target_update_interval
         )
-        self.target_entropy = float(cfg.target_entropy) if cfg.target_entropy is not None else -float(ctx.act_dim)
+        self.target_entropy = entropy_target(cfg.target_entropy, ctx.act_dim)
         self.bounds = ctx.action_bounds()
         self.device = ctx.device
         # Actions and target noise are drawn on the training device.
-        self.noise_generator = torch.Generator(device=ctx.device)
-        self.noise_generator.manual_seed(ctx.seed + 1)
+        self.noise_generator = ctx.noise_generator()
         self.updates = 0
         # exploration_hold: each env's standard-normal draw and the collection steps it has served.
         self.held: torch.Tensor | None = None
@@ -285,9 +298,7 @@ class SAC:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:meth:`terms` of one minibatch, critics', actor's and temperature's, plus ``loss/total``, their sum."""
-        terms = self.terms(batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(self.terms(batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
@@ -302,8 +313,7 @@ class SAC:
         terms = self.terms(sample, timer, self.learner.critic_step(self.critic_step, sample, timer), actor=actor)
         self.updates += 1
         if actor:
-            loss = terms["loss/actor"] + terms["loss/alpha"] if self.cfg.autotune_alpha else terms["loss/actor"]
-            self.actor_step(loss, timer)
+            self.actor_step(actor_objective(terms, self.cfg.autotune_alpha), timer)
         with timer.phase("update.target"):
             self.target.step()
         return terms
