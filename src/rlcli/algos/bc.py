@@ -75,13 +75,17 @@ class CategoricalPolicy(nn.Module):
         return self.head.mode(dist) if deterministic else self.head.sample(dist, generator)
 
 
+BCPolicy = DeterministicPolicy | GaussianPolicy | CategoricalPolicy
+"""A behaviour-cloning policy: its ``loss`` against the batch's actions, its ``act`` for evaluation."""
+
+
 class BCAgent(nn.Module):
     """A policy over one observation normalizer (its statistics: the dataset's)."""
 
     # Memoryless: its policy reads only the carry's mask (rlcli.carry).
     memory = None
 
-    def __init__(self, obs_norm: ObservationNormalizer, policy: nn.Module):
+    def __init__(self, obs_norm: ObservationNormalizer, policy: BCPolicy):
         super().__init__()
         self.obs_norm = obs_norm
         self.policy = policy
@@ -150,13 +154,13 @@ def build_agent(cfg: BCConfig, ctx: BuildContext) -> BCAgent:
             encoder,
             policy_mlp(encoder.out_features, network, int(space.n)),
         )
-        policy: nn.Module = CategoricalPolicy(logits)
+        policy: BCPolicy = CategoricalPolicy(logits)
     else:
-        net = policy_mlp(encoder.out_features, network, ctx.act_dim)
+        net, box = policy_mlp(encoder.out_features, network, ctx.act_dim), ctx.box_actions
         policy = (
-            DeterministicPolicy(DeterministicActor(encoder, net, space))
+            DeterministicPolicy(DeterministicActor(encoder, net, box))
             if cfg.policy == "deterministic"
-            else GaussianPolicy(BoundedGaussianActor(encoder, net, space, log_std_init=network.log_std_init))
+            else GaussianPolicy(BoundedGaussianActor(encoder, net, box, log_std_init=network.log_std_init))
         )
     return BCAgent(ctx.observation_normalizer(), policy).to(ctx.device)
 

@@ -18,15 +18,9 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.sac import (
-    SACAgent,
-    actor_objective,
-    actor_parameters,
-    entropy_target,
-    sac_actor_loss,
-    squashed_agent,
-)
+from rlcli.algos.sac import SACAgent, sac_actor_loss, squashed_agent
 from rlcli.algos.spec import AlgorithmSpec
+from rlcli.algos.temperature import actor_objective, actor_parameters, entropy_target
 from rlcli.config.algos import CQLConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (

@@ -17,8 +17,9 @@ from torch import nn
 
 from rlcli import keys
 from rlcli.algos.context import BuildContext
-from rlcli.algos.sac import actor_objective, actor_parameters, entropy_target, sac_actor_loss
+from rlcli.algos.sac import sac_actor_loss
 from rlcli.algos.spec import AlgorithmSpec
+from rlcli.algos.temperature import actor_objective, actor_parameters, entropy_target
 from rlcli.config.algos import CrossQConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -213,7 +214,7 @@ def build_agent(cfg: CrossQConfig, ctx: BuildContext) -> CrossQAgent:
     net = renormed_mlp(
         encoder.out_features, network.policy_sizes, 2 * ctx.act_dim, activation=network.activation, renorm=renorm
     )
-    actor = SquashedGaussianActor(encoder, net, ctx.action_space)
+    actor = SquashedGaussianActor(encoder, net, ctx.box_actions)
     critic = QEnsemble(
         cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation, renorm=renorm
     )

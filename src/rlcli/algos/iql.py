@@ -213,7 +213,7 @@ def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:
     actor = BoundedGaussianActor(
         encoder,
         policy_mlp(encoder.out_features, network, ctx.act_dim),
-        ctx.action_space,
+        ctx.box_actions,
         log_std_init=network.log_std_init,
     )
     value_encoder = ctx.encoder()

@@ -18,6 +18,7 @@ from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.settings import EnsembleSettings, SquashedSettings
 from rlcli.algos.spec import AlgorithmSpec
+from rlcli.algos.temperature import Tempered, actor_objective, actor_parameters, entropy_target
 from rlcli.config.algos import SACConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -106,7 +107,7 @@ def sac_critic_loss(
 
 
 def sac_actor_loss(
-    agent: SACAgent,
+    agent: Tempered,
     batch: TensorDict,
     action: torch.Tensor,
     log_prob: torch.Tensor,
@@ -131,24 +132,6 @@ def sac_actor_loss(
     actor = (alpha * log_prob - q_pi).mean()
     temperature = -(agent.log_alpha * (log_prob.detach() + target_entropy)).mean()
     return {"loss/actor": actor, "loss/alpha": temperature, "stats/entropy": -log_prob.detach().mean()}
-
-
-def actor_parameters(agent: SACAgent, autotune: bool) -> list[nn.Parameter]:
-    """What one actor step moves: the actor's parameters, then, with ``autotune``, the log-temperature. The
-    actor and temperature losses touch disjoint parameters (alpha is detached in the actor's loss), so one
-    backward of their sum and one optimizer serve both."""
-    tuned = [agent.log_alpha] if autotune else []
-    return [*agent.actor.parameters(), *tuned]
-
-
-def actor_objective(terms: dict[str, torch.Tensor], autotune: bool) -> torch.Tensor:
-    """What that step minimises: ``loss/actor``, plus ``loss/alpha`` with ``autotune``."""
-    return terms["loss/actor"] + terms["loss/alpha"] if autotune else terms["loss/actor"]
-
-
-def entropy_target(target_entropy: float | None, act_dim: int) -> float:
-    """The entropy the temperature aims for: ``target_entropy``, or ``-act_dim`` when unset (SAC's heuristic)."""
-    return float(target_entropy) if target_entropy is not None else -float(act_dim)
 
 
 CriticLoss = Callable[..., dict[str, torch.Tensor]]
@@ -204,15 +187,14 @@ class SAC:
         self.held_steps = 0
         # gSDE: the noise matrices collection holds, drawn at each rollout's start (each collection of
         # frames_per_batch, SB3's train_freq) and every sde_sample_freq steps.
-        self.exploration = (
-            NoiseSchedule(
+        self.exploration: NoiseSchedule | None = None
+        if cfg.use_sde:
+            assert isinstance(agent.actor, SquashedStateDependentActor), "use_sde builds gSDE's actor"
+            self.exploration = NoiseSchedule(
                 agent.actor.noise,
                 rollout_steps=ctx.collector.frames_per_batch // ctx.env.num_envs,
                 sample_freq=cfg.sde_sample_freq,
             )
-            if cfg.use_sde
-            else None
-        )
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -367,15 +349,18 @@ def squashed_agent(
     critics of ``critic_outputs`` outputs each (TQC's quantiles), its actor gSDE's with ``gsde``."""
     network = ctx.network
     encoder = ctx.encoder()
+    actor: SquashedGaussianActor | SquashedStateDependentActor
     if gsde:
         net = policy_mlp(encoder.out_features, network, ctx.act_dim)
-        noise = state_dependent_noise(network, net[-1].in_features, ctx.act_dim)
-        actor = SquashedStateDependentActor(encoder, net, ctx.action_space, noise)
+        out = net[-1]
+        assert isinstance(out, nn.Linear), "policy_mlp ends in its output layer"
+        noise = state_dependent_noise(network, out.in_features, ctx.act_dim)
+        actor = SquashedStateDependentActor(encoder, net, ctx.box_actions, noise)
     else:
         actor = SquashedGaussianActor(
             encoder,
             policy_mlp(encoder.out_features, network, 2 * ctx.act_dim),
-            ctx.action_space,
+            ctx.box_actions,
         )
     critic = QEnsemble(
         cfg.num_critics,

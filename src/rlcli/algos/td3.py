@@ -120,7 +120,7 @@ def deterministic_agent(cfg: DeterministicSettings, ctx: BuildContext, *, num_cr
     actor = DeterministicActor(
         encoder,
         policy_mlp(encoder.out_features, network, ctx.act_dim),
-        ctx.action_space,
+        ctx.box_actions,
     )
     critic = QEnsemble(num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
     return DeterministicAgent(
@@ -137,7 +137,7 @@ def deterministic_learner(cfg: DeterministicSettings, ctx: BuildContext, setting
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = deterministic_agent(cfg, ctx, num_critics=settings.num_critics)
-    space = ctx.action_space
+    space = ctx.box_actions
     noise = ActionNoise(
         cfg.noise,
         scale=cfg.noise_scale,
