@@ -12,11 +12,10 @@ import torch
 from gymnasium import spaces
 
 from rlcli import observations
-from rlcli.algos import ALGORITHMS, Algorithm, Collects, check_spaces, uses_masks
+from rlcli.algos import ALGORITHMS, Algorithm, Collects, check_run_spaces, uses_masks
 from rlcli.algos.context import BuildContext
 from rlcli.algos.spec import AlgorithmSpec
 from rlcli.collectors.stepper import Collector
-from rlcli.config.algos import gsde_on
 from rlcli.config.errors import ConfigError, ConfigIssue, single
 from rlcli.config.ranks import rank_config, rank_problems
 from rlcli.config.recipes import how_to_get
@@ -265,17 +264,7 @@ def _spaces(
         obs_space, act_space = evaluator.observation_space, evaluator.action_space
     else:
         obs_space, act_space = envs.single_observation_space, envs.single_action_space
-    check_spaces(
-        cfg.algo.name,
-        cfg.env.id,
-        obs_space,
-        act_space,
-        source,
-        encoder=cfg.network.encoder,
-        normalize=cfg.env.normalize_observation,
-        gsde=gsde_on(cfg.algo),
-        offline=cfg.offline,
-    )
+    check_run_spaces(cfg, obs_space, act_space, source)
     return obs_space, act_space
 
 

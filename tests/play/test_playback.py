@@ -2,10 +2,12 @@
 with the agent alone built (no optimizer, no replay buffer) and nothing written in the folder."""
 
 import pytest
+import torch
 
-from rlcli.config.load import validate_data
+from rlcli.config.errors import ConfigError
+from rlcli.config.load import load_config, validate_data
 from rlcli.play.evaluation import SEED_OFFSET
-from rlcli.play.playback import evaluate_run
+from rlcli.play.playback import built_agent, evaluate_run
 from rlcli.run import build_run
 from rlcli.trainer.loop import train
 
@@ -56,3 +58,14 @@ def test_only_the_agent_is_built_so_a_replay_too_large_to_allocate_does_not_matt
     (copy / "config.toml").write_text(text.replace("capacity = 500", "capacity = 2147483647"), encoding="utf-8")
     report = evaluate_run(copy, episodes=2, seed=5)
     assert report.result.episodes == 2 and report.seed == 5
+
+
+def test_an_offline_config_on_an_env_it_cannot_serve_names_the_algorithms_that_learn_from_datasets():
+    # The same check as build_run's: an offline config's message names the algorithms that learn from a
+    # dataset (BC takes Discrete actions), not those that learn from envs (DQN, PPO...).
+    cfg = load_config("iql_pendulum_medium", ["env.id='CartPole-v1'", "env.normalize_observation=false"])
+    with pytest.raises(ConfigError) as caught:
+        built_agent(cfg, torch.device("cpu"), source="iql.toml")
+    message = caught.value.issues[0].message
+    assert "CartPole-v1 has action space Discrete(2), which iql does not support" in message
+    assert message.endswith("the algorithms that learn from a dataset with such actions: bc")

@@ -20,7 +20,7 @@ from gymnasium import spaces
 
 from rlcli.algos import a2c, bc, cql, crossq, ddpg, dqn, iql, ppo, qrdqn, reinforce, sac, td3, tqc, trpo
 from rlcli.algos.spec import AlgorithmSpec
-from rlcli.config.algos import WITH_GSDE
+from rlcli.config.algos import WITH_GSDE, gsde_on
 from rlcli.config.errors import single
 from rlcli.console import err_console
 from rlcli.models.encoders import is_image, space_problem
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from tensordict import TensorDict
 
     from rlcli.carry import Carry, Remembers
+    from rlcli.config.schema import RunConfig
     from rlcli.timing import Timer
 
 
@@ -245,6 +246,22 @@ def check_spaces(
             "choice for images)",
             markup=False,
         )
+
+
+def check_run_spaces(cfg: RunConfig, observation: spaces.Space, action: spaces.Space, source: str | None) -> None:
+    """:func:`check_spaces` for the run ``cfg`` describes: its algorithm, env, encoder, observation
+    normalization, gSDE and data source (the algorithms its message names learn from the same)."""
+    check_spaces(
+        cfg.algo.name,
+        cfg.env.id,
+        observation,
+        action,
+        source,
+        encoder=cfg.network.encoder,
+        normalize=cfg.env.normalize_observation,
+        gsde=gsde_on(cfg.algo),
+        offline=cfg.offline,
+    )
 
 
 def uses_masks(name: str, env, action: spaces.Space, source: str | None, *, offline: bool) -> bool:

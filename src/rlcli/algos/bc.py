@@ -18,7 +18,7 @@ from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import BCConfig
-from rlcli.learning.off_policy import REPLAY_METRICS, ReplayLearner, total_loss
+from rlcli.learning.off_policy import REPLAY_METRICS, ReplayLearner
 from rlcli.models.actors import BoundedGaussianActor, DeterministicActor
 from rlcli.models.heads import CategoricalHead
 from rlcli.models.mlp import policy_mlp
@@ -75,13 +75,17 @@ class CategoricalPolicy(nn.Module):
         return self.head.mode(dist) if deterministic else self.head.sample(dist, generator)
 
 
+BCPolicy = DeterministicPolicy | GaussianPolicy | CategoricalPolicy
+"""A behaviour-cloning policy: its ``loss`` against the batch's actions, its ``act`` for evaluation."""
+
+
 class BCAgent(nn.Module):
     """A policy over one observation normalizer (its statistics: the dataset's)."""
 
     # Memoryless: its policy reads only the carry's mask (rlcli.carry).
     memory = None
 
-    def __init__(self, obs_norm: ObservationNormalizer, policy: nn.Module):
+    def __init__(self, obs_norm: ObservationNormalizer, policy: BCPolicy):
         super().__init__()
         self.obs_norm = obs_norm
         self.policy = policy
@@ -115,9 +119,7 @@ class BC:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:func:`bc_loss` of a minibatch plus ``loss/total``, the scalar to minimise."""
-        terms = bc_loss(self.agent, batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(bc_loss(self.agent, batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """The iteration's gradient steps; returns their mean loss."""
@@ -152,13 +154,13 @@ def build_agent(cfg: BCConfig, ctx: BuildContext) -> BCAgent:
             encoder,
             policy_mlp(encoder.out_features, network, int(space.n)),
         )
-        policy: nn.Module = CategoricalPolicy(logits)
+        policy: BCPolicy = CategoricalPolicy(logits)
     else:
-        net = policy_mlp(encoder.out_features, network, ctx.act_dim)
+        net, box = policy_mlp(encoder.out_features, network, ctx.act_dim), ctx.box_actions
         policy = (
-            DeterministicPolicy(DeterministicActor(encoder, net, space))
+            DeterministicPolicy(DeterministicActor(encoder, net, box))
             if cfg.policy == "deterministic"
-            else GaussianPolicy(BoundedGaussianActor(encoder, net, space, log_std_init=network.log_std_init))
+            else GaussianPolicy(BoundedGaussianActor(encoder, net, box, log_std_init=network.log_std_init))
         )
     return BCAgent(ctx.observation_normalizer(), policy).to(ctx.device)
 

@@ -67,8 +67,30 @@ class BuildContext:
 
     @property
     def act_dim(self) -> int:
-        """Outputs of an actor of a Box action space."""
-        return int(np.prod(self.action_space.shape))
+        """Outputs of an actor of a Box action space (a MultiBinary one's too: one per bit)."""
+        shape = self.action_space.shape
+        if shape is None:
+            # Only composite spaces (Dict, Tuple) have no shape, and check_spaces refuses them as actions.
+            raise TypeError(f"action space {self.action_space} has no shape")
+        return int(np.prod(shape))
+
+    @property
+    def box_actions(self) -> spaces.Box:
+        """The action space of an algorithm that takes Box actions alone, as the Box it is (``check_spaces``
+        refuses any other before the algorithm is built)."""
+        space = self.action_space
+        if not isinstance(space, spaces.Box):
+            raise TypeError(f"a Box action space was expected, not {space}")
+        return space
+
+    @property
+    def discrete_actions(self) -> spaces.Discrete:
+        """The action space of an algorithm that takes Discrete actions alone (a Q-learner's), as the Discrete
+        it is (``check_spaces`` refuses any other before the algorithm is built)."""
+        space = self.action_space
+        if not isinstance(space, spaces.Discrete):
+            raise TypeError(f"a Discrete action space was expected, not {space}")
+        return space
 
     def observation_normalizer(self) -> ObservationNormalizer:
         """Running observation statistics as ``[env]`` asks, pooled over the ranks (a Box's only: Discrete
@@ -76,7 +98,7 @@ class BuildContext:
         space = self.observation_space
         box = isinstance(space, spaces.Box)
         return ObservationNormalizer(
-            space.shape if box else (),
+            space.shape if isinstance(space, spaces.Box) else (),
             enabled=self.env.normalize_observation and box,
             clip=self.env.clip_observation,
             group=self.group,
@@ -85,6 +107,13 @@ class BuildContext:
     def action_bounds(self) -> ActionBounds:
         """The Box action space's bounds on the device."""
         return ActionBounds(self.action_space, self.device)
+
+    def noise_generator(self) -> torch.Generator:
+        """A generator on the device for an algorithm's own draws in its updates (target noise, actor samples,
+        critic subsets), seeded with ``seed + 1``: apart from its replay's, which ``seed`` seeds."""
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(self.seed + 1)
+        return generator
 
     def gradient_step(self, params: Iterable[torch.nn.Parameter], *, lr: float | None = None) -> GradientStep:
         """``[optim]`` over ``params``, its schedule over the run's iterations; ``lr`` replaces ``optim.lr``."""

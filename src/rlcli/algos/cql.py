@@ -20,6 +20,7 @@ from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.sac import SACAgent, sac_actor_loss, squashed_agent
 from rlcli.algos.spec import AlgorithmSpec
+from rlcli.algos.temperature import actor_objective, actor_parameters, entropy_target
 from rlcli.config.algos import CQLConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -29,7 +30,6 @@ from rlcli.learning.off_policy import (
     CriticStep,
     ReplayLearner,
     Untimed,
-    total_loss,
 )
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.critics import critic_regression
@@ -156,8 +156,7 @@ class CQL:
         self.agent = agent
         self.replay = offline_replay(ctx, agent.obs_norm, gamma=cfg.gamma)
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
-        tuned = [agent.log_alpha] if cfg.autotune_alpha else []
-        self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned], lr=cfg.actor_lr)
+        self.actor_step = ctx.gradient_step(actor_parameters(agent, cfg.autotune_alpha), lr=cfg.actor_lr)
         steps = {"critic_step": self.critic_step, "actor_step": self.actor_step}
         if cfg.lagrange:
             self.weight_step = ctx.gradient_step([agent.log_weight])
@@ -165,9 +164,8 @@ class CQL:
         self.learner = ReplayLearner(self.replay, steps, batch_size=cfg.batch_size, seed=ctx.seed, total=TOTAL)
         self.ingest_and_sample = self.learner.ingest_and_sample
         self.target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
-        self.target_entropy = -float(ctx.act_dim)
-        self.noise_generator = torch.Generator(device=ctx.device)
-        self.noise_generator.manual_seed(ctx.seed + 1)
+        self.target_entropy = entropy_target(None, ctx.act_dim)
+        self.noise_generator = ctx.noise_generator()
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -201,9 +199,7 @@ class CQL:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:meth:`terms` of one minibatch, critics', actor's and temperature's, plus ``loss/total``, their sum."""
-        terms = self.terms(batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(self.terms(batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """The iteration's gradient steps; returns each term's mean over them."""
@@ -227,7 +223,7 @@ class CQL:
                 self.weight_step(terms["loss/weight"], timer)
 
         terms = self.terms(sample, timer, critic_step)
-        self.actor_step(terms["loss/actor"] + terms["loss/alpha"] if cfg.autotune_alpha else terms["loss/actor"], timer)
+        self.actor_step(actor_objective(terms, cfg.autotune_alpha), timer)
         with timer.phase("update.target"):
             self.target.step()
         return terms

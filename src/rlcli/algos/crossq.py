@@ -19,6 +19,7 @@ from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.sac import sac_actor_loss
 from rlcli.algos.spec import AlgorithmSpec
+from rlcli.algos.temperature import actor_objective, actor_parameters, entropy_target
 from rlcli.config.algos import CrossQConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -28,7 +29,6 @@ from rlcli.learning.off_policy import (
     CriticStep,
     ReplayLearner,
     Untimed,
-    total_loss,
 )
 from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.batch_renorm import Renorm, learning, renormed_mlp
@@ -102,8 +102,7 @@ class CrossQ:
         self.agent = agent
         self.replay = replay
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
-        tuned = [agent.log_alpha] if cfg.autotune_alpha else []
-        self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned])
+        self.actor_step = ctx.gradient_step(actor_parameters(agent, cfg.autotune_alpha))
         self.learner = ReplayLearner(
             replay,
             {"critic_step": self.critic_step, "actor_step": self.actor_step},
@@ -112,10 +111,9 @@ class CrossQ:
             total=TOTAL,
         )
         self.ingest_and_sample = self.learner.ingest_and_sample
-        self.target_entropy = float(cfg.target_entropy) if cfg.target_entropy is not None else -float(ctx.act_dim)
+        self.target_entropy = entropy_target(cfg.target_entropy, ctx.act_dim)
         self.bounds = ctx.action_bounds()
-        self.noise_generator = torch.Generator(device=ctx.device)
-        self.noise_generator.manual_seed(ctx.seed + 1)
+        self.noise_generator = ctx.noise_generator()
         self.updates = 0
 
     @property
@@ -160,9 +158,7 @@ class CrossQ:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:meth:`terms` of one minibatch, critics', actor's and temperature's, plus ``loss/total``, their sum."""
-        terms = self.terms(batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(self.terms(batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
@@ -177,8 +173,7 @@ class CrossQ:
         terms = self.terms(sample, timer, self.learner.critic_step(self.critic_step, sample, timer), actor=actor)
         self.updates += 1
         if actor:
-            loss = terms["loss/actor"] + terms["loss/alpha"] if self.cfg.autotune_alpha else terms["loss/actor"]
-            self.actor_step(loss, timer)
+            self.actor_step(actor_objective(terms, self.cfg.autotune_alpha), timer)
         return terms
 
     def state_dict(self, *, replay: bool = True) -> dict:
@@ -219,7 +214,7 @@ def build_agent(cfg: CrossQConfig, ctx: BuildContext) -> CrossQAgent:
     net = renormed_mlp(
         encoder.out_features, network.policy_sizes, 2 * ctx.act_dim, activation=network.activation, renorm=renorm
     )
-    actor = SquashedGaussianActor(encoder, net, ctx.action_space)
+    actor = SquashedGaussianActor(encoder, net, ctx.box_actions)
     critic = QEnsemble(
         cfg.num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation, renorm=renorm
     )

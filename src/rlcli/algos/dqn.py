@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +20,7 @@ from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import DQNConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.exploration import EpsilonGreedy, epsilon_greedy, masked_argmax, masked_max
-from rlcli.learning.off_policy import REPLAY_PHASES, ReplayLearner, total_loss
+from rlcli.learning.off_policy import REPLAY_PHASES, ReplayLearner
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.mlp import mlp
 from rlcli.models.normalization import ObservationNormalizer
@@ -31,7 +31,11 @@ if TYPE_CHECKING:
     from rlcli.carry import Carry
 
 
-class QAgent(nn.Module):
+QNet = TypeVar("QNet", bound=nn.Module)
+"""A Q-network: DQN's ``nn.Sequential``, QR-DQN's quantile network."""
+
+
+class QAgent(nn.Module, Generic[QNet]):
     """Online and target Q-networks over one observation normalizer.
 
     ``num_actions`` and ``epsilon_end`` (the exploration rate of stochastic evaluation) are
@@ -41,7 +45,7 @@ class QAgent(nn.Module):
     # Memoryless: its policy reads only the carry's mask (rlcli.carry).
     memory = None
 
-    def __init__(self, obs_norm: ObservationNormalizer, q: nn.Module, *, num_actions: int, epsilon_end: float):
+    def __init__(self, obs_norm: ObservationNormalizer, q: QNet, *, num_actions: int, epsilon_end: float):
         super().__init__()
         self.obs_norm = obs_norm
         self.q = q
@@ -63,7 +67,9 @@ class QAgent(nn.Module):
         return epsilon_greedy(greedy, self.epsilon_end, self.num_actions, generator, mask)
 
 
-def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, huber: bool) -> dict[str, torch.Tensor]:
+def dqn_loss(
+    agent: QAgent[nn.Sequential], batch: TensorDict, *, gamma: float, double: bool, huber: bool
+) -> dict[str, torch.Tensor]:
     """TD loss of one replay minibatch.
 
     ``target = reward + discount * (1 - terminated) * Q_target(s', a')`` where
@@ -101,19 +107,21 @@ def dqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool, hu
     }
 
 
-Objective = Callable[[QAgent, TensorDict], dict[str, torch.Tensor]]
+Objective = Callable[[QAgent[QNet], TensorDict], dict[str, torch.Tensor]]
 """A Q-learner's loss terms of one replay minibatch: ``loss/q`` and ``td_error`` ([B], detached, for
 priorities) among them, as :func:`dqn_loss` returns them."""
 
 
-class DQN:
+class DQN(Generic[QNet]):
     """Epsilon-greedy collection; each batch extends the buffer, then ``utd_ratio`` gradient
     steps per frame once ``learning_starts`` frames are in, and target updates on schedule.
 
     ``objective`` is the loss of a minibatch: :func:`dqn_loss` for DQN, the quantile regression
     loss for QR-DQN (:mod:`rlcli.algos.qrdqn`), which shares everything else."""
 
-    def __init__(self, cfg: QSettings, ctx: BuildContext, *, agent: QAgent, replay: Replay, objective: Objective):
+    def __init__(
+        self, cfg: QSettings, ctx: BuildContext, *, agent: QAgent[QNet], replay: Replay, objective: Objective[QNet]
+    ):
         self.cfg = cfg
         self.agent = agent
         self.objective = objective
@@ -148,9 +156,7 @@ class DQN:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """The objective's terms plus ``loss/total``, the scalar to minimise."""
-        terms = self.objective(self.agent, batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(self.objective(self.agent, batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
@@ -201,10 +207,10 @@ METRICS = (
 TOTAL = ("loss/q",)
 
 
-def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent:
+def build_agent(cfg: DQNConfig, ctx: BuildContext) -> QAgent[nn.Sequential]:
     """The Q-network (the encoder, then ``network.value_sizes``) for ``ctx``'s Discrete actions, its target and the
     observation statistics, on the device: what evaluation plays."""
-    num_actions = int(ctx.action_space.n)
+    num_actions = int(ctx.discrete_actions.n)
     q = q_network(ctx, num_actions)
     return QAgent(ctx.observation_normalizer(), q, num_actions=num_actions, epsilon_end=cfg.epsilon_end).to(ctx.device)
 
@@ -226,7 +232,7 @@ def q_network(ctx: BuildContext, outputs: int) -> nn.Sequential:
     )
 
 
-def build(cfg: DQNConfig, ctx: BuildContext) -> DQN:
+def build(cfg: DQNConfig, ctx: BuildContext) -> DQN[nn.Sequential]:
     """DQN for ``ctx``'s spaces: the agent of :func:`build_agent`, its optimizer and replay.
 
     Raises:
@@ -245,7 +251,7 @@ def q_transitions(cfg: ReplaySettings, ctx: BuildContext) -> Spec:
         ctx.observation_space,
         ((), torch.int64),
         n_step=cfg.n_step,
-        next_mask=int(ctx.action_space.n) if ctx.action_masks else None,
+        next_mask=int(ctx.discrete_actions.n) if ctx.action_masks else None,
     )
 
 

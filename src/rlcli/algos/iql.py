@@ -26,7 +26,6 @@ from rlcli.learning.off_policy import (
     ReplayLearner,
     Step,
     Untimed,
-    total_loss,
 )
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import BoundedGaussianActor
@@ -161,9 +160,7 @@ class IQL:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:meth:`terms` of one minibatch, value's, critics' and actor's, plus ``loss/total``, their sum."""
-        terms = self.terms(batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(self.terms(batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """The iteration's gradient steps; returns each term's mean over them."""
@@ -216,7 +213,7 @@ def build_agent(cfg: IQLConfig, ctx: BuildContext) -> IQLAgent:
     actor = BoundedGaussianActor(
         encoder,
         policy_mlp(encoder.out_features, network, ctx.act_dim),
-        ctx.action_space,
+        ctx.box_actions,
         log_std_init=network.log_std_init,
     )
     value_encoder = ctx.encoder()

@@ -43,7 +43,7 @@ class QuantileQ(nn.Module):
         return self.quantiles(obs).mean(-1)
 
 
-def qrdqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool) -> dict[str, torch.Tensor]:
+def qrdqn_loss(agent: QAgent[QuantileQ], batch: TensorDict, *, gamma: float, double: bool) -> dict[str, torch.Tensor]:
     """Quantile regression loss of one replay minibatch (Dabney et al., 2018, algorithm 1).
 
     The target distribution is ``reward + discount * (1 - terminated) * theta'_j(s', a')`` for each of
@@ -77,15 +77,15 @@ def qrdqn_loss(agent: QAgent, batch: TensorDict, *, gamma: float, double: bool) 
 PHASES = REPLAY_PHASES
 
 
-def build_agent(cfg: QRDQNConfig, ctx: BuildContext) -> QAgent:
+def build_agent(cfg: QRDQNConfig, ctx: BuildContext) -> QAgent[QuantileQ]:
     """The quantile network (the encoder, then ``network.value_sizes`` to actions x quantiles), its target
     and the observation statistics, on the device: what evaluation plays."""
-    num_actions = int(ctx.action_space.n)
+    num_actions = int(ctx.discrete_actions.n)
     q = QuantileQ(q_network(ctx, num_actions * cfg.quantiles), num_actions, cfg.quantiles)
     return QAgent(ctx.observation_normalizer(), q, num_actions=num_actions, epsilon_end=cfg.epsilon_end).to(ctx.device)
 
 
-def build(cfg: QRDQNConfig, ctx: BuildContext) -> DQN:
+def build(cfg: QRDQNConfig, ctx: BuildContext) -> DQN[QuantileQ]:
     """QR-DQN for ``ctx``'s spaces: the agent of :func:`build_agent`, its optimizer and replay, on DQN's
     learner with :func:`qrdqn_loss`.
 

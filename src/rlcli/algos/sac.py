@@ -18,6 +18,7 @@ from rlcli import keys
 from rlcli.algos.context import BuildContext
 from rlcli.algos.settings import EnsembleSettings, SquashedSettings
 from rlcli.algos.spec import AlgorithmSpec
+from rlcli.algos.temperature import Tempered, actor_objective, actor_parameters, entropy_target
 from rlcli.config.algos import SACConfig
 from rlcli.learning.advantages import bootstrapped_target
 from rlcli.learning.off_policy import (
@@ -27,7 +28,6 @@ from rlcli.learning.off_policy import (
     CriticStep,
     ReplayLearner,
     Untimed,
-    total_loss,
 )
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import SquashedGaussianActor
@@ -107,7 +107,7 @@ def sac_critic_loss(
 
 
 def sac_actor_loss(
-    agent: SACAgent,
+    agent: Tempered,
     batch: TensorDict,
     action: torch.Tensor,
     log_prob: torch.Tensor,
@@ -164,10 +164,7 @@ class SAC:
         self.agent = agent
         self.replay = replay
         self.critic_step = ctx.gradient_step(agent.critic.parameters())
-        # The actor and temperature losses touch disjoint parameters (alpha is detached in the
-        # actor's loss), so one backward of their sum and one optimizer serve both.
-        tuned = [agent.log_alpha] if cfg.autotune_alpha else []
-        self.actor_step = ctx.gradient_step([*agent.actor.parameters(), *tuned])
+        self.actor_step = ctx.gradient_step(actor_parameters(agent, cfg.autotune_alpha))
         self.learner = ReplayLearner(
             replay,
             {"critic_step": self.critic_step, "actor_step": self.actor_step},
@@ -179,27 +176,25 @@ class SAC:
         self.target = TargetSchedule(
             agent.critic_target, agent.critic, tau=cfg.tau, interval=cfg.target_update_interval
         )
-        self.target_entropy = float(cfg.target_entropy) if cfg.target_entropy is not None else -float(ctx.act_dim)
+        self.target_entropy = entropy_target(cfg.target_entropy, ctx.act_dim)
         self.bounds = ctx.action_bounds()
         self.device = ctx.device
         # Actions and target noise are drawn on the training device.
-        self.noise_generator = torch.Generator(device=ctx.device)
-        self.noise_generator.manual_seed(ctx.seed + 1)
+        self.noise_generator = ctx.noise_generator()
         self.updates = 0
         # exploration_hold: each env's standard-normal draw and the collection steps it has served.
         self.held: torch.Tensor | None = None
         self.held_steps = 0
         # gSDE: the noise matrices collection holds, drawn at each rollout's start (each collection of
         # frames_per_batch, SB3's train_freq) and every sde_sample_freq steps.
-        self.exploration = (
-            NoiseSchedule(
+        self.exploration: NoiseSchedule | None = None
+        if cfg.use_sde:
+            assert isinstance(agent.actor, SquashedStateDependentActor), "use_sde builds gSDE's actor"
+            self.exploration = NoiseSchedule(
                 agent.actor.noise,
                 rollout_steps=ctx.collector.frames_per_batch // ctx.env.num_envs,
                 sample_freq=cfg.sde_sample_freq,
             )
-            if cfg.use_sde
-            else None
-        )
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -285,9 +280,7 @@ class SAC:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:meth:`terms` of one minibatch, critics', actor's and temperature's, plus ``loss/total``, their sum."""
-        terms = self.terms(batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(self.terms(batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""
@@ -302,8 +295,7 @@ class SAC:
         terms = self.terms(sample, timer, self.learner.critic_step(self.critic_step, sample, timer), actor=actor)
         self.updates += 1
         if actor:
-            loss = terms["loss/actor"] + terms["loss/alpha"] if self.cfg.autotune_alpha else terms["loss/actor"]
-            self.actor_step(loss, timer)
+            self.actor_step(actor_objective(terms, self.cfg.autotune_alpha), timer)
         with timer.phase("update.target"):
             self.target.step()
         return terms
@@ -357,15 +349,18 @@ def squashed_agent(
     critics of ``critic_outputs`` outputs each (TQC's quantiles), its actor gSDE's with ``gsde``."""
     network = ctx.network
     encoder = ctx.encoder()
+    actor: SquashedGaussianActor | SquashedStateDependentActor
     if gsde:
         net = policy_mlp(encoder.out_features, network, ctx.act_dim)
-        noise = state_dependent_noise(network, net[-1].in_features, ctx.act_dim)
-        actor = SquashedStateDependentActor(encoder, net, ctx.action_space, noise)
+        out = net[-1]
+        assert isinstance(out, nn.Linear), "policy_mlp ends in its output layer"
+        noise = state_dependent_noise(network, out.in_features, ctx.act_dim)
+        actor = SquashedStateDependentActor(encoder, net, ctx.box_actions, noise)
     else:
         actor = SquashedGaussianActor(
             encoder,
             policy_mlp(encoder.out_features, network, 2 * ctx.act_dim),
-            ctx.action_space,
+            ctx.box_actions,
         )
     critic = QEnsemble(
         cfg.num_critics,

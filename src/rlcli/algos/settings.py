@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from rlcli.learning.exploration import NoiseType
 from rlcli.replay import ReplaySettings
 
 
@@ -23,7 +24,7 @@ class DeterministicSettings(ReplaySettings, Protocol):
     @property
     def batch_size(self) -> int: ...
     @property
-    def noise(self) -> str: ...
+    def noise(self) -> NoiseType: ...
     @property
     def noise_scale(self) -> float: ...
     @property

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from gymnasium import spaces
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from rlcli.algos.context import BuildContext
+    from rlcli.config.algos import AlgoConfig
     from rlcli.config.algos.capabilities import Capabilities
 
 SPACES: dict[str, type[spaces.Space]] = {
@@ -33,7 +32,7 @@ class AlgorithmSpec:
     (``config.CAPABILITIES``); :attr:`supports` reads it as gymnasium classes.
     """
 
-    config: type[BaseModel]
+    config: type[AlgoConfig]
     """Its torch-free config model, under ``rlcli.config.algos``."""
     build: Callable[[Any, BuildContext], Any]
     """``build(cfg, ctx)``: the algorithm (an ``rlcli.algos.Algorithm``) for its config and one build context."""
@@ -52,7 +51,7 @@ class AlgorithmSpec:
     @property
     def name(self) -> str:
         """Its ``[algo] name``."""
-        return self.config.model_fields["name"].annotation.__args__[0]
+        return get_args(self.config.model_fields["name"].annotation)[0]
 
     @property
     def capabilities(self) -> Capabilities:

@@ -25,7 +25,6 @@ from rlcli.learning.off_policy import (
     CriticStep,
     ReplayLearner,
     Untimed,
-    total_loss,
 )
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.actors import DeterministicActor
@@ -121,7 +120,7 @@ def deterministic_agent(cfg: DeterministicSettings, ctx: BuildContext, *, num_cr
     actor = DeterministicActor(
         encoder,
         policy_mlp(encoder.out_features, network, ctx.act_dim),
-        ctx.action_space,
+        ctx.box_actions,
     )
     critic = QEnsemble(num_critics, ctx.encoder(), ctx.act_dim, network.value_sizes, activation=network.activation)
     return DeterministicAgent(
@@ -138,7 +137,7 @@ def deterministic_learner(cfg: DeterministicSettings, ctx: BuildContext, setting
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
     agent = deterministic_agent(cfg, ctx, num_critics=settings.num_critics)
-    space = ctx.action_space
+    space = ctx.box_actions
     noise = ActionNoise(
         cfg.noise,
         scale=cfg.noise_scale,
@@ -232,8 +231,7 @@ class TD3:
         self.critic_target = TargetSchedule(agent.critic_target, agent.critic, tau=cfg.tau, interval=1)
         self.actor_target = TargetSchedule(agent.actor_target, agent.actor, tau=cfg.tau, interval=1)
         self.bounds = agent.bounds
-        self.noise_generator = torch.Generator(device=ctx.device)
-        self.noise_generator.manual_seed(ctx.seed + 1)
+        self.noise_generator = ctx.noise_generator()
         self.updates = 0
 
     def act(self, observation: torch.Tensor, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
@@ -279,9 +277,7 @@ class TD3:
 
     def loss(self, batch: TensorDict) -> dict[str, torch.Tensor]:
         """:meth:`terms` of one minibatch, critics' and actor's, plus ``loss/total``, their sum."""
-        terms = self.terms(batch)
-        terms["loss/total"] = total_loss(terms, TOTAL)
-        return terms
+        return self.learner.loss(self.terms(batch))
 
     def learn(self, batch: TensorDict, timer: Timer) -> dict[str, float]:
         """Store the batch, then the gradient steps it pays for; returns means over those steps."""

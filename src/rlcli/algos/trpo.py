@@ -9,7 +9,7 @@ within the bound (or dropped when no try does). The value function then regresse
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -98,11 +98,11 @@ def _flat(tensors) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in tensors])
 
 
-def _assign(params: list[torch.nn.Parameter], vector: torch.Tensor) -> None:
+def _assign(params: Sequence[torch.Tensor], vector: torch.Tensor) -> None:
     """Copy ``vector`` ([P]) into ``params`` in place (their storage, and whatever holds it, stays)."""
     with torch.no_grad():
         torch._foreach_copy_(
-            params, [chunk.view_as(p) for p, chunk in zip(params, vector.split([p.numel() for p in params]))]
+            list(params), [chunk.view_as(p) for p, chunk in zip(params, vector.split([p.numel() for p in params]))]
         )
 
 
@@ -204,8 +204,8 @@ class TRPO:
             for _ in range(cfg.backtracks):
                 _assign(params, start + fraction * full)
                 with torch.no_grad():
-                    tried, tried_kl, _ = objective()
-                tried, tried_kl = float(group.mean(tried)), float(group.mean(tried_kl))
+                    surrogate_tried, kl_tried, _ = objective()
+                tried, tried_kl = float(group.mean(surrogate_tried)), float(group.mean(kl_tried))
                 if tried_kl < cfg.max_kl and tried > base:
                     accepted, new_surrogate, new_kl = True, tried, tried_kl
                     break

@@ -118,9 +118,10 @@ def readme_markdown() -> str:
 def masks_markdown() -> str:
     """The masks guide's table: who applies masks, for which action spaces, and where."""
     groups: dict[tuple[tuple[str, ...], str], list[str]] = {}
-    for name in WITH_MASKS:
-        masks = ALGO_CONFIGS[name].CAPABILITIES.masks
-        groups.setdefault((masks.actions, masks.where), []).append(name)
+    for name, model in ALGO_CONFIGS.items():
+        # The algorithms of WITH_MASKS, in its order: those that declare masks.
+        if (masks := model.CAPABILITIES.masks) is not None:
+            groups.setdefault((masks.actions, masks.where), []).append(name)
     rows = ["| algorithm | actions | where |", "|---|---|---|"]
     rows += [f"| {titled(names)} | {_spaces(actions)} | {where} |" for (actions, where), names in groups.items()]
     others = [name for name in ALGO_CONFIGS if name not in WITH_MASKS]

@@ -10,13 +10,16 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel
 
 from rlcli.config.errors import ConfigIssue
 from rlcli.config.model import field_bounds, range_text, toml_value
 from rlcli.config.presets import display_path
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _ASSIGN = re.compile(r"^\s*((?:[A-Za-z0-9_\-]+|\"[^\"]*\")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|\"[^\"]*\"))*)\s*=")
@@ -46,7 +49,7 @@ def _split_key(key: str) -> list[str]:
     return [part.strip().strip('"') for part in key.split(".")]
 
 
-def issues_of(err: dict[str, Any], chain: list[Path], overrides: dict[str, str]) -> list[ConfigIssue]:
+def issues_of(err: ErrorDetails, chain: list[Path], overrides: dict[str, str]) -> list[ConfigIssue]:
     """The issues of one pydantic error (a cross-section error carries several), each located.
 
     Args:
@@ -79,7 +82,7 @@ def _without_tags(loc: tuple[str, ...]) -> list[str]:
     return list(loc)
 
 
-def field_message(kind: str, err: dict[str, Any], loc: tuple[str, ...]) -> str:
+def field_message(kind: str, err: ErrorDetails, loc: tuple[str, ...]) -> str:
     from rlcli.config.algos import ALGO_CONFIGS
 
     known_algos = ", ".join(ALGO_CONFIGS)
@@ -220,7 +223,7 @@ def _elsewhere(key: str, loc: tuple[str, ...]) -> str | None:
 
     algo = loc[1] if loc[0] == "algo" and len(loc) > 2 else None
     fields: dict[str, str] = {}
-    prefixes = [(section,) for section in RunConfig.model_fields if section != "algo"]
+    prefixes: list[tuple[str, ...]] = [(section,) for section in RunConfig.model_fields if section != "algo"]
     # The algorithm being configured, else every one.
     prefixes += [("algo", name) for name in ([algo] if algo else ALGO_CONFIGS)]
     for prefix in prefixes:

@@ -6,11 +6,21 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def section(model: type[S], description: str) -> S:
+    """A field holding the section ``model``, built from its defaults when the file leaves it out. Typed by
+    the bound's constructor: mypy reads a field's default only when written ``default=`` (PEP 681), so a
+    model's own signature would have it required, though every section model builds from its defaults."""
+    return Field(default_factory=model, description=description)
+
 
 SECTION = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
 """Every section's model config.

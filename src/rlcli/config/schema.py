@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_v
 from rlcli.config.algos import MASKED_ACTIONS, WITH_MASKS, WITH_MEMORY, AlgoConfig, mask_problems, titled
 from rlcli.config.logger import LoggerConfig
 from rlcli.config.memory import memory_problems
-from rlcli.config.model import SECTION, auto_or_count, cross_field_error
+from rlcli.config.model import SECTION, auto_or_count, cross_field_error, section
 from rlcli.config.schedules import CheckpointConfig, EvalConfig, TimingConfig, schedule_problems
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
 from rlcli.envs import register_family, vector_kwargs_problems
@@ -319,23 +319,19 @@ class RunConfig(BaseModel):
 
     model_config = SECTION
 
-    run: RunSection = Field(default_factory=RunSection, description="Run identity and placement.")
+    run: RunSection = section(RunSection, "Run identity and placement.")
     env: EnvConfig = Field(description="The environment.")
-    network: NetworkConfig = Field(default_factory=NetworkConfig, description="Network shapes.")
+    network: NetworkConfig = section(NetworkConfig, "Network shapes.")
     algo: AlgoConfig = Field(description="The algorithm and its hyperparameters.")
-    collector: CollectorConfig = Field(
-        default_factory=CollectorConfig, description="Rollout sizes and the budget of an online run."
-    )
+    collector: CollectorConfig = section(CollectorConfig, "Rollout sizes and the budget of an online run.")
     data: DataConfig | None = Field(
         None, description="The dataset and the budget of an offline run (instead of [collector])."
     )
-    optim: OptimConfig = Field(default_factory=OptimConfig, description="Optimizer and schedule.")
-    logger: LoggerConfig = Field(default_factory=LoggerConfig, description="Metric backends.")
-    timing: TimingConfig = Field(default_factory=TimingConfig, description="Timing table output.")
-    checkpoint: CheckpointConfig = Field(
-        default_factory=CheckpointConfig, description="Checkpoints for resuming a run."
-    )
-    eval: EvalConfig = Field(default_factory=EvalConfig, description="Evaluation during training.")
+    optim: OptimConfig = section(OptimConfig, "Optimizer and schedule.")
+    logger: LoggerConfig = section(LoggerConfig, "Metric backends.")
+    timing: TimingConfig = section(TimingConfig, "Timing table output.")
+    checkpoint: CheckpointConfig = section(CheckpointConfig, "Checkpoints for resuming a run.")
+    eval: EvalConfig = section(EvalConfig, "Evaluation during training.")
 
     @model_validator(mode="after")
     def _sections_agree(self) -> RunConfig:

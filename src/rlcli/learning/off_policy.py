@@ -132,6 +132,16 @@ class ReplayLearner:
         # One stack and mean per term, once per batch rather than once per step.
         return {name: float(torch.stack(values).mean()) for name, values in seen.items()}
 
+    def loss(self, terms: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """An algorithm's ``loss``: one minibatch's ``terms`` with ``loss/total`` added, the sum of the ``total``
+        terms (:func:`total_loss`), the rule :meth:`learn` reports the means by."""
+        total = total_loss(terms, self.total)
+        if total is None:
+            # A minibatch's terms are all on the same weights, actor's included: the rule always finds its terms.
+            raise ValueError(f"none of the loss/total terms {self.total} is among {sorted(terms)}")
+        terms["loss/total"] = total
+        return terms
+
     def critic_step(self, step: GradientStep, sample: TensorDict, timer: Timer) -> CriticStep:
         """The :data:`CriticStep` of an ``update`` on ``sample``: ``step`` on its ``loss/critic``, then the
         priorities of ``sample`` from the ``td_error`` it pops."""

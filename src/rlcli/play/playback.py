@@ -11,9 +11,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from rlcli.algos import ALGORITHMS, check_spaces
+from rlcli.algos import ALGORITHMS, check_run_spaces
 from rlcli.algos.context import BuildContext
-from rlcli.config.algos import gsde_on
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.envs import check_run_packages, describe_space, import_env_packages, make_env
@@ -206,16 +205,7 @@ def built_agent(cfg, device: torch.device, *, source: str, render: bool = False)
     probe = make_env(cfg.env, render=render, source=source)
     obs_space, act_space = probe.observation_space, probe.action_space
     probe.close()
-    check_spaces(
-        cfg.algo.name,
-        cfg.env.id,
-        obs_space,
-        act_space,
-        source,
-        encoder=cfg.network.encoder,
-        normalize=cfg.env.normalize_observation,
-        gsde=gsde_on(cfg.algo),
-    )
+    check_run_spaces(cfg, obs_space, act_space, source)
     ctx = BuildContext(
         obs_space,
         act_space,

@@ -11,9 +11,10 @@ once, the :class:`~rlcli.config.fields.AlgoSection` protocol and its shared chec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Union
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Protocol, TypeGuard, Union, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from rlcli.config.algos import actor_critic, offline, on_policy, value_based
 from rlcli.config.algos.actor_critic import CrossQConfig, DDPGConfig, SACConfig, TD3Config, TQCConfig
@@ -27,11 +28,18 @@ from rlcli.config.algos.value_based import DQNConfig, QRDQNConfig
 # names can drift from the models (config/ cannot read rlcli.algos.ALGORITHMS: it must stay torch-free).
 FAMILIES = (on_policy, value_based, actor_critic, offline)
 
-ALGO_CONFIGS: dict[str, type[BaseModel]] = {
-    model.model_fields["name"].annotation.__args__[0]: model
+
+def _declares(value: object, family: ModuleType) -> TypeGuard[type[AlgoConfig]]:
+    """Whether ``value`` is a model of ``family`` that declares ``CAPABILITIES``: an algorithm's config model
+    (a member of :data:`AlgoConfig`, which the type checker cannot see this test prove)."""
+    return isinstance(value, type) and value.__module__ == family.__name__ and "CAPABILITIES" in vars(value)
+
+
+ALGO_CONFIGS: dict[str, type[AlgoConfig]] = {
+    get_args(model.model_fields["name"].annotation)[0]: model
     for family in FAMILIES
     for model in vars(family).values()
-    if isinstance(model, type) and model.__module__ == family.__name__ and "CAPABILITIES" in vars(model)
+    if _declares(model, family)
 }
 """Config model of each algorithm, by its ``name``, by family: the models that declare ``CAPABILITIES``.
 ``rlcli.algos.ALGORITHMS`` maps the same names, in the same order, to the algorithms' records."""
@@ -54,7 +62,16 @@ WITH_MEMORY = tuple(name for name, model in ALGO_CONFIGS.items() if model.CAPABI
 WITH_MASKS = tuple(name for name, model in ALGO_CONFIGS.items() if model.CAPABILITIES.masks is not None)
 """The algorithms that apply the env's action masks (``[env] action_mask``), for some action space."""
 
-MASKED_ACTIONS = words(list(dict.fromkeys(s for n in WITH_MASKS for s in capabilities(n).masks.actions)))
+MASKED_ACTIONS = words(
+    list(
+        dict.fromkeys(
+            space
+            for model in ALGO_CONFIGS.values()
+            if (masks := model.CAPABILITIES.masks) is not None
+            for space in masks.actions
+        )
+    )
+)
 """The action spaces some algorithm masks, as prose: "Discrete and MultiDiscrete"."""
 
 OFFLINE = tuple(name for name, model in ALGO_CONFIGS.items() if "dataset" in model.CAPABILITIES.sources)
@@ -79,9 +96,21 @@ WITH_GSDE = tuple(name for name, model in ALGO_CONFIGS.items() if "use_sde" in m
 which is their declaration of it."""
 
 
-def gsde_on(algo: BaseModel) -> bool:
+class _TakesGSDE(Protocol):
+    """An ``[algo]`` section of an algorithm in :data:`WITH_GSDE`."""
+
+    @property
+    def use_sde(self) -> bool: ...
+
+
+def _takes_gsde(algo: AlgoConfig) -> TypeGuard[_TakesGSDE]:
+    """Whether ``algo``'s model has the ``use_sde`` field (:data:`WITH_GSDE` lists those models)."""
+    return algo.name in WITH_GSDE
+
+
+def gsde_on(algo: AlgoConfig) -> bool:
     """Whether the ``[algo]`` section ``algo`` explores with gSDE."""
-    return algo.name in WITH_GSDE and algo.use_sde
+    return _takes_gsde(algo) and algo.use_sde
 
 
 def mask_problems(algo, env, data) -> list[tuple[str, str]]:

@@ -3,11 +3,11 @@ REINFORCE and TRPO."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from rlcli.config.algos.capabilities import POLICY_HEAD, Capabilities, Masks
+from rlcli.config.algos.capabilities import POLICY_HEAD, Capabilities, Masks, SpaceName
 from rlcli.config.fields import (
     Discount,
     ReturnLambda,
@@ -23,15 +23,28 @@ from rlcli.config.fields import (
 )
 from rlcli.config.model import SECTION
 
+# Fields of the policy-gradient losses, defined once: the default stays at each use.
+EntropyCoef = Annotated[float, Field(ge=0, description="Weight of the entropy bonus.")]
+ValueCoef = Annotated[float, Field(ge=0, description="Weight of the value loss.")]
+
+
+def policy_gradient(title: str, paper: str, *, memory: bool) -> Capabilities:
+    """The capabilities the policy-gradient algorithms share, with their names: every action space, masks
+    applied in the policy head, sampling from their action distribution, and a memory core where ``memory``."""
+    actions: tuple[SpaceName, ...] = ("Discrete", "MultiDiscrete", "MultiBinary", "Box")
+    return Capabilities(
+        title=title,
+        paper=paper,
+        actions=actions,
+        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
+        memory=memory,
+        samples="(their action distribution)",
+    )
+
 
 class PPOConfig(BaseModel):
-    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
-        title="PPO",
-        paper="[Schulman et al., 2017](https://arxiv.org/abs/1707.06347)",
-        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
-        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
-        memory=True,
-        samples="(their action distribution)",
+    CAPABILITIES: ClassVar[Capabilities] = policy_gradient(
+        "PPO", "[Schulman et al., 2017](https://arxiv.org/abs/1707.06347)", memory=True
     )
 
     # Defaults follow Stable-Baselines3's PPO defaults (the values of the paper's
@@ -46,8 +59,8 @@ class PPOConfig(BaseModel):
     clip_value: float | None = Field(
         None, gt=0, description="Clip the value update to this distance from the old value (off when unset)."
     )
-    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
-    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
+    entropy_coef: EntropyCoef = 0.0
+    value_coef: ValueCoef = 0.5
     epochs: int = Field(10, ge=1, le=1000, description="Passes over each batch.")
     minibatch_size: int = Field(64, ge=2, description="Samples per gradient step.")
     normalize_advantage: bool = Field(True, description="Normalize advantages per minibatch.")
@@ -103,13 +116,8 @@ class PPOConfig(BaseModel):
 
 
 class A2CConfig(BaseModel):
-    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
-        title="A2C",
-        paper="[Mnih et al., 2016](https://arxiv.org/abs/1602.01783)",
-        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
-        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
-        memory=True,
-        samples="(their action distribution)",
+    CAPABILITIES: ClassVar[Capabilities] = policy_gradient(
+        "A2C", "[Mnih et al., 2016](https://arxiv.org/abs/1602.01783)", memory=True
     )
 
     # Defaults follow Stable-Baselines3's A2C defaults (5-step returns, RMSprop in the preset).
@@ -118,8 +126,8 @@ class A2CConfig(BaseModel):
     name: Literal["a2c"] = Field(description="Advantage Actor-Critic.")
     gamma: Discount = 0.99
     return_lambda: ReturnLambda = 1.0
-    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
-    value_coef: float = Field(0.5, ge=0, description="Weight of the value loss.")
+    entropy_coef: EntropyCoef = 0.0
+    value_coef: ValueCoef = 0.5
     normalize_advantage: bool = Field(False, description="Normalize advantages over the batch.")
     value_target: ValueTarget = "gae"
     use_sde: UseSDE = False
@@ -133,13 +141,8 @@ class A2CConfig(BaseModel):
 
 
 class REINFORCEConfig(BaseModel):
-    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
-        title="REINFORCE",
-        paper="[Williams, 1992](https://doi.org/10.1007/BF00992696)",
-        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
-        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
-        memory=True,
-        samples="(their action distribution)",
+    CAPABILITIES: ClassVar[Capabilities] = policy_gradient(
+        "REINFORCE", "[Williams, 1992](https://doi.org/10.1007/BF00992696)", memory=True
     )
 
     # Defaults follow the PyTorch examples' REINFORCE (examples/reinforcement_learning/reinforce.py:
@@ -158,7 +161,7 @@ class REINFORCEConfig(BaseModel):
     )
     value_target: ValueTarget = "td1"
     return_lambda: ReturnLambda = 1.0
-    entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    entropy_coef: EntropyCoef = 0.0
     value_coef: float = Field(0.5, ge=0, description="Weight of the value loss (with a baseline).")
     normalize_advantage: bool = Field(
         True, description="Normalize advantages (returns, without a baseline) over the batch."
@@ -183,12 +186,8 @@ class REINFORCEConfig(BaseModel):
 
 
 class TRPOConfig(BaseModel):
-    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
-        title="TRPO",
-        paper="[Schulman et al., 2015](https://arxiv.org/abs/1502.05477)",
-        actions=("Discrete", "MultiDiscrete", "MultiBinary", "Box"),
-        masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
-        samples="(their action distribution)",
+    CAPABILITIES: ClassVar[Capabilities] = policy_gradient(
+        "TRPO", "[Schulman et al., 2015](https://arxiv.org/abs/1502.05477)", memory=False
     )
 
     # Defaults follow sb3-contrib's TRPO defaults (Schulman et al., 2015, with GAE): KL bound 0.01, 15
