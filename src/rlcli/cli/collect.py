@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from rlcli.cli.render import ENV_PACKAGE_HELP, progress_bar, user_errors
+from rlcli.cli.render import EnvPackages, progress_bar, user_errors
 from rlcli.console import console
 
 
@@ -65,9 +65,7 @@ def collect(
     device: Annotated[
         str | None, typer.Option(metavar="DEVICE", help="auto, cpu, cuda or cuda:N (default: the run's run.device).")
     ] = None,
-    env_package: Annotated[
-        list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)
-    ] = None,
+    env_package: EnvPackages = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
 ) -> None:
     """Write a Minari dataset by playing a trained policy (or from a run's replay buffer); nothing is left

@@ -32,6 +32,10 @@ RunEnvPackages = Annotated[
 """``--env-package`` of a command that reads a finished run (eval, export)."""
 
 SET_HELP = "Override a config field, KEY=VALUE with a TOML value (repeatable): --set algo.gamma=0.98"
+Overrides = Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)]
+"""``--set`` of a command that reads a config (train, tune, validate, show-config)."""
+EnvPackages = Annotated[list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)]
+"""``--env-package`` of a command that makes envs from a config."""
 
 
 @contextmanager

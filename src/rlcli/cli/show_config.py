@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
+from rlcli.cli.render import EnvPackages, Overrides, user_errors
 from rlcli.config.dump import to_toml, written
 from rlcli.config.load import load_config
 from rlcli.console import console
@@ -22,11 +22,9 @@ class Format(str, Enum):
 
 def show_config(
     preset: Annotated[str, typer.Argument(metavar="PRESET", help="A preset file, or the name of a shipped preset.")],
-    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
+    set_: Overrides = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.toml,
-    env_package: Annotated[
-        list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)
-    ] = None,
+    env_package: EnvPackages = None,
 ) -> None:
     """Print the resolved config: extends merged, overrides applied, every default shown."""
     with user_errors():

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
-from rlcli.cli.render import ENV_PACKAGE_HELP, EXIT_BAD_INPUT, SET_HELP, user_errors
+from rlcli.cli.render import EXIT_BAD_INPUT, EnvPackages, Overrides, user_errors
 from rlcli.config.errors import InputError
 from rlcli.config.load import Override, load_config
 from rlcli.config.presets import find_preset, run_config_file
@@ -44,7 +44,7 @@ def train(
             "--set may change only collector.total_frames (data.total_steps offline), logger.* and timing.*.",
         ),
     ] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
+    set_: Overrides = None,
     device: Annotated[
         str | None,
         typer.Option(metavar="DEVICE", help="Shorthand for --set run.device=...: auto, cpu, cuda or cuda:N."),
@@ -61,9 +61,7 @@ def train(
         typer.Option(metavar="J", help="With --seeds: seeds run at once (default: one per core, at most the seeds)."),
     ] = None,
     out: Annotated[Path | None, typer.Option(metavar="DIR", help="Shorthand for --set run.output_dir=DIR.")] = None,
-    env_package: Annotated[
-        list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)
-    ] = None,
+    env_package: EnvPackages = None,
     nproc: Annotated[
         int | None,
         typer.Option(

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rlcli.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
-from rlcli.cli.render import ENV_PACKAGE_HELP, SET_HELP, user_errors
+from rlcli.cli.render import EnvPackages, Overrides, user_errors
 from rlcli.config.errors import InputError
 from rlcli.console import console, err_console
 
@@ -65,10 +65,8 @@ def tune(
         Path | None,
         typer.Option(metavar="DIR", help="Where the study's folder goes (default: the preset's run.output_dir/tune)."),
     ] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
-    env_package: Annotated[
-        list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)
-    ] = None,
+    set_: Overrides = None,
+    env_package: EnvPackages = None,
     requeue_failed: Annotated[
         bool, typer.Option("--requeue-failed", metavar="", help="Run each failed trial's parameters once more.")
     ] = False,

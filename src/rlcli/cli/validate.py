@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlcli.cli.render import ENV_PACKAGE_HELP, EXIT_BAD_INPUT, SET_HELP, user_errors
+from rlcli.cli.render import EXIT_BAD_INPUT, EnvPackages, Overrides, user_errors
 from rlcli.config.check import check_files
 from rlcli.console import console
 from rlcli.envs import import_env_packages
@@ -25,10 +25,8 @@ def validate(
         bool, typer.Option("--build", metavar="", help="Also build the env, networks and algorithm, without training.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print a machine-readable report.")] = False,
-    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=SET_HELP)] = None,
-    env_package: Annotated[
-        list[str] | None, typer.Option("--env-package", metavar="MODULE", help=ENV_PACKAGE_HELP)
-    ] = None,
+    set_: Overrides = None,
+    env_package: EnvPackages = None,
 ) -> None:
     """Check config files; exit 0 only when every one is valid."""
     with user_errors():
