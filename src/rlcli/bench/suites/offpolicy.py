@@ -123,24 +123,9 @@ def _beside_floors(opts: BenchOptions) -> SuiteOutput:
 def _sac_update(opts: BenchOptions) -> SuiteOutput:
     """SAC's whole gradient step (batch 256, 256x256 networks, twin critics, actor, temperature,
     target update) beside a bare-torch floor, on a minibatch of 40 collected batches of sac_pendulum."""
-    cfg = load_config(
-        "sac_pendulum",
-        [
-            f'run.device="{opts.device}"',
-            "timing.enabled=false",
-            "network.hidden_sizes=[256,256]",
-            "algo.learning_starts=0",
-        ],
-    )
-    run = build_run(cfg)
-    try:
-        timer = Timer(run.device)
-        for _ in range(40):
-            run.algo.replay.observe(run.source.next_batch(timer))
-    finally:
-        run.close()
-    algo = run.algo
-    sample = algo.replay.sample(256, torch.Generator().manual_seed(0))
+    # Like every other replay case, under the --threads setting (this case alone used to leave the
+    # preset's own run.threads in place).
+    algo, cfg, sample, timer = _replay_step(opts, "sac_pendulum", ["network.hidden_sizes=[256,256]"])
     params = {"batch": 256, "hidden": "256x256", "critics": 2}
     cases = [Case("offpolicy", "sac.update", params, "calls/s", 1, lambda: algo.update(sample, timer))]
     bare = BareSAC(algo, algo.target_entropy, cfg.algo.gamma, cfg.algo.tau)
