@@ -17,26 +17,30 @@ def _fmt_return(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.1f}"
 
 
+def _rounded_up(field: str, total: int, planned: int, iterations: int, unit: str, per: int) -> str:
+    """Why ``planned`` exceeds the budget ``field`` = ``total`` (rounded up to whole ``unit``), or nothing."""
+    if planned == total:
+        return ""
+    return f" ({field} {total:,} rounded up to {iterations:,} whole {unit} of {per:,})"
+
+
 def frames_planned(collector) -> str:
     """The frames a run trains, and why when that is more than ``total_frames``."""
-    text = f"{collector.frames:,} frames"
-    if collector.frames != collector.total_frames:
-        text += (
-            f" (total_frames {collector.total_frames:,} rounded up to {collector.iterations:,} "
-            f"whole batches of {collector.frames_per_batch:,})"
-        )
-    return text
+    return f"{collector.frames:,} frames" + _rounded_up(
+        "total_frames",
+        collector.total_frames,
+        collector.frames,
+        collector.iterations,
+        "batches",
+        collector.frames_per_batch,
+    )
 
 
 def steps_planned(data) -> str:
     """The gradient steps an offline run takes (``[data]``), and why when that is more than ``total_steps``."""
-    text = f"{data.steps:,} gradient steps from {data.dataset}"
-    if data.steps != data.total_steps:
-        text += (
-            f" (total_steps {data.total_steps:,} rounded up to {data.iterations:,} whole iterations of "
-            f"{data.steps_per_iteration:,})"
-        )
-    return text
+    return f"{data.steps:,} gradient steps from {data.dataset}" + _rounded_up(
+        "total_steps", data.total_steps, data.steps, data.iterations, "iterations", data.steps_per_iteration
+    )
 
 
 def _return_label(state: TrainState) -> str:
