@@ -14,7 +14,7 @@ record: adding an algorithm is its module, its config model, one line of that ta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gymnasium import spaces
 
@@ -103,6 +103,8 @@ class Collects(Algorithm, Protocol):
         ...
 
 
+# Runtime-checkable so that code holding a plain Algorithm (a built Run's) can narrow to it.
+@runtime_checkable
 class Benchable(Algorithm, Protocol):
     """An algorithm with the two hooks that the bench's loss suite (:mod:`rlcli.bench.suites.learning`) and
     the generic tests (``tests/algos/test_generic.py``) call: every algorithm of :data:`ALGORITHMS`.

@@ -34,7 +34,7 @@ from rlcli.models.actors import SquashedGaussianActor
 from rlcli.models.batch_renorm import Renorm, learning, renormed_mlp
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay, box_replay
+from rlcli.replay import OffPolicyReplay, box_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class CrossQ:
     """Uniform actions during warm-up, then the actor's samples; each batch extends the buffer, then
     ``utd_ratio`` critic steps per frame and an actor and temperature step every ``policy_delay`` of them."""
 
-    def __init__(self, cfg: CrossQConfig, ctx: BuildContext, *, agent: CrossQAgent, replay: Replay):
+    def __init__(self, cfg: CrossQConfig, ctx: BuildContext, *, agent: CrossQAgent, replay: OffPolicyReplay):
         self.cfg = cfg
         self.agent = agent
         self.replay = replay

@@ -24,7 +24,7 @@ from rlcli.learning.off_policy import REPLAY_PHASES, ReplayLearner
 from rlcli.learning.target_networks import TargetSchedule
 from rlcli.models.mlp import mlp
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay, ReplaySettings, Spec, build_replay, transition_spec
+from rlcli.replay import OffPolicyReplay, ReplaySettings, Spec, build_replay, transition_spec
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -120,7 +120,13 @@ class DQN(Generic[QNet]):
     loss for QR-DQN (:mod:`rlcli.algos.qrdqn`), which shares everything else."""
 
     def __init__(
-        self, cfg: QSettings, ctx: BuildContext, *, agent: QAgent[QNet], replay: Replay, objective: Objective[QNet]
+        self,
+        cfg: QSettings,
+        ctx: BuildContext,
+        *,
+        agent: QAgent[QNet],
+        replay: OffPolicyReplay,
+        objective: Objective[QNet],
     ):
         self.cfg = cfg
         self.agent = agent

@@ -35,7 +35,7 @@ from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.gsde import NoiseSchedule, SquashedStateDependentActor, state_dependent_noise
 from rlcli.models.mlp import policy_mlp
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay, box_replay
+from rlcli.replay import OffPolicyReplay, box_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -158,7 +158,9 @@ class SAC:
     ``critic_loss`` is :func:`sac_critic_loss` for SAC and REDQ, the truncated quantile loss for TQC
     (:mod:`rlcli.algos.tqc`), which shares everything else."""
 
-    def __init__(self, cfg: SquashedSettings, ctx: BuildContext, critics: Critics, *, agent: SACAgent, replay: Replay):
+    def __init__(
+        self, cfg: SquashedSettings, ctx: BuildContext, critics: Critics, *, agent: SACAgent, replay: OffPolicyReplay
+    ):
         self.cfg = cfg
         self.critics = critics
         self.agent = agent

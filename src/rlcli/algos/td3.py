@@ -31,7 +31,7 @@ from rlcli.models.actors import DeterministicActor
 from rlcli.models.critics import QEnsemble, critic_regression
 from rlcli.models.mlp import policy_mlp
 from rlcli.models.normalization import ObservationNormalizer
-from rlcli.replay import Replay, box_replay
+from rlcli.replay import OffPolicyReplay, box_replay
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ class TD3:
         settings: Twin,
         *,
         agent: DeterministicAgent,
-        replay: Replay,
+        replay: OffPolicyReplay,
         noise: ActionNoise,
     ):
         self.cfg = cfg

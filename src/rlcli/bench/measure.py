@@ -76,6 +76,8 @@ def measure(case: Case, *, repeat: int, min_seconds: float, device: torch.device
         if not rates:
             raise RuntimeError(f"{case.key}: no rate measured")
         return _result(case, rates)
+    # A case gives ``run`` unless it times itself (``timed``, handled above).
+    assert case.run is not None, f"{case.key}: neither run nor timed"
 
     def sync() -> None:
         if device.type == "cuda":

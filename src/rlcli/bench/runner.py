@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -26,7 +26,7 @@ def run_bench(
     *,
     device: str = "auto",
     repeat: int = 5,
-    threads: int | str = 1,
+    threads: int | Literal["auto"] = 1,
     quick: bool = False,
     compile: bool = False,
     on_result: Callable[[Result], None] = lambda result: None,

@@ -6,9 +6,10 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
+from rlcli.replay.storage import Spec
 
 # The bars' data shape: a MuJoCo-sized transition (HalfCheetah: 17-dim observation, 6-dim action).
-BUFFER_SPEC = {
+BUFFER_SPEC: Spec = {
     keys.OBSERVATION: ((17,), torch.float32),
     keys.NEXT_OBSERVATION: ((17,), torch.float32),
     keys.ACTION: ((6,), torch.float32),

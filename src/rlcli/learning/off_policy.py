@@ -6,12 +6,11 @@ import operator
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from functools import reduce
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import torch
 
 from rlcli import keys
-from rlcli.replay.feed import Replay
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
@@ -19,6 +18,39 @@ if TYPE_CHECKING:
     from rlcli.learning.exploration import ActionBounds
     from rlcli.learning.optim import GradientStep
     from rlcli.timing import Timer
+
+
+class _Stored(Protocol):
+    """What the learner reads of a replay's storage: where samples are drawn, and how many rows it holds."""
+
+    @property
+    def storage_device(self) -> torch.device: ...
+
+    def __len__(self) -> int: ...
+
+
+class LearnerReplay(Protocol):
+    """What :class:`ReplayLearner` uses of its replay: the online :class:`~rlcli.replay.Replay` and a
+    dataset's :class:`~rlcli.replay.offline.OfflineReplay` both satisfy it."""
+
+    @property
+    def buffer(self) -> _Stored: ...
+
+    @property
+    def learning(self) -> bool: ...
+
+    def sample(self, size: int, generator: torch.Generator) -> TensorDict: ...
+
+    def observe(self, batch: TensorDict) -> None: ...
+
+    def due(self, frames: int) -> int: ...
+
+    def prioritize(self, sample: TensorDict, td_error: torch.Tensor, timer: Timer) -> None: ...
+
+    def state_dict(self, *, storage: bool = True) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
 
 REPLAY_PHASES = (
     "update.extend",
@@ -88,7 +120,7 @@ class ReplayLearner:
 
     def __init__(
         self,
-        replay: Replay,
+        replay: LearnerReplay,
         steps: dict[str, GradientStep],
         *,
         batch_size: int,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from gymnasium import spaces
@@ -12,7 +12,7 @@ from rlcli import keys
 from rlcli.carry import Carry
 from rlcli.models.critics import ValueCritic
 from rlcli.models.gsde import StateDependentHead, state_dependent_noise
-from rlcli.models.heads import BernoulliHead, CategoricalHead, GaussianHead, MultiCategoricalHead
+from rlcli.models.heads import BernoulliHead, CategoricalHead, GaussianHead, MultiCategoricalHead, PolicyHead
 from rlcli.models.memory import MemoryCore
 from rlcli.models.mlp import mlp, policy_mlp
 from rlcli.models.normalization import ObservationNormalizer
@@ -36,7 +36,7 @@ class ActorCritic(nn.Module):
         self,
         obs_norm: ObservationNormalizer,
         encoder: Encoder,
-        policy: nn.Module,
+        policy: PolicyHead[Any],
         value: ValueCritic,
         value_encoder: Encoder | None = None,
         memory: MemoryCore | None = None,
@@ -44,7 +44,9 @@ class ActorCritic(nn.Module):
         super().__init__()
         self.obs_norm = obs_norm
         self.encoder = encoder
-        self.policy = policy
+        # Any: each head has a distribution type of its own, which this class only passes from the head's
+        # call back into the same head's functions; Python's types cannot say "some one type" (existential).
+        self.policy: PolicyHead[Any] = policy
         self.value = value
         self.value_encoder = value_encoder
         self.memory = memory
@@ -64,6 +66,8 @@ class ActorCritic(nn.Module):
         policy, value = self.features(obs)
         if self.memory is None:
             return policy, value
+        # A carry made for an agent with memory (Carry.of) always holds ``first``.
+        assert carry.first is not None
         policy, value, carry.memory = self.memory(policy[None], value[None], carry.first[None], carry.memory)
         return policy[0], value[0]
 
@@ -90,10 +94,19 @@ class ActorCritic(nn.Module):
 
         n = observation.shape[0]
         carry = self._carry(carry, n)
-        out = {} if self.memory is None else {keys.MEMORY: carry.memory, keys.FIRST: carry.first.clone()}
+        out: dict[str, torch.Tensor] = {}
+        if self.memory is not None:
+            # A carry made for an agent with memory (Carry.of) always holds its state and ``first``.
+            assert carry.memory is not None and carry.first is not None
+            out = {keys.MEMORY: carry.memory, keys.FIRST: carry.first.clone()}
         policy_features, value_features = self._step(self.obs_norm(observation), carry)
         dist = self.policy(policy_features, carry.mask)
-        action = self.policy.sample(dist, generator) if noise is None else self.policy.perturb(dist, noise)
+        if noise is None:
+            action = self.policy.sample(dist, generator)
+        else:
+            # Held noise matrices exist only for a gSDE head (the on-policy learner draws them from its noise).
+            assert isinstance(self.policy, StateDependentHead)
+            action = self.policy.perturb(dist, noise)
         out[keys.ACTION] = action
         out[keys.LOG_PROB] = self.policy.log_prob(dist, action)
         out[keys.VALUE] = self.value(value_features)
@@ -132,6 +145,8 @@ class ActorCritic(nn.Module):
         """
         policy_features, value_features = self.features(obs)
         if self.memory is not None:
+            # The learner passes the stored memory whenever the policy has one (its rows are sequences).
+            assert memory is not None
             policy_features, value_features, _ = self.memory(policy_features, value_features, first, memory[0])
         dist = self.policy(policy_features, mask)
         return self.policy.log_prob(dist, action), self.policy.entropy(dist), self.value(value_features)
@@ -173,18 +188,23 @@ def build_actor_critic(ctx: BuildContext, *, gsde: bool = False) -> ActorCritic:
     return ActorCritic(ctx.observation_normalizer(), encoder, policy, value, value_encoder, memory)
 
 
-def _policy_head(ctx: BuildContext, obs_dim: int, *, gsde: bool) -> nn.Module:
+def _policy_head(ctx: BuildContext, obs_dim: int, *, gsde: bool) -> PolicyHead[Any]:
     """The policy MLP over ``obs_dim`` features and the head for ``ctx``'s action space: categorical
     (Discrete), independent categoricals (MultiDiscrete), Bernoulli (MultiBinary) or Gaussian (Box;
     with ``gsde`` the state-dependent one, check_spaces having refused gSDE for other spaces)."""
     network, space = ctx.network, ctx.action_space
     if gsde:
         net = policy_mlp(obs_dim, network, ctx.act_dim)
-        return StateDependentHead(net, state_dependent_noise(network, net[-1].in_features, ctx.act_dim))
+        out = net[-1]
+        # policy_mlp ends in its linear output layer, whose inputs are the latent features gSDE scales.
+        assert isinstance(out, nn.Linear)
+        return StateDependentHead(net, state_dependent_noise(network, out.in_features, ctx.act_dim))
     if isinstance(space, spaces.Discrete):
         return CategoricalHead(policy_mlp(obs_dim, network, int(space.n)))
     if isinstance(space, spaces.MultiDiscrete):
         return MultiCategoricalHead(policy_mlp(obs_dim, network, int(space.nvec.sum())), space)
     if isinstance(space, spaces.MultiBinary):
         return BernoulliHead(policy_mlp(obs_dim, network, ctx.act_dim))
+    # check_spaces admits no other action space for an actor-critic: what is left is a Box.
+    assert isinstance(space, spaces.Box)
     return GaussianHead(policy_mlp(obs_dim, network, ctx.act_dim), space, network.log_std_init)

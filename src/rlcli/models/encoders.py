@@ -10,7 +10,7 @@ Stable-Baselines3's ``CombinedExtractor``). Each encoder has ``out_features``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, TypeAlias, cast
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard, cast
 
 import numpy as np
 import torch
@@ -52,7 +52,7 @@ class ImageLayout:
         return x
 
 
-def is_image(space: spaces.Space) -> bool:
+def is_image(space: spaces.Space) -> TypeGuard[spaces.Box]:
     """A Box of uint8 pixels in [0, 255] with 2 to 4 dimensions (grey, channels first or last, stacked)."""
     return (
         isinstance(space, spaces.Box)

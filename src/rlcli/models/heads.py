@@ -4,7 +4,9 @@ masks where it gives them (one masking helper per action space: :func:`masked_lo
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterator
 from functools import reduce
+from typing import Protocol, TypeVar
 
 import torch
 from gymnasium import spaces
@@ -26,6 +28,32 @@ def masked_logits(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tens
     if mask is None:
         return logits
     return torch.where(mask, logits, torch.tensor(MASKED_LOGIT, dtype=logits.dtype, device=logits.device))
+
+
+Dist = TypeVar("Dist")
+
+
+class PolicyHead(Protocol[Dist]):
+    """What an actor-critic reads of its policy head: the distribution ``Dist`` at a batch of features, and
+    the head's own functions of it. Every head here is an ``nn.Module``; the members of one that its users
+    call (``parameters``, ``net``) are declared so that they stay typed."""
+
+    @property
+    def net(self) -> nn.Module: ...
+
+    def __call__(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> Dist: ...
+
+    def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]: ...
+
+    def sample(self, dist: Dist, generator: torch.Generator) -> torch.Tensor: ...
+
+    def mode(self, dist: Dist) -> torch.Tensor: ...
+
+    def log_prob(self, dist: Dist, action: torch.Tensor) -> torch.Tensor: ...
+
+    def entropy(self, dist: Dist) -> torch.Tensor: ...
+
+    def kl(self, old: Dist, new: Dist) -> torch.Tensor: ...
 
 
 class CategoricalHead(nn.Module):

@@ -4,7 +4,7 @@ buffer (as n-step windows), sampling normalized minibatches, and the update-to-d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 import torch
 from gymnasium import spaces
@@ -66,7 +66,9 @@ def transition_spec(
     return spec
 
 
-def build_replay(cfg: ReplaySettings, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormalizer) -> Replay:
+def build_replay(
+    cfg: ReplaySettings, ctx: BuildContext, spec: Spec, obs_norm: ObservationNormalizer
+) -> OffPolicyReplay:
     """The :class:`Replay` of an off-policy algorithm config ``cfg``, whose storage is checked first.
 
     Reads ``cfg.replay``, ``gamma``, ``n_step``, ``learning_starts`` and ``utd_ratio``, and of
@@ -91,6 +93,7 @@ def build_replay(cfg: ReplaySettings, ctx: BuildContext, spec: Spec, obs_norm: O
         replay = replay.model_copy(update={"directory": str(directory)})
     default_folder = (lambda: run_folder() / "replay") if run_folder is not None else None
     num_envs = ctx.env.num_envs
+    buffer: ReplayBuffer | FrameStackBuffer
     if stores_frames(cfg, ctx):
         check_storage(
             replay,
@@ -120,14 +123,17 @@ def build_replay(cfg: ReplaySettings, ctx: BuildContext, spec: Spec, obs_norm: O
     )
 
 
-def box_replay(cfg: ReplaySettings, ctx: BuildContext, obs_norm: ObservationNormalizer) -> Replay:
+def box_replay(cfg: ReplaySettings, ctx: BuildContext, obs_norm: ObservationNormalizer) -> OffPolicyReplay:
     """The :func:`build_replay` of an off-policy learner of ``ctx``'s Box actions (float32), with ``cfg``'s n-step
     window, its samples normalized by ``obs_norm``.
 
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
-    spec = transition_spec(ctx.observation_space, (tuple(ctx.action_space.shape), torch.float32), n_step=cfg.n_step)
+    space = ctx.action_space
+    # Its callers learn Box actions only (check_spaces refuses others for them).
+    assert isinstance(space, spaces.Box)
+    spec = transition_spec(ctx.observation_space, (tuple(space.shape), torch.float32), n_step=cfg.n_step)
     return build_replay(cfg, ctx, spec, obs_norm)
 
 
@@ -135,6 +141,8 @@ def offline_replay(ctx: BuildContext, obs_norm: ObservationNormalizer, *, gamma:
     """The :class:`OfflineReplay` of ``ctx.dataset``, its tensors where ``[data] device`` says, and its
     statistics (``[env]`` normalization; the reward scale over returns discounted by ``gamma``, none for
     an algorithm that reads no rewards, ``gamma`` None) over the whole dataset."""
+    # Only an offline run calls this, and build_context sets its dataset and the device it is stored on.
+    assert ctx.dataset is not None and ctx.dataset_device is not None
     enabled = ctx.env.normalize_reward and gamma is not None
     reward_scaler = RewardScaler(1, gamma=0.0 if gamma is None else gamma, enabled=enabled).to(ctx.device)
     return OfflineReplay(
@@ -176,7 +184,7 @@ class Replay:
 
     def __init__(
         self,
-        buffer: ReplayBuffer,
+        buffer: ReplayBuffer | FrameStackBuffer,
         obs_norm: ObservationNormalizer,
         reward_scaler: RewardScaler,
         *,
@@ -252,7 +260,8 @@ class Replay:
         if self.carry is None:
             # Placeholder steps before the first batch: never valid, so never emitted.
             self.carry = raw[: n - 1].clone().zero_()
-        joined = torch.cat([self.carry, raw], 0)
+        # TensorDict.cat is what torch.cat dispatches to for tensordicts; called by name it keeps the type.
+        joined: TensorDict = TensorDict.cat([self.carry, raw], 0)
         starts = raw.batch_size[0]
         returns, last, discount = n_step_returns(
             joined[keys.REWARD], joined[keys.TERMINATED], joined[keys.TRUNCATED], gamma=self.gamma, n=n, starts=starts
@@ -307,3 +316,8 @@ class Replay:
             num_envs = self.reward_scaler.returns.shape[0]
             carry = TensorDict(carry, batch_size=[self.n_step - 1, num_envs], device=self.device)
         self.carry = carry
+
+
+OffPolicyReplay: TypeAlias = Replay | OfflineReplay
+"""What an off-policy algorithm learns from: the online :class:`Replay`, or in an offline run the dataset's
+:class:`~rlcli.replay.offline.OfflineReplay` (:func:`build_replay` picks)."""

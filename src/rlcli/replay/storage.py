@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     # Only a type here.
     from tensordict import TensorDict
 
-Spec = dict[str | tuple[str, ...], tuple[tuple[int, ...], torch.dtype]]
+Key = str | tuple[str, ...]
+"""A stored key: a TensorDict key, or a nested key (a tuple) for a Dict observation's entries."""
+
+Spec = dict[Key, tuple[tuple[int, ...], torch.dtype]]
 """Key (a nested key for a Dict observation's entries) -> (per-transition shape, dtype) of what a buffer stores."""
 
 
@@ -64,7 +67,7 @@ def free_memory(device: torch.device) -> int | None:
     return None
 
 
-def human_bytes(size: int) -> str:
+def human_bytes(size: float) -> str:
     """``size`` bytes in B, KiB, MiB, GiB or TiB."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if size < 1024 or unit == "TiB":
@@ -126,7 +129,7 @@ class ReplayBuffer:
         self.device = device
         self.storage_device = device if cfg.device == "auto" and cfg.storage == "tensor" else torch.device("cpu")
         self.directory = directory
-        self.tensors: dict[str, torch.Tensor] = {}
+        self.tensors: dict[Key, torch.Tensor] = {}
         self.location: Path | None = None
         """The folder of memmap files once allocated; None for in-memory storage."""
         self.tree = SumTree(cfg.capacity, self.storage_device) if cfg.prioritized else None
@@ -225,7 +228,7 @@ class ReplayBuffer:
         """Counters and, with ``storage``, the transitions: the filled rows of in-memory storage
         and the priorities; memmap files are flushed to disk
         and referenced, not copied."""
-        state = {
+        state: dict[str, object] = {
             "cursor": self.cursor,
             "size": self.size,
             "added": self.added,
@@ -234,18 +237,20 @@ class ReplayBuffer:
         }
         if not storage or not self.tensors:
             return state
+        saved: dict[str, object]
         if self.location is not None:
             flush(self.location, self.tensors)
-            state["storage"] = {"memmap": True}
+            saved = {"memmap": True}
         else:
             # torch.save writes a view's whole storage: a partly filled buffer saves a copy of
             # its filled rows instead of every row of its capacity.
             full = self.size == self.cfg.capacity
-            state["storage"] = {
+            saved = {
                 "tensors": {key: value if full else value[: self.size].clone() for key, value in self.tensors.items()}
             }
         if self.tree is not None:
-            state["storage"]["tree"] = list(self.tree.levels)
+            saved["tree"] = list(self.tree.levels)
+        state["storage"] = saved
         return state
 
     def load_state_dict(self, state: dict) -> None:
@@ -307,7 +312,7 @@ def allocate(
     leading: tuple[int, ...],
     storage_device: torch.device,
     directory: Callable[[], Path] | None,
-) -> tuple[dict[str, torch.Tensor], Path | None]:
+) -> tuple[dict[Key, torch.Tensor], Path | None]:
     """Uninitialized ``[*leading, *shape]`` storage for each key of ``spec``: memmap files in
     ``cfg.directory``, else in ``directory()`` (reopened where they exist), or tensors on
     ``storage_device``. Returns the tensors and the folder of memmap files (None in memory)."""
@@ -318,7 +323,13 @@ def allocate(
         }, None
     from tensordict import MemoryMappedTensor
 
-    folder = Path(cfg.directory).expanduser() if cfg.directory else directory()
+    if cfg.directory:
+        folder = Path(cfg.directory).expanduser()
+    elif directory is not None:
+        folder = directory()
+    else:
+        # A buffer built outside a run (no run folder) has nowhere to put files of its own.
+        raise ValueError("memmap replay storage needs replay.directory or a run folder")
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {
         key: MemoryMappedTensor.empty(
@@ -339,6 +350,6 @@ def flush(folder: Path, tensors: dict) -> None:
             os.close(descriptor)
 
 
-def _memmap_file(folder: Path, key) -> Path:
+def _memmap_file(folder: Path, key: Key) -> Path:
     """The memmap file of a spec key: the key, or a nested key's parts joined by dots."""
     return folder / f"{key if isinstance(key, str) else '.'.join(key)}.memmap"

@@ -42,7 +42,7 @@ class SumTree:
         """The sum of every priority (a 0-d float64 tensor)."""
         return self.levels[0].sum()
 
-    def set(self, index: torch.Tensor, priority: torch.Tensor) -> None:
+    def set(self, index: torch.Tensor, priority: torch.Tensor | float) -> None:
         """Set the priorities at ``index`` ([B] int64) to ``priority`` ([B] or scalar) and refresh the sums.
 
         Parent sums are recomputed from their children, not shifted by deltas,

@@ -300,8 +300,8 @@ def field_problem(owner: BaseModel, field: str, value: Any, key: str) -> str | N
                 prefix = tuple(key.split(".")[:-1])
                 if prefix[:1] == ("algo",):
                     prefix = ("algo", getattr(owner, "name", ""), *prefix[1:])
-                # A plain dict of pydantic's ErrorDetails, as field_message takes them.
-                return field_message(err["type"], dict(err), (*prefix, *loc))
+                # field_message only reads the error: pydantic's ErrorDetails as they come.
+                return field_message(err["type"], err, (*prefix, *loc))
     return None
 
 

@@ -90,13 +90,15 @@ class BareCQL:
             density = torch.cat([torch.full((size * n,), -act_dim * math.log(2.0)), pi_log_prob])
             sampled = torch.cat([uniform, pi_action])
         x = torch.cat([obs, action], -1)
-        loss = 0.0
+        loss: torch.Tensor | float = 0.0
         for critic in sac.critics:
             q_data = critic(x).squeeze(-1)
             q_sampled = critic(torch.cat([torch.cat([states, states, states]), sampled], -1)).squeeze(-1)
             scores = (q_sampled - density).view(3, size, n).permute(1, 0, 2).reshape(size, 3 * n)
             gap = torch.logsumexp(scores, -1).mean() - q_data.mean()
             loss = loss + ((q_data - y) ** 2).mean() + self.weight * gap
+        # The floor's SAC has critics: the sum holds at least one critic's tensor.
+        assert isinstance(loss, torch.Tensor)
         sac.critic_opt.zero_grad(set_to_none=True)
         loss.backward()
         sac.critic_opt.step()

@@ -3,6 +3,7 @@ collector with each preset's policy (``collector``) and the advantage estimate (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -17,8 +18,10 @@ from rlcli.timing import Timer
 
 if TYPE_CHECKING:
     from gymnasium.vector import VectorEnv
+    from tensordict import TensorDict
 
     from rlcli.config.schema import EnvConfig
+    from rlcli.run import Run
 
 ENV_STEPS = 64
 """Steps of sampled actions in one call of an env case."""
@@ -65,6 +68,8 @@ class _EnvSteps:
         self.actions = [self.envs.action_space.sample() for _ in range(ENV_STEPS)]
 
     def run(self) -> None:
+        # The bench opens a case before it times it.
+        assert self.envs is not None
         for action in self.actions:
             self.envs.step(action)
 
@@ -80,6 +85,11 @@ def collector_suite(opts: BenchOptions) -> SuiteOutput:
     for name, cfg in preset_configs(opts).items():
         run = build_run(cfg)
         timer = Timer(run.device)
+
+        # The objects as defaults, as the lambda this replaces held them (a lambda's cannot be typed).
+        def collect(run: Run = run, timer: Timer = timer) -> TensorDict:
+            return run.source.next_batch(timer)
+
         cases.append(
             Case(
                 "collector",
@@ -87,7 +97,7 @@ def collector_suite(opts: BenchOptions) -> SuiteOutput:
                 {"frames_per_batch": cfg.collector.frames_per_batch},
                 "frames/s",
                 cfg.collector.frames_per_batch,
-                lambda run=run, timer=timer: run.source.next_batch(timer),
+                collect,
                 run.close,
             )
         )
@@ -106,6 +116,14 @@ def advantage_suite(opts: BenchOptions) -> SuiteOutput:
         for name, function in (("gae", gae), ("gae_loop", gae_loop)):
             if name == "gae_loop" and shape not in ((512, 32), (2048, 16)):
                 continue
+
+            def advantages(
+                f: Callable[..., tuple[torch.Tensor, torch.Tensor]] = function,
+                d: list[torch.Tensor] = data,
+                e: list[torch.Tensor] = done,
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+                return f(*d, *e, gamma=0.99, lam=0.95)
+
             cases.append(
                 Case(
                     "advantage",
@@ -113,7 +131,7 @@ def advantage_suite(opts: BenchOptions) -> SuiteOutput:
                     params,
                     "elements/s",
                     steps * envs,
-                    lambda f=function, d=data, e=done: f(*d, *e, gamma=0.99, lam=0.95),
+                    advantages,
                 )
             )
         if shape in ((512, 32), (2048, 16)):

@@ -23,7 +23,10 @@ def distributed_suite(opts: BenchOptions) -> SuiteOutput:
         return [], []
     cfg = preset_configs(opts)["ppo_cartpole"]
     run = build_run(cfg)
-    numel = sum(p.numel() for p in run.algo.agent.parameters())
+    agent = run.algo.agent
+    # PPO's agent is an ActorCritic module (the Agent protocol names only what evaluation calls).
+    assert isinstance(agent, torch.nn.Module)
+    numel = sum(p.numel() for p in agent.parameters())
     run.close()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -13,6 +13,7 @@ from rlcli.bench.floors.policy_gradient import bare_ppo_loss
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.offline import offline_configs, offline_iterations
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs, short_warm_up
+from rlcli.config.algos import PPOConfig
 from rlcli.config.schema import RunConfig
 from rlcli.envs import env_family
 from rlcli.models.precision import bf16_problem
@@ -86,8 +87,15 @@ def update_suite(opts: BenchOptions) -> SuiteOutput:
     configs = [*one_pixel_preset_per_algorithm(preset_configs(opts)).values(), *bf16_presets(opts, "bf16")]
     for cfg in configs:
         algo, batch = _first_batch(short_warm_up(cfg))
+        # The collector makes its batches on the run's device.
+        assert batch.device is not None
         timer = Timer(batch.device)
         _learning(algo, batch, timer)
+
+        # The objects as defaults, as in options.update_call: the tests read the algorithm back from them.
+        def learn(algo: Benchable = algo, batch: TensorDict = batch, timer: Timer = timer) -> dict[str, float]:
+            return algo.learn(batch.clone(), timer)
+
         bf16 = {"precision": "bf16"} if cfg.run.precision == "bf16" else {}
         cases.append(
             Case(
@@ -96,7 +104,7 @@ def update_suite(opts: BenchOptions) -> SuiteOutput:
                 {"frames_per_batch": cfg.collector.frames_per_batch} | bf16,
                 "frames/s",
                 cfg.collector.frames_per_batch,
-                lambda algo=algo, batch=batch, timer=timer: algo.learn(batch.clone(), timer),
+                learn,
             )
         )
     ratios: list[Ratio] = []
@@ -127,6 +135,8 @@ def _first_batch(cfg: RunConfig) -> tuple[Benchable, TensorDict]:
     """The algorithm of ``cfg`` and a copy of one collected batch; the envs are closed, and torch is left on
     the update's threads (``run.threads``) for the timing that follows."""
     run = build_run(cfg)
+    # Every algorithm of the ALGORITHMS table has the bench's hooks.
+    assert isinstance(run.algo, Benchable)
     try:
         return run.algo, run.source.next_batch(Timer(run.device)).clone()
     finally:
@@ -166,6 +176,7 @@ def _loss_cases(
     # The floor covers the preset's PPO: categorical policy, no value clipping.
     if (
         algo_name == "ppo"
+        and isinstance(cfg.algo, PPOConfig)
         and minibatch[keys.ACTION].dtype == torch.int64
         and cfg.algo.clip_value is None
         and cfg.run.precision == "fp32"

@@ -4,13 +4,17 @@ is not here), and IQL's and CQL's gradient steps beside their bare-torch floors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
 
+from rlcli.algos.cql import CQL
+from rlcli.algos.iql import IQL
 from rlcli.bench.floors.offline import BareCQL, BareIQL
 from rlcli.bench.measure import Case, Ratio
-from rlcli.bench.suites.options import BenchOptions, env_available
+from rlcli.bench.suites.options import BenchOptions, env_available, floor_call, update_call
+from rlcli.config.algos.offline import CQLConfig, IQLConfig
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
 from rlcli.config.recipes import RECIPES
@@ -18,7 +22,11 @@ from rlcli.run import build_run
 from rlcli.timing import Timer
 
 if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+    from rlcli.algos import Algorithm
     from rlcli.config.schema import RunConfig
+    from rlcli.config.sources import DataConfig
 
 
 def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 64) -> dict[str, RunConfig]:
@@ -37,7 +45,7 @@ def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 
 
     offline = [name for name in available_presets() if load_config(name).offline]
     # sorted() is stable: the presets on rlcli's own datasets first, each group in name order.
-    offline.sort(key=lambda name: load_config(name).data.dataset not in RECIPES)
+    offline.sort(key=lambda name: _data(load_config(name)).dataset not in RECIPES)
     configs = {}
     for name in offline:
         cfg = load_config(
@@ -52,13 +60,21 @@ def offline_configs(opts: BenchOptions, *extra: str, steps_per_iteration: int = 
         )
         if not env_available(cfg.env.id):
             continue
+        data = _data(cfg)
         try:
-            resolve(cfg.data.dataset)
-            dataset = cfg.data.dataset
+            resolve(data.dataset)
+            dataset = data.dataset
         except InputError:
             dataset = _stand_in_dataset(opts, cfg.env, record_random)
-        configs[name] = cfg.model_copy(update={"data": cfg.data.model_copy(update={"dataset": dataset})})
+        configs[name] = cfg.model_copy(update={"data": data.model_copy(update={"dataset": dataset})})
     return configs
+
+
+def _data(cfg: RunConfig) -> DataConfig:
+    """The ``[data]`` section of the offline preset ``cfg``."""
+    # An offline run is one with a [data] section (RunConfig.offline), the only kind listed here.
+    assert cfg.data is not None
+    return cfg.data
 
 
 def _stand_in_dataset(opts: BenchOptions, env_cfg, record_random) -> str:
@@ -93,6 +109,8 @@ def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
         run = build_run(cfg)
         run.close()
         algo, timer = run.algo, Timer(run.device)
+        # ``floors`` has IQL and CQL only, so the chosen presets build those, from their configs.
+        assert isinstance(algo, (IQL, CQL)) and isinstance(cfg.algo, (IQLConfig, CQLConfig))
         sample = algo.replay.sample(cfg.algo.batch_size, torch.Generator(device=run.device).manual_seed(0))
         params = {"batch": cfg.algo.batch_size, "hidden": "x".join(map(str, cfg.network.hidden_sizes))}
         cases.append(
@@ -102,7 +120,7 @@ def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
                 params,
                 "calls/s",
                 1,
-                lambda algo=algo, sample=sample, timer=timer: algo.update(sample, timer),
+                update_call(algo, sample, timer),
             )
         )
         bare = floors[name](algo, cfg.algo)
@@ -113,7 +131,7 @@ def offline_updates(opts: BenchOptions) -> tuple[list[Case], list[Ratio]]:
                 params,
                 "calls/s",
                 1,
-                lambda bare=bare, sample=sample: bare.step(sample),
+                floor_call(bare, sample),
             )
         )
         ratios.append(
@@ -132,7 +150,7 @@ def offline_iterations(opts: BenchOptions) -> list[Case]:
         run.close()
         algo, timer = run.algo, Timer(run.device)
         batch = run.source.next_batch(timer)
-        steps = cfg.data.steps_per_iteration
+        steps = _data(cfg).steps_per_iteration
         cases.append(
             Case(
                 "update",
@@ -140,7 +158,17 @@ def offline_iterations(opts: BenchOptions) -> list[Case]:
                 {"steps_per_iteration": steps},
                 "gradient steps/s",
                 steps,
-                lambda algo=algo, batch=batch, timer=timer: algo.learn(batch, timer),
+                _learn_call(algo, batch, timer),
             )
         )
     return cases
+
+
+def _learn_call(algo: Algorithm, batch: TensorDict, timer: Timer) -> Callable[[], dict[str, float]]:
+    """The timed call of ``algo``'s whole iteration on ``batch`` (its objects as defaults, as in
+    :func:`~rlcli.bench.suites.options.update_call`)."""
+
+    def run(algo: Algorithm = algo, batch: TensorDict = batch, timer: Timer = timer) -> dict[str, float]:
+        return algo.learn(batch, timer)
+
+    return run

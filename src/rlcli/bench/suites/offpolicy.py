@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import torch
 
+from rlcli.algos.crossq import CrossQ
+from rlcli.algos.dqn import DQN
+from rlcli.algos.sac import SAC
 from rlcli.bench.floors.actor_critic import BareCrossQ, BareSAC, BareTQC, ensemble_member
 from rlcli.bench.floors.value_based import BareQRDQN
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.offline import offline_updates
-from rlcli.bench.suites.options import BenchOptions, SuiteOutput
+from rlcli.bench.suites.options import BenchOptions, SuiteOutput, floor_call, update_call
 from rlcli.bench.transitions import BUFFER_SPEC, random_transitions
+from rlcli.config.algos import CrossQConfig, QRDQNConfig, SACConfig, TQCConfig
 from rlcli.config.load import load_config
 from rlcli.models.encoders import Flat
 from rlcli.run import build_run
@@ -29,13 +33,13 @@ def buffer_suite(opts: BenchOptions) -> SuiteOutput:
     generator = torch.Generator().manual_seed(0)
     cases: list[Case] = []
     buffers: dict[bool, ReplayBuffer] = {}
-    for prioritized in (False, True):
-        buffer = ReplayBuffer(
-            ReplayConfig(capacity=capacity, prioritized=prioritized), BUFFER_SPEC, device=torch.device("cpu")
-        )
+    for by_priority in (False, True):
+        # model_validate: the type checker, without pydantic's plugin, sees no defaults in Field(default, ...).
+        cfg = ReplayConfig.model_validate({"capacity": capacity, "prioritized": by_priority})
+        buffer = ReplayBuffer(cfg, BUFFER_SPEC, device=torch.device("cpu"))
         for _ in range(10):
             buffer.extend(random_transitions((100, 1000), generator))
-        buffers[prioritized] = buffer
+        buffers[by_priority] = buffer
     uniform, prioritized = buffers[False], buffers[True]
     step = random_transitions((16, 32), generator)
     sample_generator = torch.Generator().manual_seed(1)
@@ -106,12 +110,8 @@ def _beside_floors(opts: BenchOptions) -> SuiteOutput:
         algo, cfg, sample, timer = _replay_step(opts, preset, extra)
         params = {"preset": preset, "batch": cfg.algo.batch_size}
         bare = floor(algo, cfg)
-        cases.append(
-            Case("offpolicy", f"{name}.update", params, "calls/s", 1, lambda a=algo, s=sample, t=timer: a.update(s, t))
-        )
-        cases.append(
-            Case("offpolicy", f"{name}.bare_torch_update", params, "calls/s", 1, lambda b=bare, s=sample: b.step(s))
-        )
+        cases.append(Case("offpolicy", f"{name}.update", params, "calls/s", 1, update_call(algo, sample, timer)))
+        cases.append(Case("offpolicy", f"{name}.bare_torch_update", params, "calls/s", 1, floor_call(bare, sample)))
         ratios.append(
             Ratio(
                 "offpolicy", f"{name}.update.slowdown_vs_bare_torch", params, "slowdown", cases[-1].key, cases[-2].key
@@ -185,14 +185,18 @@ def _replay_step(opts: BenchOptions, preset: str, extra: list[str]):
         [f'run.device="{opts.device}"', "timing.enabled=false", "algo.learning_starts=0", opts.threads_setting, *extra],
     )
     run = build_run(cfg)
+    algo, settings = run.algo, cfg.algo
+    # The presets timed here are SAC's, TQC's (SAC's class), QR-DQN's (DQN's) and CrossQ's: replay algorithms.
+    assert isinstance(algo, (SAC, DQN, CrossQ))
+    assert isinstance(settings, (SACConfig, TQCConfig, QRDQNConfig, CrossQConfig))
     try:
         timer = Timer(run.device)
         for _ in range(40):
-            run.algo.replay.observe(run.source.next_batch(timer))
+            algo.replay.observe(run.source.next_batch(timer))
     finally:
         run.close()
-    sample = run.algo.replay.sample(cfg.algo.batch_size, torch.Generator().manual_seed(0))
-    return run.algo, cfg, sample, timer
+    sample = algo.replay.sample(settings.batch_size, torch.Generator().manual_seed(0))
+    return algo, cfg, sample, timer
 
 
 def _tqc_beside_redq(opts: BenchOptions) -> SuiteOutput:

@@ -3,6 +3,7 @@ one rollout (PPO's loss is priced against its floor in the ``loss`` suite)."""
 
 from __future__ import annotations
 
+from rlcli.algos.trpo import TRPO
 from rlcli.bench.floors.policy_gradient import BareTRPO
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput
@@ -16,12 +17,14 @@ def onpolicy_suite(opts: BenchOptions) -> SuiteOutput:
     of value steps) beside its floor."""
     cfg = load_config("trpo_pendulum", [f'run.device="{opts.device}"', "timing.enabled=false", opts.threads_setting])
     run = build_run(cfg)
+    algo = run.algo
+    # trpo_pendulum builds TRPO, whose rollout and steps this case times.
+    assert isinstance(algo, TRPO)
     try:
         timer = Timer(run.device)
-        rows = run.algo.rollout.rows(run.source.next_batch(timer), timer)
+        rows = algo.rollout.rows(run.source.next_batch(timer), timer)
     finally:
         run.close()
-    algo = run.algo
     bare = BareTRPO(algo)
     params = {"preset": "trpo_pendulum", "rows": rows.batch_size[0]}
 

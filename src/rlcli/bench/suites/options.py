@@ -4,8 +4,10 @@ no suite, so that the suites import it and never one another's table."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import torch
 
@@ -13,6 +15,11 @@ from rlcli.bench.measure import Case, Ratio
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
 from rlcli.config.schema import RunConfig
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+    from rlcli.timing import Timer
 
 
 @dataclass(frozen=True)
@@ -23,7 +30,7 @@ class BenchOptions:
     scratch: Path
     """The bench's own folder, removed however it ends: run folders, stand-in datasets (``stand_ins``, by env id)."""
     stand_ins: dict[str, str] = field(default_factory=dict)
-    threads: int | str = 1
+    threads: int | Literal["auto"] = 1
     """``run.threads`` of every preset the suites build (``--threads``): a number, or "auto" (each phase
     on the threads auto chooses for it)."""
 
@@ -31,6 +38,40 @@ class BenchOptions:
     def threads_setting(self) -> str:
         """The ``run.threads`` override of :attr:`threads`."""
         return 'run.threads="auto"' if self.threads == "auto" else f"run.threads={self.threads}"
+
+
+class Updates(Protocol):
+    """A replay algorithm's gradient step on one normalized sample, as the update cases time it."""
+
+    def update(self, sample: TensorDict, timer: Timer) -> dict[str, torch.Tensor]: ...
+
+
+class Floor(Protocol):
+    """A bare-torch floor (:mod:`rlcli.bench.floors`): the same step as the library's, on one sample."""
+
+    def step(self, batch: TensorDict) -> None: ...
+
+
+# The timed calls hold their objects as defaults, as the lambdas they replace did: one fast local each, and the
+# tests read the algorithm back from ``run.__defaults__``.
+
+
+def update_call(algo: Updates, sample: TensorDict, timer: Timer) -> Callable[[], dict[str, torch.Tensor]]:
+    """The timed call of ``algo``'s gradient step on ``sample``."""
+
+    def run(algo: Updates = algo, sample: TensorDict = sample, timer: Timer = timer) -> dict[str, torch.Tensor]:
+        return algo.update(sample, timer)
+
+    return run
+
+
+def floor_call(bare: Floor, sample: TensorDict) -> Callable[[], None]:
+    """The timed call of the floor ``bare``'s step on ``sample``."""
+
+    def run(bare: Floor = bare, sample: TensorDict = sample) -> None:
+        bare.step(sample)
+
+    return run
 
 
 SuiteOutput = tuple[list[Case], list[Ratio]]

@@ -13,7 +13,7 @@ from rlcli import keys
 from rlcli.config.fields import ReplayConfig
 from rlcli.replay.frames.layout import FIRST, FRAME, rebuild_stacks, row_spec, stack_shape
 from rlcli.replay.priorities import annealed_beta, proportional_draw, set_priorities
-from rlcli.replay.storage import Spec, allocate, flush, sample_batch
+from rlcli.replay.storage import Key, Spec, allocate, flush, sample_batch
 from rlcli.replay.sumtree import SumTree
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class FrameStackBuffer:
             raise ValueError(f"capacity {cfg.capacity} holds fewer than {self.stack + 1} steps of {num_envs} envs")
         self.row_spec = row_spec(spec, self.stack_shape[1:])
         self.storage_device = device if cfg.device == "auto" and cfg.storage == "tensor" else torch.device("cpu")
-        self.tensors: dict[str, torch.Tensor] = {}
+        self.tensors: dict[Key, torch.Tensor] = {}
         self.location: Path | None = None
         """The folder of memmap files once allocated; None for in-memory storage."""
         self.tree = SumTree(self.steps * num_envs, self.storage_device) if cfg.prioritized else None
@@ -117,7 +117,7 @@ class FrameStackBuffer:
         # step or after envs that were reset between two batches (a resumed run).
         reset_stack = observation[0, :, :-1].to(device).flatten(1).amax(1) == 0
         first = torch.cat([(self.pending_first | reset_stack)[None], ~valid[:-1]])
-        rows = {FRAME: observation[:, :, -1].to(device), FIRST: first, keys.VALID: valid}
+        rows: dict[Key, torch.Tensor] = {FRAME: observation[:, :, -1].to(device), FIRST: first, keys.VALID: valid}
         for key in self.row_spec:
             if key not in rows:
                 rows[key] = batch[key].to(device)
@@ -135,7 +135,7 @@ class FrameStackBuffer:
         self.last_next = batch[keys.NEXT_OBSERVATION][-1].to(device, copy=True)
         self.added += int(valid.sum())
 
-    def _write(self, rows: dict[str, torch.Tensor]) -> None:
+    def _write(self, rows: dict[Key, torch.Tensor]) -> None:
         count = rows[keys.VALID].shape[0]
         first = min(count, self.steps - self.cursor)
         for key, value in rows.items():
@@ -180,6 +180,8 @@ class FrameStackBuffer:
     def _reprioritize(self, written: torch.Tensor) -> None:
         """Sampleable rows of the ``written`` slots enter at the largest priority; rows that cannot be
         sampled (the newest step, the oldest S - 1 of a full ring) get 0."""
+        # extend calls this only for a prioritized buffer, the one with a tree.
+        assert self.tree is not None
         n, device = self.num_envs, self.storage_device
         env = torch.arange(n, device=device)
         written = written.to(device)
@@ -249,7 +251,7 @@ class FrameStackBuffer:
     def state_dict(self, *, storage: bool = True) -> dict:
         """Counters and, with ``storage``, the stored steps, the priorities and what links them to the
         next batch; memmap files are flushed to disk and referenced, not copied."""
-        state = {
+        state: dict[str, object] = {
             "cursor": self.cursor,
             "filled": self.filled,
             "added": self.added,
@@ -262,15 +264,17 @@ class FrameStackBuffer:
             "pending_first": self.pending_first.clone(),
             "last_next": None if self.last_next is None else self.last_next.clone(),
         }
+        saved: dict[str, object]
         if self.location is not None:
             flush(self.location, self.tensors)
-            state["storage"] = {"memmap": True, **link}
+            saved = {"memmap": True, **link}
         else:
             # A partly filled ring saves a copy of its written slots, not its whole capacity.
             tensors = {key: value[: self.filled].clone() for key, value in self.tensors.items()}
-            state["storage"] = {"tensors": tensors, **link}
+            saved = {"tensors": tensors, **link}
         if self.tree is not None:
-            state["storage"]["tree"] = list(self.tree.levels)
+            saved["tree"] = list(self.tree.levels)
+        state["storage"] = saved
         return state
 
     def load_state_dict(self, state: dict) -> None:
