@@ -206,5 +206,4 @@ def _policy_head(ctx: BuildContext, obs_dim: int, *, gsde: bool) -> PolicyHead[A
     if isinstance(space, spaces.MultiBinary):
         return BernoulliHead(policy_mlp(obs_dim, network, ctx.act_dim))
     # check_spaces admits no other action space for an actor-critic: what is left is a Box.
-    assert isinstance(space, spaces.Box)
-    return GaussianHead(policy_mlp(obs_dim, network, ctx.act_dim), space, network.log_std_init)
+    return GaussianHead(policy_mlp(obs_dim, network, ctx.act_dim), ctx.box_actions, network.log_std_init)

@@ -130,10 +130,7 @@ def box_replay(cfg: ReplaySettings, ctx: BuildContext, obs_norm: ObservationNorm
     Raises:
         ConfigError: the buffer would not fit in free memory (or disk), or its folder is not writable.
     """
-    space = ctx.action_space
-    # Its callers learn Box actions only (check_spaces refuses others for them).
-    assert isinstance(space, spaces.Box)
-    spec = transition_spec(ctx.observation_space, (tuple(space.shape), torch.float32), n_step=cfg.n_step)
+    spec = transition_spec(ctx.observation_space, (tuple(ctx.box_actions.shape), torch.float32), n_step=cfg.n_step)
     return build_replay(cfg, ctx, spec, obs_norm)
 
 
