@@ -28,8 +28,12 @@ def check_loss_cases(cases, ratios) -> set[str]:
                 assert "loss/total" in terms, case.key
                 # The named terms (a td_error for priorities aside) are among the METRICS of the algorithm the
                 # case names, as its module declares them: the case times its own algorithm's loss.
+                spec = ALGORITHMS[case.name.split(".")[0]]
                 named = {t for t in terms if t.startswith(("loss/", "stats/"))}
-                assert named <= set(ALGORITHMS[case.name.split(".")[0]].metrics), case.key
+                if spec.capabilities.teams:
+                    # A team algorithm's terms are each group's, "<term>/<group>", beside the sum of their totals.
+                    named = {t.rsplit("/", 1)[0] for t in named - {"loss/total"}} | {"loss/total"}
+                assert named <= set(spec.metrics), case.key
         return {case.name.split(".")[0] for case in cases}
     finally:
         for case in cases:

@@ -61,7 +61,10 @@ def test_key_of_another_algorithm_names_its_owner(cli, tmp_path):
     text = '[env]\nid = "CartPole-v1"\n\n[algo]\nname = "a2c"\nclip_epsilon = 0.1\n'
     result = show_config_error(cli, tmp_path, text)
     output = assert_bad_input(
-        result, "invalid config bad.toml", "algo.clip_epsilon: unknown key", "'clip_epsilon' belongs to ppo, not a2c"
+        result,
+        "invalid config bad.toml",
+        "algo.clip_epsilon: unknown key",
+        "'clip_epsilon' belongs to ppo, ippo, mappo, not a2c",
     )
     assert "allowed in [algo]: entropy_coef, gamma, name, normalize_advantage, return_lambda, sde_sample_freq" in output
 

@@ -19,7 +19,7 @@ EXPECTED = {
     "syntax_error.toml": ("", "TOML syntax error", 5),
     "unknown_section.toml": ("optimizer", "unknown section [optimizer]; did you mean [optim]?", 8),
     "unknown_key.toml": ("algo.clip_epsilom", "unknown key; did you mean clip_epsilon?", 7),
-    "other_algo_key.toml": ("algo.clip_epsilon", "'clip_epsilon' belongs to ppo, not a2c", 7),
+    "other_algo_key.toml": ("algo.clip_epsilon", "'clip_epsilon' belongs to ppo, ippo, mappo, not a2c", 7),
     "wrong_type.toml": (
         "env.num_envs",
         'expected an integer such as 16 (no quotes, no decimal point), got the string "eight"',
@@ -108,7 +108,7 @@ def test_human_report_marks_every_broken_file_invalid(cli):
     status = table_status(output)
     assert status == {f"tests/broken_configs/{name}": "INVALID" for name in EXPECTED}
     assert "OK" not in output.replace("INVALID", "")
-    assert "TOML syntax error" in output and "belongs to ppo, not a2c" in output
+    assert "TOML syntax error" in output and "belongs to ppo, ippo, mappo, not a2c" in output
 
 
 def test_presets_are_valid(cli):

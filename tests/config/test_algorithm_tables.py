@@ -75,11 +75,14 @@ def test_a_planted_prose_mismatch_is_reported(tmp_path):
     page = tmp_path / "action-masks.md"
     shutil.copy(ROOT / "docs/guides/action-masks.md", page)
     text = page.read_text(encoding="utf-8")
-    told = "PPO, A2C, REINFORCE and TRPO take 1-D `MultiDiscrete` actions"
-    assert told in text and stale_lists(text) == []
-    page.write_text(text.replace(told, "PPO, A2C and REINFORCE take 1-D `MultiDiscrete` actions"))
+    told = "PPO, A2C, REINFORCE, TRPO, IPPO and MAPPO take 1-D `MultiDiscrete` actions"
+    assert told in " ".join(text.split()) and stale_lists(text) == []
+    planted = " ".join(text.split()).replace(
+        told, "PPO, A2C, REINFORCE, IPPO and MAPPO take 1-D `MultiDiscrete` actions"
+    )
+    page.write_text(planted)
     (problem,) = stale_lists(page.read_text(encoding="utf-8"))
-    assert "'PPO, A2C and REINFORCE'" in problem and "missing TRPO, extra none" in problem
+    assert "'PPO, A2C, REINFORCE, IPPO and MAPPO'" in problem and "missing TRPO, extra none" in problem
     # A list that says a capability and claims one too many is reported as well, and a denial is not a claim.
     assert "extra SAC" in stale_lists("PPO, A2C, REINFORCE and SAC take an LSTM core.")[0]
     assert stale_lists("SAC and TD3 take no masks.") == []

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from rlcli.algos import ALGORITHMS
-from rlcli.config.algos import ALGO_CONFIGS, OFFLINE, SAMPLING, WITH_GSDE, WITH_MASKS, WITH_MEMORY
+from rlcli.config.algos import ALGO_CONFIGS, OFFLINE, SAMPLING, TEAMS, WITH_GSDE, WITH_MASKS, WITH_MEMORY
 
-ONLINE = '[env]\nid = "CartPole-v1"\n{env}\n[algo]\nname = "{name}"\n{algo}\n{source}\n{network}\n'
+ONLINE = '[env]\nid = "{env_id}"\n{env}\n[algo]\nname = "{name}"\n{algo}\n{source}\n{network}\n'
 DATA = '[data]\ndataset = "rlcli/nowhere-v0"\n'
 
 # Each ask: where it is written in the config, the field the refusal names and who can take it.
@@ -32,8 +32,11 @@ def takes(name: str, ask: str) -> bool:
     }[ask]
 
 
-def capable(ask: str) -> list[str]:
-    return [name for name in ALGO_CONFIGS if takes(name, ask)]
+def capable(ask: str, asker: str) -> list[str]:
+    """The algorithms a refusal of ``asker`` names: for masks, those that learn from envs of its kind (team
+    envs for a team algorithm, the others for the rest)."""
+    teams = asker in TEAMS
+    return [name for name in ALGO_CONFIGS if takes(name, ask) and (ask != "masks" or (name in TEAMS) == teams)]
 
 
 def config_text(name: str, ask: str) -> str:
@@ -41,12 +44,15 @@ def config_text(name: str, ask: str) -> str:
     parts = {"env": "", "algo": "", "source": "" if online else DATA, "network": ""}
     where, text, _ = ASKS[ask]
     parts[where] = DATA if where == "source" else text
-    return ONLINE.format(name=name, **parts)
+    # A team algorithm asks on a team env.
+    return ONLINE.format(name=name, env_id="vmas/balance" if name in TEAMS else "CartPole-v1", **parts)
 
 
 @pytest.mark.parametrize("name", list(ALGO_CONFIGS))
 @pytest.mark.parametrize("ask", list(ASKS))
 def test_validate_refuses_what_the_algorithm_cannot_take(cli, write_toml, name, ask):
+    if name in TEAMS:
+        pytest.importorskip("vmas")
     path = write_toml(f"{name}_{ask}.toml", config_text(name, ask))
     result = cli("validate", path)
     output = result.stdout + result.stderr
@@ -58,7 +64,7 @@ def test_validate_refuses_what_the_algorithm_cannot_take(cli, write_toml, name, 
     assert result.returncode == 2, output
     assert path.name in output and f"{field}:" in output, output
     # The refusal names the algorithms that can (the dataset's: those that learn from one).
-    assert ", ".join(capable(ask)) in " ".join(output.split()), output
+    assert ", ".join(capable(ask, name)) in " ".join(output.split()), output
 
 
 def test_the_declarations_give_the_known_lists():

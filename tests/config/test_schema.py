@@ -69,6 +69,10 @@ def test_algo_name_picks_the_model(name):
         # An offline algorithm: a [data] section in place of [collector] (the dataset is read at build).
         del data["collector"]
         data["data"] = {"dataset": "pendulum/medium-v0"}
+    if ALGORITHMS[name].capabilities.teams:
+        # A team algorithm trains on a team env.
+        pytest.importorskip("vmas")
+        data["env"] = {"id": "vmas/balance"}
     cfg = RunConfig.model_validate(data)
     assert isinstance(cfg.algo, ALGORITHMS[name].config)
 

@@ -82,11 +82,12 @@ def pendulum_config(tmp_path):
 
 
 def test_a_stop_signal_during_the_final_evaluation_ends_it_at_once_and_keeps_the_run(cli, tmp_path, monkeypatch):
+    from rlcli.play.evaluation import Evaluator
     from rlcli.trainer import schedule
 
     asked = []
 
-    class SignalledEvaluator(schedule.Evaluator):
+    class SignalledEvaluator(Evaluator):
         """The final evaluation, with SIGTERM arriving after its 50th step."""
 
         def __call__(self, *args, stop=None, **kwargs):
@@ -98,7 +99,7 @@ def test_a_stop_signal_during_the_final_evaluation_ends_it_at_once_and_keeps_the
 
             return super().__call__(*args, stop=stop_after_signal, **kwargs)
 
-    monkeypatch.setattr(schedule, "Evaluator", SignalledEvaluator)
+    monkeypatch.setattr(schedule, "make_evaluator", SignalledEvaluator)
     out = tmp_path / "out"
     done = cli("train", pendulum_config(tmp_path), "--set", f"run.output_dir={json.dumps(str(out))}")
     assert done.returncode == 143, done.stdout + done.stderr

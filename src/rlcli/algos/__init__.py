@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gymnasium import spaces
 
-from rlcli.algos import a2c, bc, cql, crossq, ddpg, dqn, iql, ppo, qrdqn, reinforce, sac, td3, tqc, trpo
+from rlcli.algos import a2c, bc, cql, crossq, ddpg, dqn, ippo, iql, mappo, ppo, qrdqn, reinforce, sac, td3, tqc, trpo
 from rlcli.algos.spec import AlgorithmSpec
 from rlcli.config.algos import WITH_GSDE, gsde_on
 from rlcli.config.errors import single
@@ -176,6 +176,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "bc": bc.SPEC,
     "iql": iql.SPEC,
     "cql": cql.SPEC,
+    "ippo": ippo.SPEC,
+    "mappo": mappo.SPEC,
 }
 """Each algorithm's record, by its config ``name``, in the order of ``rlcli.config.algos.ALGO_CONFIGS``
 (the models that declare capabilities; ``tests/algos/test_generic.py`` checks both hold the same

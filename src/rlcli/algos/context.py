@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         OptimConfig,
     )
     from rlcli.datasets import Dataset
+    from rlcli.envs.teams import TeamLayout
     from rlcli.runtime.distributed import Group
 
 
@@ -59,6 +60,12 @@ class BuildContext:
     action_masks: bool = False
     """The envs give action masks that the algorithm applies (:func:`rlcli.envs.masks.find_masks`): batches
     carry ``action_mask`` and ``next_action_mask``."""
+
+    team: TeamLayout | None = None
+    """A team env's groups and state (IPPO, MAPPO); None for a single-agent env."""
+    critic_space: spaces.Box | None = None
+    """A centralized critic's input (MAPPO's: the env's state or the group's observations), which the value
+    reads instead of the observation: observations are then TensorDicts of ``observation`` and ``critic``."""
 
     def encoder(self) -> Encoder:
         """A new encoder of the observation space as ``[network] encoder`` asks (its ``out_features``

@@ -40,8 +40,9 @@ def _either(items: list[str]) -> str:
     return ", ".join(items[:-1]) + f" or {items[-1]}" if len(items) > 1 else "".join(items)
 
 
-def _learns_from(sources: tuple[str, ...]) -> str:
-    return " or ".join({"collector": "envs", "dataset": "a dataset"}[source] for source in sources)
+def _learns_from(sources: tuple[str, ...], teams: bool = False) -> str:
+    envs = "team envs ([multi-agent](docs/guides/multi-agent.md))" if teams else "envs"
+    return " or ".join({"collector": envs, "dataset": "a dataset"}[source] for source in sources)
 
 
 def _preset_rows() -> dict[tuple[str, str], list[str]]:
@@ -89,7 +90,12 @@ def readme_markdown() -> str:
         masked = c.masks.actions if c.masks else ()
         cells = [title, f"`{name}`"]
         cells += [] if uniform else [", ".join(f"`{o}`" for o in c.observations)]
-        cells += [_spaces(c.actions, masked), _learns_from(sources), _presets(presets.get((name, key), [])), paper]
+        cells += [
+            _spaces(c.actions, masked),
+            _learns_from(sources, c.teams),
+            _presets(presets.get((name, key), [])),
+            paper,
+        ]
         return "| " + " | ".join(cells) + " |"
 
     for name, c in caps.items():

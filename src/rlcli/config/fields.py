@@ -5,6 +5,7 @@ them, as in ``check = no_problems``, instead of writing a method that repeats th
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, Field
@@ -236,3 +237,22 @@ ValueTarget = Annotated[
         "td_lambda (lambda-returns); gae and td_lambda read return_lambda."
     ),
 ]
+
+
+def plain_values(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``[env] kwargs`` as given, after checking that they hold plain TOML values (a ``field_validator``):
+    dates and times, which TOML has but no env takes, are refused, naming where they are."""
+
+    def check(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                check(item, f"{path}.{key}")
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                check(item, f"{path}[{index}]")
+        elif isinstance(value, (datetime.date, datetime.time)):
+            raise ValueError(f"{path}: dates and times are not allowed as env arguments (got {value})")
+
+    for key, value in kwargs.items():
+        check(value, key)
+    return kwargs

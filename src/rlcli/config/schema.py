@@ -6,21 +6,29 @@ its only documentation; ``rlcli schema`` and ``show-config`` read it.
 
 from __future__ import annotations
 
-import datetime
-import difflib
 import re
 from typing import Annotated, Any, Literal
 
 import gymnasium as gym
 from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
-from rlcli.config.algos import MASKED_ACTIONS, WITH_MASKS, WITH_MEMORY, AlgoConfig, mask_problems, titled
+from rlcli.config.algos import (
+    MASKED_ACTIONS,
+    WITH_MASKS,
+    WITH_MEMORY,
+    AlgoConfig,
+    mask_problems,
+    team_problems,
+    titled,
+)
+from rlcli.config.fields import plain_values
 from rlcli.config.logger import LoggerConfig
 from rlcli.config.memory import memory_problems
 from rlcli.config.model import SECTION, auto_or_count, cross_field_error, section
 from rlcli.config.schedules import CheckpointConfig, EvalConfig, TimingConfig, schedule_problems
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
 from rlcli.envs import register_family, vector_kwargs_problems
+from rlcli.envs.teams.registry import team_extra_problem, team_id_problem
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:[0-9]+)?)$")
@@ -142,6 +150,12 @@ class EnvConfig(BaseModel):
         description="Clip the rewards an algorithm learns from to [-clip, clip] (1.0 on Atari, as "
         "Mnih et al. 2015); returns, stop_at_return and evaluation still count the env's own rewards.",
     )
+    groups: dict[str, list[str]] | None = Field(
+        None,
+        description="Team envs: the agents of each group, by name (each agent in exactly one group; a group's "
+        "agents share spaces, networks, an optimizer and metrics). Default: agents grouped by name without "
+        "their trailing index (adversary_0, adversary_1 -> adversary).",
+    )
     action_mask: Literal["auto", "info", "observation", "none"] = Field(
         "auto",
         description=f"Which actions the env allows at each step ({MASKED_ACTIONS} actions; {titled(WITH_MASKS)}): "
@@ -153,22 +167,7 @@ class EnvConfig(BaseModel):
         "(True or 1: allowed).",
     )
 
-    @field_validator("kwargs")
-    @classmethod
-    def _plain_values(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
-        def check(value: Any, path: str) -> None:
-            if isinstance(value, dict):
-                for key, item in value.items():
-                    check(item, f"{path}.{key}")
-            elif isinstance(value, list):
-                for index, item in enumerate(value):
-                    check(item, f"{path}[{index}]")
-            elif isinstance(value, (datetime.date, datetime.time)):
-                raise ValueError(f"{path}: dates and times are not allowed as env arguments (got {value})")
-
-        for key, value in kwargs.items():
-            check(value, key)
-        return kwargs
+    _plain_values = field_validator("kwargs")(classmethod(plain_values))
 
     @field_validator("id")
     @classmethod
@@ -180,13 +179,14 @@ class EnvConfig(BaseModel):
                 f"module-qualified env id {env_id!r} is not allowed: a config cannot import code; "
                 "use a registered id such as 'CartPole-v1'"
             )
-        missing = register_family(env_id)
+        missing = register_family(env_id) or team_extra_problem(env_id)
         if missing:
             raise ValueError(missing)
         if env_id not in gym.registry:
-            close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise ValueError(f"unknown gymnasium env id {env_id!r}{hint}")
+            # A team env's id (PettingZoo's registry, vmas/<scenario>), or why it is none.
+            problem = team_id_problem(env_id, list(gym.registry))
+            if problem:
+                raise ValueError(problem)
         return env_id
 
     @model_validator(mode="after")
@@ -362,7 +362,11 @@ def cross_section_problems(
     ``given`` names the sections the config file wrote (a default ``[collector]`` is not one).
     """
     env, collector, algo = sections.get("env"), sections.get("collector"), sections.get("algo")
-    problems = source_problems(algo, sections.get("data"), given) or mask_problems(algo, env, sections.get("data"))
+    problems = (
+        source_problems(algo, sections.get("data"), given)
+        or team_problems(algo, env)
+        or mask_problems(algo, env, sections.get("data"))
+    )
     if problems:
         return problems
     problems = schedule_problems(sections)

@@ -11,11 +11,12 @@ from torch import nn
 from rlcli import keys
 from rlcli.carry import Carry
 from rlcli.models.critics import ValueCritic
+from rlcli.models.encoders import KeyEncoder, build_encoder
 from rlcli.models.gsde import StateDependentHead, state_dependent_noise
 from rlcli.models.heads import BernoulliHead, CategoricalHead, GaussianHead, MultiCategoricalHead, PolicyHead
 from rlcli.models.memory import MemoryCore
 from rlcli.models.mlp import mlp, policy_mlp
-from rlcli.models.normalization import ObservationNormalizer
+from rlcli.models.normalization import KeyedNormalizer, ObservationNormalizer
 
 if TYPE_CHECKING:
     from tensordict import TensorDict
@@ -34,7 +35,7 @@ class ActorCritic(nn.Module):
 
     def __init__(
         self,
-        obs_norm: ObservationNormalizer,
+        obs_norm: ObservationNormalizer | KeyedNormalizer,
         encoder: Encoder,
         policy: PolicyHead[Any],
         value: ValueCritic,
@@ -171,9 +172,10 @@ def build_actor_critic(ctx: BuildContext, *, gsde: bool = False) -> ActorCritic:
     one; a gSDE head over Box actions with ``gsde``); observations normalized as its ``env`` section
     asks, with statistics pooled over its ranks."""
     network = ctx.network
+    if ctx.critic_space is not None:
+        return _centralized(ctx, gsde=gsde)
     encoder = ctx.encoder()
     value_encoder = None if network.share_encoder else ctx.encoder()
-    orthogonal = network.init == "orthogonal"
     memory = None
     if network.memory != "none":
         inputs: tuple[int, ...] = (encoder.out_features,)
@@ -182,10 +184,35 @@ def build_actor_critic(ctx: BuildContext, *, gsde: bool = False) -> ActorCritic:
         memory = MemoryCore(network.memory, inputs, size=network.memory_size, layers=network.memory_layers)
     obs_dim = encoder.out_features if memory is None else memory.out_features
     policy = _policy_head(ctx, obs_dim, gsde=gsde)
-    value = ValueCritic(
-        mlp(obs_dim, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0)
+    return ActorCritic(ctx.observation_normalizer(), encoder, policy, _value(ctx, obs_dim), value_encoder, memory)
+
+
+def _value(ctx: BuildContext, in_features: int) -> ValueCritic:
+    """The value MLP over ``in_features`` features, as ``[network]`` shapes it."""
+    network = ctx.network
+    orthogonal = network.init == "orthogonal"
+    return ValueCritic(
+        mlp(in_features, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0)
     )
-    return ActorCritic(ctx.observation_normalizer(), encoder, policy, value, value_encoder, memory)
+
+
+def _centralized(ctx: BuildContext, *, gsde: bool) -> ActorCritic:
+    """A team agent's policy over its ``observation`` and a centralized critic over its ``critic`` input
+    (``ctx.critic_space``), each with an encoder and normalization statistics of its own."""
+    network = ctx.network
+    assert ctx.critic_space is not None, "only for a centralized critic"
+    encoder = KeyEncoder("observation", ctx.encoder())
+    value_encoder = KeyEncoder("critic", build_encoder(ctx.critic_space, network))
+    policy = _policy_head(ctx, encoder.out_features, gsde=gsde)
+    value = _value(ctx, value_encoder.out_features)
+    critic_norm = ObservationNormalizer(
+        ctx.critic_space.shape,
+        enabled=ctx.env.normalize_observation,
+        clip=ctx.env.clip_observation,
+        group=ctx.group,
+    )
+    norm = KeyedNormalizer({"observation": ctx.observation_normalizer(), "critic": critic_norm})
+    return ActorCritic(norm, encoder, policy, value, value_encoder)
 
 
 def _policy_head(ctx: BuildContext, obs_dim: int, *, gsde: bool) -> PolicyHead[Any]:

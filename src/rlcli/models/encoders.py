@@ -193,7 +193,20 @@ class DictEncoder(nn.Module):
         return torch.cat([self.encoders[name](obs.get(name)) for name in self.names], -1)
 
 
-Encoder: TypeAlias = "Flat | OneHot | _Pixels | DictEncoder"
+class KeyEncoder(nn.Module):
+    """An encoder of one key of a TensorDict observation: a team agent's policy reads its ``observation``
+    and a centralized critic its ``critic`` input, each through an encoder of its own."""
+
+    def __init__(self, key: str, encoder: Encoder):
+        super().__init__()
+        self.key, self.encoder = key, encoder
+        self.out_features: int = encoder.out_features
+
+    def forward(self, obs) -> torch.Tensor:
+        return self.encoder(obs.get(self.key))
+
+
+Encoder: TypeAlias = "Flat | OneHot | _Pixels | DictEncoder | KeyEncoder"
 """Every encoder :func:`build_encoder` makes: an ``nn.Module`` with ``out_features``, its output width."""
 
 
@@ -297,6 +310,6 @@ def named_encoders(agent: nn.Module) -> list[tuple[str, Encoder]]:
     for name, module in agent.named_modules():
         if "target" in name or any(name.startswith(outer + ".") for outer, _ in found):
             continue
-        if isinstance(module, (Flat, OneHot, _Pixels, DictEncoder)):
+        if isinstance(module, (Flat, OneHot, _Pixels, DictEncoder, KeyEncoder)):
             found.append((name, module))
     return found

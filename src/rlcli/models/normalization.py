@@ -89,6 +89,36 @@ class ObservationNormalizer(nn.Module):
         self.stats.update(rows)
 
 
+class KeyedNormalizer(nn.Module):
+    """One :class:`ObservationNormalizer` per key of a TensorDict observation (a team agent's ``observation``
+    and its centralized critic's ``critic`` input), with the same calls as one."""
+
+    def __init__(self, normalizers: dict[str, ObservationNormalizer]):
+        super().__init__()
+        self.normalizers = nn.ModuleDict(normalizers)
+        # The same modules, typed: a ModuleDict's items are plain Modules to the type checker.
+        self.by_key: dict[str, ObservationNormalizer] = dict(normalizers)
+
+    @property
+    def enabled(self) -> bool:
+        return any(norm.enabled for norm in self.by_key.values())
+
+    @torch.no_grad()
+    def forward(self, obs):
+        """``obs`` (a TensorDict [*B]) with each key normalized by its own statistics."""
+        out = obs.copy()
+        for key, norm in self.by_key.items():
+            # Acting reads the policy's key alone: the critic's input may be absent.
+            if key in obs.keys():
+                out.set(key, norm(obs.get(key)))
+        return out
+
+    @torch.no_grad()
+    def observe(self, obs, valid: torch.Tensor | None = None) -> None:
+        for key, norm in self.by_key.items():
+            norm.observe(obs.get(key), valid)
+
+
 def clip_rewards(reward: torch.Tensor, bound: float | None) -> torch.Tensor:
     """``reward`` clamped to [-bound, bound] (a new tensor), or ``reward`` itself when ``bound`` is None.
 

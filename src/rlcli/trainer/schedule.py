@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from rlcli.play.evaluation import SEED_OFFSET, EpisodeProgress, Evaluator, Stopped
+from rlcli.play.evaluation import SEED_OFFSET, EpisodeProgress, Stopped
+from rlcli.play.team_evaluation import evaluator as make_evaluator
 from rlcli.run import Run
 from rlcli.trainer.state import TrainState
 
@@ -35,7 +36,7 @@ def final_evaluation(run: Run, state: TrainState, progress: EpisodeProgress | No
     cfg = run.cfg
     started = time.perf_counter()
     try:
-        evaluator = Evaluator(
+        evaluator = make_evaluator(
             run.algo.agent,
             cfg.env,
             episodes=cfg.eval.final_episodes,

@@ -101,3 +101,11 @@ gym.register(
 # Envs with action masks (Dict observations with a mask, MultiDiscrete actions, a memory task, Taxi
 # counting forbidden actions): registered by importing their module.
 from rlcli_test_envs import masked as masked  # noqa: E402
+
+# A team env (agents that leave and join, per-agent masks) in PettingZoo's registry, where PettingZoo is.
+try:
+    import pettingzoo  # noqa: F401
+except ImportError:
+    pass
+else:
+    from rlcli_test_envs import teams as teams  # noqa: E402

@@ -12,6 +12,7 @@ from rlcli.bench.floors.policy_gradient import gae_loop
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs
 from rlcli.envs import env_family, make_envs
+from rlcli.envs.teams import team_kind
 from rlcli.learning.advantages import gae
 from rlcli.run import build_run
 from rlcli.timing import Timer
@@ -32,7 +33,8 @@ def env_suite(opts: BenchOptions) -> SuiteOutput:
     import gymnasium as gym
 
     cases = []
-    envs_seen = {cfg.env.id: cfg.env for cfg in preset_configs(opts).values()}
+    # Team envs are stepped by the collector suite's cases of the team presets.
+    envs_seen = {cfg.env.id: cfg.env for cfg in preset_configs(opts).values() if team_kind(cfg.env.id) is None}
     for env_id, env_cfg in envs_seen.items():
         # An ALE/ preset's kwargs are its vector env's, which sync or async envs of the raw game do not take.
         family = env_family(env_id) is not None

@@ -116,7 +116,10 @@ def algorithm_presets(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
     """One preset per algorithm of the table: the first shipped one that uses it on vector observations
     (the loss suite times the pixel presets' at their own batch sizes)."""
     chosen: dict[str, RunConfig] = {}
-    for cfg in [*preset_configs(opts, *extra).values(), *offline_configs(opts).values()]:
+    # The team presets at their own sizes: their envs and batches are their own (frames_per_batch a multiple
+    # of their num_envs), and their rows are agents'.
+    single, teams = preset_configs(opts, *extra, teams=False), preset_configs(opts, teams=True)
+    for cfg in [*single.values(), *teams.values(), *offline_configs(opts).values()]:
         if cfg.algo.name in ALGORITHMS and env_family(cfg.env.id) is None:
             chosen.setdefault(cfg.algo.name, cfg)
     return chosen
@@ -164,7 +167,9 @@ def _loss_cases(
     """Append the loss cases of one algorithm at one batch size."""
     loss = torch.compile(algo.loss) if opts.compile else algo.loss
     # Rows per call: a recurrent minibatch is [L, C] sequences.
-    params = {"preset": cfg.run.name, "batch": minibatch.numel()} | ({"compile": True} if opts.compile else {})
+    # A team algorithm's minibatch holds one per group, under the group's name.
+    rows = minibatch.numel() if minibatch.batch_dims else sum(group.numel() for group in minibatch.values())
+    params = {"preset": cfg.run.name, "batch": rows} | ({"compile": True} if opts.compile else {})
     params |= {"precision": "bf16"} if cfg.run.precision == "bf16" else {}
 
     def backward():

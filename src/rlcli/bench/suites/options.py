@@ -78,24 +78,34 @@ SuiteOutput = tuple[list[Case], list[Ratio]]
 """A suite's cases, in the order they are timed, and the ratios derived from their figures."""
 
 
-def preset_configs(opts: BenchOptions, *extra: str) -> dict[str, RunConfig]:
+def preset_configs(opts: BenchOptions, *extra: str, teams: bool | None = None) -> dict[str, RunConfig]:
     """Every shipped online preset whose env can be made here, on the bench device, with ``extra``
     overrides (a preset whose optional extra, such as mujoco, is not installed is left out; the
-    offline ones are :func:`rlcli.bench.suites.offline.offline_configs`)."""
+    offline ones are :func:`rlcli.bench.suites.offline.offline_configs`); with ``teams`` True or False, only
+    the team presets (IPPO, MAPPO) or only the others."""
+    from rlcli.config.algos import TEAMS
+
     device = f'run.device="{opts.device}"'
     online = [name for name in available_presets() if not load_config(name).offline]
-    configs = {
-        name: load_config(name, [device, "timing.enabled=false", opts.threads_setting, *extra]) for name in online
+    if teams is not None:
+        online = [name for name in online if (load_config(name).algo.name in TEAMS) == teams]
+    available = [name for name in online if env_available(load_config(name).env.id)]
+    return {
+        name: load_config(name, [device, "timing.enabled=false", opts.threads_setting, *extra]) for name in available
     }
-    return {name: cfg for name, cfg in configs.items() if env_available(cfg.env.id)}
 
 
 @functools.cache
 def env_available(env_id: str) -> bool:
-    """Whether gymnasium makes ``env_id`` here (False where its optional extra is missing)."""
+    """Whether gymnasium makes ``env_id`` here, or for a team env whether its registry knows it (False where
+    its optional extra is missing)."""
     import gymnasium as gym
 
     from rlcli.envs import mujoco_warnings_once
+    from rlcli.envs.teams import team_id_problem, team_kind
+
+    if env_id not in gym.registry and (team_kind(env_id) is not None or env_id.startswith(("vmas/", "mpe2/"))):
+        return team_id_problem(env_id, []) is None
 
     mujoco_warnings_once(env_id)
     try:

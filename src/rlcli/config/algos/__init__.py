@@ -16,17 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Protocol, TypeGuard, Union, get_arg
 
 from pydantic import Field
 
-from rlcli.config.algos import actor_critic, offline, on_policy, value_based
+from rlcli.config.algos import actor_critic, offline, on_policy, teams, value_based
 from rlcli.config.algos.actor_critic import CrossQConfig, DDPGConfig, SACConfig, TD3Config, TQCConfig
 from rlcli.config.algos.capabilities import Capabilities, words
 from rlcli.config.algos.offline import BCConfig, CQLConfig, IQLConfig
 from rlcli.config.algos.on_policy import A2CConfig, PPOConfig, REINFORCEConfig, TRPOConfig
+from rlcli.config.algos.teams import IPPOConfig, MAPPOConfig
 from rlcli.config.algos.value_based import DQNConfig, QRDQNConfig
+from rlcli.envs.teams.registry import team_kind
 
 # The family modules, in the order of the docs' tables. A model is an algorithm's when it declares its
 # CAPABILITIES: that declaration is the one line a new algorithm adds on this side, so no second list of
 # names can drift from the models (config/ cannot read rlcli.algos.ALGORITHMS: it must stay torch-free).
-FAMILIES = (on_policy, value_based, actor_critic, offline)
+FAMILIES = (on_policy, value_based, actor_critic, offline, teams)
 
 
 def _declares(value: object, family: ModuleType) -> TypeGuard[type[AlgoConfig]]:
@@ -120,7 +122,13 @@ def mask_problems(algo, env, data) -> list[tuple[str, str]]:
     ``rlcli.algos.uses_masks``)."""
     if algo is None or env is None or env.action_mask in ("auto", "none"):
         return []
-    online = [name for name in WITH_MASKS if "collector" in capabilities(name).sources]
+    # Those that learn from envs of this kind: team algorithms for a team env, the others for the rest.
+    team_env = team_kind(env.id) is not None
+    online = [
+        name
+        for name in WITH_MASKS
+        if "collector" in capabilities(name).sources and capabilities(name).teams == team_env
+    ]
     if algo.name in online and data is None:
         return []
     how = "learns from a dataset" if data is not None else "applies none"
@@ -129,6 +137,35 @@ def mask_problems(algo, env, data) -> list[tuple[str, str]]:
             "env.action_mask",
             f"{algo.name} cannot use action masks ({how}); the algorithms that can: {', '.join(online)}; "
             'set action_mask = "none" (or "auto")',
+        )
+    ]
+
+
+TEAMS = tuple(name for name, model in ALGO_CONFIGS.items() if model.CAPABILITIES.teams)
+"""The algorithms that train teams (PettingZoo and VMAS envs)."""
+
+
+def team_problems(algo, env) -> list[tuple[str, str]]:
+    """A single-agent algorithm on a team env, or a team algorithm on a gymnasium env: which algorithms fit."""
+    if algo is None or env is None:
+        return []
+    team_env = team_kind(env.id) is not None
+    if team_env == (algo.name in TEAMS):
+        return []
+    if team_env:
+        return [
+            (
+                "algo.name",
+                f"{env.id} is a team env (several agents), which {algo.name} does not train; the algorithms "
+                f"that train teams: {', '.join(TEAMS)}",
+            )
+        ]
+    singles = [name for name in ALGO_CONFIGS if name not in TEAMS and "collector" in capabilities(name).sources]
+    return [
+        (
+            "algo.name",
+            f"{algo.name} trains teams of agents (PettingZoo and VMAS envs), and {env.id} is a single-agent "
+            f"gymnasium env; the algorithms that learn from it: {', '.join(singles)}",
         )
     ]
 
@@ -151,6 +188,8 @@ if TYPE_CHECKING:
         BCConfig,
         CQLConfig,
         IQLConfig,
+        IPPOConfig,
+        MAPPOConfig,
     ]
 else:
     AlgoConfig = Annotated[
@@ -163,6 +202,7 @@ __all__ = [
     "MASKED_ACTIONS",
     "OFFLINE",
     "SAMPLING",
+    "TEAMS",
     "WITH_GSDE",
     "WITH_MASKS",
     "WITH_MEMORY",
@@ -173,7 +213,9 @@ __all__ = [
     "CrossQConfig",
     "DDPGConfig",
     "DQNConfig",
+    "IPPOConfig",
     "IQLConfig",
+    "MAPPOConfig",
     "PPOConfig",
     "QRDQNConfig",
     "REINFORCEConfig",
@@ -184,5 +226,6 @@ __all__ = [
     "capabilities",
     "gsde_on",
     "mask_problems",
+    "team_problems",
     "titled",
 ]

@@ -80,6 +80,8 @@ class Capabilities:
     memory: bool = False
     """Whether its policy may have a memory core (``[network] memory``); its config then has
     ``sequence(steps)``, the steps per sequence of its recurrent update."""
+    teams: bool = False
+    """Whether it trains teams (PettingZoo and VMAS envs, groups of agents) rather than one agent per env."""
     fields_note: str = ""
     """Variants that are plain fields, named in the README's table after the title."""
     variants: tuple[Variant, ...] = ()

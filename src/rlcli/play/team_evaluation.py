@@ -1,0 +1,122 @@
+"""Evaluation of a trained team on team envs of its own: the :class:`~rlcli.play.evaluation.Evaluator` of
+team runs, with the same calls and results (the return of an episode is the sum over groups of each group's
+return, as training counts it; each group's returns are kept in ``group_returns``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlcli import keys
+from rlcli.collectors.teams import TeamEpisodes
+from rlcli.envs.teams import ALIVE, DONE, make_team_envs, team_kind
+from rlcli.play.evaluation import EpisodeProgress, EpisodeRecord, EvalResult, Evaluator, Stopped, _tell
+
+
+class TeamEvaluator:
+    """Runs ``episodes`` episodes of a team agent's ``actions`` on ``min(episodes, num_envs)`` team envs of
+    its own, each env a fixed quota of episodes (as :class:`~rlcli.play.evaluation.Evaluator` does)."""
+
+    render = False
+
+    def __init__(
+        self,
+        agent: Any,
+        env_cfg,
+        *,
+        episodes: int,
+        deterministic: bool,
+        seed: int,
+        device: torch.device | str,
+        source: str | None = None,
+        num_envs: int | None = None,
+    ):
+        if episodes < 1:
+            raise ValueError(f"episodes must be at least 1, got {episodes}")
+        self.agent, self.env_id = agent, env_cfg.id
+        self.episodes, self.deterministic, self.seed = episodes, deterministic, seed
+        self.device = torch.device(device)
+        copies = min(episodes, num_envs or env_cfg.num_envs)
+        # Acting never reads the state: only a critic does.
+        self.envs = make_team_envs(env_cfg, copies, seed=seed, device=self.device, source=source, state=False)
+        self.layout = self.envs.layout
+        self.quota = np.array([episodes // copies + (i < episodes % copies) for i in range(copies)])
+        self.observation_space = self.layout.groups[0].observation_space
+        self.action_space = self.layout.groups[0].action_space
+        self.generator = torch.Generator(device=self.device)
+        self.masks = True
+        self.record = EpisodeRecord(episodes)
+        self.group_returns: dict[str, list[float]] = {}
+
+    @property
+    def num_envs(self) -> int:
+        return self.envs.num_envs
+
+    def __call__(
+        self,
+        seed_offset: int = 0,
+        *,
+        frames_sink: Callable[[np.ndarray], None] | None = None,
+        stop: Callable[[], bool] | None = None,
+        progress: EpisodeProgress | None = None,
+    ) -> EvalResult:
+        """Play exactly ``episodes`` episodes; the same ``seed_offset`` plays the same episodes."""
+        if frames_sink is not None:
+            raise ValueError("team evaluations do not record video yet")
+        base = self.seed + seed_offset
+        self.generator.manual_seed(base)
+        n = self.num_envs
+        start = self.envs.reset(int(np.random.SeedSequence(base).generate_state(1)[0])).to(self.device).clone()
+        stats = TeamEpisodes(self.layout.names, n, 1, self.device)
+        finished = np.zeros(n, dtype=np.int64)
+        returns: list[list[float]] = [[] for _ in range(n)]
+        lengths: list[list[int]] = [[] for _ in range(n)]
+        groups: dict[str, list[list[float]]] = {name: [[] for _ in range(n)] for name in self.layout.names}
+        told = _tell(progress, finished, self.quota, -1)
+        assert self.agent is not None, "build_run sets the evaluation's agent before it plays"
+        while (finished < self.quota).any():
+            if stop is not None and stop():
+                raise Stopped
+            chosen = self.agent.actions(start, deterministic=self.deterministic, generator=self.generator)
+            actions = {name: chosen.get(name).get(keys.ACTION) for name in self.layout.names}
+            after, fresh = self.envs.step(actions)
+            after = after.to(self.device)
+            before = {name: stats.running[name].clone() for name in self.layout.names}
+            lengths_before = stats.lengths.clone() + 1
+            rewards = {name: after.get(name).get("reward") for name in self.layout.names}
+            alive = {name: start.get(name).get(ALIVE) for name in self.layout.names}
+            # Each group's return of the step, before TeamEpisodes folds and zeroes the ended episodes.
+            step = {
+                name: ((rewards[name] * alive[name]).sum(-1) / alive[name].sum(-1).clamp(min=1)).double()
+                for name in self.layout.names
+            }
+            stats.step(rewards, alive, after.get(DONE))
+            for i in after.get(DONE).nonzero().flatten().tolist():
+                if finished[i] < self.quota[i]:
+                    per_group = {name: float(before[name][i] + step[name][i]) for name in self.layout.names}
+                    returns[i].append(sum(per_group.values()))
+                    lengths[i].append(int(lengths_before[i]))
+                    for name, value in per_group.items():
+                        groups[name][i].append(value)
+                finished[i] += 1
+            told = _tell(progress, finished, self.quota, told)
+            start = fresh.to(self.device).clone()
+        result = EvalResult([r for env in returns for r in env], [k for env in lengths for k in env])
+        self.group_returns = {name: [r for env in rows for r in env] for name, rows in groups.items()}
+        self.record.add(result)
+        return result
+
+    def close(self) -> None:
+        self.envs.close()
+
+
+def evaluator(agent: Any, env_cfg, **kwargs: Any) -> Evaluator | TeamEvaluator:
+    """The evaluation of ``env_cfg``'s env: a :class:`TeamEvaluator` for a team env, else an
+    :class:`~rlcli.play.evaluation.Evaluator` (``kwargs`` as they take them)."""
+    if team_kind(env_cfg.id) is not None:
+        kwargs.pop("render", None)
+        return TeamEvaluator(agent, env_cfg, **kwargs)
+    return Evaluator(agent, env_cfg, **kwargs)

@@ -1,0 +1,145 @@
+"""The team learner: each group's rollout as ``N * agents`` columns, rows of absent agents counted in no
+advantage and no gradient, centralized critic inputs, and small team runs in this process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from rlcli import keys
+from rlcli.run import build_run
+from rlcli.timing import Timer
+from rlcli.trainer.loop import train
+from support.run_folders import rows_of
+from support.teams import leavers, needs, team_config
+
+
+def _collected(tmp_path, algo="mappo", **algo_fields):
+    leavers()
+    cfg = team_config(algo, "RlcliTest/leavers-v0", tmp_path=tmp_path, algo=algo_fields)
+    run = build_run(cfg)
+    batch = run.source.next_batch(Timer(torch.device("cpu")))
+    return run, batch
+
+
+def test_rows_after_an_agent_left_give_no_gradient(tmp_path):
+    run, batch = _collected(tmp_path)
+    try:
+        learner = run.algo.learners["runner"]
+        view = run.algo.rollout(batch, "runner")
+        flat = learner.rollout.rows(view.clone(), Timer(torch.device("cpu")))
+        valid = flat[keys.VALID]
+        assert 0 < int(valid.sum()) < valid.numel(), "the test env has absent agents in every rollout"
+
+        def gradients(rows):
+            learner.agent.zero_grad(set_to_none=True)
+            learner.loss(rows)["loss/total"].backward()
+            return [p.grad.clone() for p in learner.agent.parameters() if p.grad is not None]
+
+        before = gradients(flat)
+        # Whatever the absent agents' rows hold, the gradient stays the same.
+        spoiled = flat.clone()
+        gone = ~valid
+        spoiled[keys.ADVANTAGE][gone] = 1e6
+        spoiled[keys.VALUE_TARGET][gone] = -1e6
+        spoiled[keys.LOG_PROB][gone] = -50.0
+        spoiled[keys.ACTION][gone] = 0
+        inputs = spoiled[keys.INPUT]
+        inputs.set("observation", torch.where(gone[:, None], 99.0, inputs.get("observation")))
+        after = gradients(spoiled)
+        assert len(before) == len(after) > 0
+        for a, b in zip(before, after):
+            torch.testing.assert_close(a, b)
+    finally:
+        run.close()
+
+
+def test_no_advantage_crosses_an_agents_end(tmp_path):
+    run, batch = _collected(tmp_path, algo="ippo")
+    try:
+        learner = run.algo.learners["runner"]
+        view = run.algo.rollout(batch, "runner")
+        timer = Timer(torch.device("cpu"))
+        first = learner.rollout.rows(view.clone(), timer)
+        # Rewards of rows where an agent was absent change no valid row's advantage.
+        spoiled = view.clone()
+        spoiled[keys.REWARD][~spoiled[keys.VALID]] = 1000.0
+        second = learner.rollout.rows(spoiled, timer)
+        valid = first[keys.VALID]
+        torch.testing.assert_close(first[keys.ADVANTAGE][valid], second[keys.ADVANTAGE][valid])
+        # Every agent's last live step in the rollout ends its trace there: terminated, or the rollout's end.
+        ended = view[keys.TERMINATED] | view[keys.TRUNCATED]
+        live = view[keys.VALID]
+        leaving = live[:-1] & ~live[1:]
+        assert bool(ended[:-1][leaving].all())
+    finally:
+        run.close()
+
+
+def test_mappo_critic_reads_the_state_and_the_policy_its_own_observation(tmp_path):
+    needs("pettingzoo", "mpe2")
+    cfg = team_config(
+        "mappo",
+        "mpe2/simple_spread_v3",
+        tmp_path=tmp_path,
+        env={"kwargs": {"N": 3, "max_cycles": 25}},
+        algo={"agent_index": True},
+    )
+    run = build_run(cfg)
+    try:
+        inputs = run.algo.inputs["agent"]
+        assert inputs.critic == "state"
+        batch = run.source.next_batch(Timer(torch.device("cpu")))
+        made = inputs(batch)
+        # The policy's input: the agent's observation and its one-hot index; the critic's: the state and the index.
+        own = batch["agent", keys.OBSERVATION]
+        torch.testing.assert_close(made["observation"][..., :18], own)
+        torch.testing.assert_close(made["observation"][0, 0, :, 18:], torch.eye(3))
+        torch.testing.assert_close(made["critic"][..., 0, :54], batch["state"])
+        torch.testing.assert_close(made["critic"][..., 2, :54], batch["state"])
+        # The policy never reads the critic's input: changing it changes no action distribution.
+        agent = run.algo.learners["agent"].agent
+        rows = made[0, 0]
+        moved = rows.clone()
+        moved.set("critic", moved.get("critic") + 5.0)
+        features = agent.features(agent.obs_norm(rows))[0]
+        torch.testing.assert_close(features, agent.features(agent.obs_norm(moved))[0])
+        assert not torch.equal(agent.state_value(agent.obs_norm(rows)), agent.state_value(agent.obs_norm(moved)))
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize("algo", ["ippo", "mappo"])
+def test_a_team_run_writes_per_group_columns_and_a_final_evaluation(tmp_path, algo):
+    leavers()
+    cfg = team_config(algo, "RlcliTest/leavers-v0", tmp_path=tmp_path, total=192)
+    run = build_run(cfg)
+    state = train(run)
+    assert state.status == "completed"
+    rows = rows_of(state.run_dir)
+    assert len(rows) == 3
+    assert {"loss/policy/runner", "loss/value/runner", "stats/approx_kl/runner"} <= set(rows[0])
+    assert all(row["rollout/episode_return_mean"] not in ("", "nan") for row in rows)
+    final = json.loads((state.run_dir / "run.json").read_text())["final_eval"]
+    assert final["episodes"] == 4 and 0.0 <= final["mean"] <= 6.0
+
+
+def test_box_actions_train_with_gsde_on_vmas(tmp_path):
+    needs("vmas")
+    cfg = team_config(
+        "ippo",
+        "vmas/balance",
+        tmp_path=tmp_path,
+        env={"kwargs": {"n_agents": 2}, "max_episode_steps": 8},
+        algo={"use_sde": True},
+        total=128,
+    )
+    run = build_run(cfg)
+    agent = run.algo.learners["agent"].agent
+    before = [p.detach().clone() for p in agent.parameters()]
+    state = train(run)
+    assert state.status == "completed"
+    assert any(not torch.equal(a, b) for a, b in zip(before, agent.parameters()))
+    assert "stats/approx_kl/agent" in rows_of(state.run_dir)[-1]
