@@ -59,6 +59,11 @@ class Source(Protocol):
         one row of no keys per gradient step the iteration owes (the algorithm samples its dataset)."""
         ...
 
+    def row_terms(self) -> dict[str, float]:
+        """Columns of its own for the iteration's row (a team's return per group), named in ``Run.metrics``;
+        empty for most sources."""
+        ...
+
     def state_dict(self) -> dict: ...
 
     def load_state_dict(self, state: dict) -> bool:

@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from rlcli import keys
+from rlcli.play.playback import evaluate_run
 from rlcli.run import build_run
 from rlcli.timing import Timer
 from rlcli.trainer.loop import train
+from rlcli.trainer.state import Hooks
 from support.run_folders import rows_of
 from support.teams import leavers, needs, team_config
 
@@ -121,9 +123,24 @@ def test_a_team_run_writes_per_group_columns_and_a_final_evaluation(tmp_path, al
     rows = rows_of(state.run_dir)
     assert len(rows) == 3
     assert {"loss/policy/runner", "loss/value/runner", "stats/approx_kl/runner"} <= set(rows[0])
+    # One group: its return column is the run's.
+    assert [row["rollout/episode_return_mean/runner"] for row in rows] == [
+        row["rollout/episode_return_mean"] for row in rows
+    ]
     assert all(row["rollout/episode_return_mean"] not in ("", "nan") for row in rows)
     final = json.loads((state.run_dir / "run.json").read_text())["final_eval"]
     assert final["episodes"] == 4 and 0.0 <= final["mean"] <= 6.0
+    # rlcli eval plays the run's team from its folder, as the final evaluation did (the same default seed).
+    report = evaluate_run(state.run_dir, episodes=4)
+    assert report.result.episodes == 4 and report.result.mean == pytest.approx(final["mean"])
+
+
+def test_export_of_a_team_run_is_refused_with_exit_2(cli, tmp_path):
+    leavers()
+    state = train(build_run(team_config("ippo", "RlcliTest/leavers-v0", tmp_path=tmp_path, total=64)))
+    result = cli("export", str(state.run_dir), "--out", str(tmp_path / "policy.onnx"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "team env" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_box_actions_train_with_gsde_on_vmas(tmp_path):
@@ -143,3 +160,44 @@ def test_box_actions_train_with_gsde_on_vmas(tmp_path):
     assert state.status == "completed"
     assert any(not torch.equal(a, b) for a, b in zip(before, agent.parameters()))
     assert "stats/approx_kl/agent" in rows_of(state.run_dir)[-1]
+
+
+def test_a_stopped_team_run_resumes_to_its_budget(tmp_path):
+    leavers()
+    cfg = team_config("mappo", "RlcliTest/leavers-v0", tmp_path=tmp_path, total=320)
+
+    def stop_after_two(state):
+        if state.iteration == 2:
+            state.stop_requested = True
+
+    stopped = train(build_run(cfg), hooks=Hooks(on_iteration_end=[stop_after_two]))
+    assert stopped.status == "interrupted" and stopped.iteration == 2
+    resumed = train(build_run(cfg), resume=stopped.run_dir)
+    assert resumed.status == "completed" and resumed.frames == 320
+    rows = rows_of(stopped.run_dir)
+    assert [int(row["iteration"]) for row in rows] == [1, 2, 3, 4, 5]
+    # The team's learners took their optimizer state back: the resumed run went on from it.
+    assert all(row["loss/policy/runner"] not in ("", "nan") for row in rows)
+
+
+def test_two_groups_learn_apart_with_columns_of_their_own(tmp_path):
+    needs("pettingzoo", "mpe2")
+    cfg = team_config(
+        "ippo",
+        "mpe2/simple_tag_v3",
+        tmp_path=tmp_path,
+        env={"kwargs": {"num_good": 1, "num_adversaries": 2, "max_cycles": 8}},
+        total=128,
+    )
+    run = build_run(cfg)
+    assert set(run.algo.learners) == {"adversary", "agent"}
+    # Each group has its own networks and optimizer.
+    adversary, agent = run.algo.learners["adversary"], run.algo.learners["agent"]
+    assert not {id(p) for p in adversary.agent.parameters()} & {id(p) for p in agent.agent.parameters()}
+    state = train(run)
+    row = rows_of(state.run_dir)[-1]
+    for group in ("adversary", "agent"):
+        assert row[f"loss/policy/{group}"] not in ("", "nan")
+        assert row[f"rollout/episode_return_mean/{group}"] not in ("", "nan")
+    total = float(row["rollout/episode_return_mean/adversary"]) + float(row["rollout/episode_return_mean/agent"])
+    assert total == pytest.approx(float(row["rollout/episode_return_mean"]), rel=1e-6, abs=1e-6)

@@ -234,6 +234,10 @@ class Collector:
                 self.batch.get(key).copy_(value, non_blocking=True)
         return self.batch
 
+    def row_terms(self) -> dict[str, float]:
+        """None: one agent's episodes are the base columns'."""
+        return {}
+
     def state_dict(self) -> dict:
         """What continuing the rollout needs: the frame count, the action generator, the
         observation the next step acts on, and the envs' own state (:mod:`rlcli.collectors.envstate`)."""

@@ -3,6 +3,7 @@ written step by step (the data source of a team run)."""
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from rlcli.envs.teams import TeamEnvs
     from rlcli.runtime.distributed import Group
     from rlcli.timing import Timer
+
+GROUP_RETURN = "rollout/episode_return_mean"
+"""The base column of the run's return, which each group's column extends with ``/<group>``."""
 
 NEXT_STATE = "next_state"
 """[T, N, *state] float32: the env's state after the step (the final one where an episode ended)."""
@@ -56,6 +60,29 @@ class TeamEpisodes:
             running[rows] = 0.0
         self.lengths[rows] = 0
         self.episode_count += int(rows.numel())
+
+    def state_dict(self) -> dict:
+        """The finished episodes' count and windows (the episodes in progress are not kept: envs reset on resume)."""
+        return {
+            "count": self.episode_count,
+            "returns": list(self.return_queue),
+            "lengths": list(self.length_queue),
+            "groups": {name: list(values) for name, values in self.group_returns.items()},
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Take the count and windows of :meth:`state_dict`, the episodes in progress started afresh."""
+        self.episode_count = state["count"]
+        self.return_queue.clear()
+        self.return_queue.extend(state["returns"])
+        self.length_queue.clear()
+        self.length_queue.extend(state["lengths"])
+        for name, values in self.group_returns.items():
+            values.clear()
+            values.extend(state["groups"][name])
+        for running in self.running.values():
+            running.zero_()
+        self.lengths.zero_()
 
 
 class TeamCollector:
@@ -162,9 +189,23 @@ class TeamCollector:
         assert self.batch is not None
         return self.batch
 
+    @property
+    def row_columns(self) -> tuple[str, ...]:
+        """The columns of :meth:`row_terms`: each group's mean return."""
+        return tuple(f"{GROUP_RETURN}/{name}" for name in self.layout.names)
+
+    def row_terms(self) -> dict[str, float]:
+        """Each group's mean return over the newest finished episodes (NaN before the first), as
+        ``rollout/episode_return_mean/<group>``; the base column holds their sum."""
+        return {
+            f"{GROUP_RETURN}/{name}": (sum(values) / len(values)) if values else math.nan
+            for name, values in self.stats.group_returns.items()
+        }
+
     def state_dict(self) -> dict:
-        """The frame count and the action generator; team envs are reset on resume (their state is not captured)."""
-        return {"frames": self.progress, "generator": self.generator.get_state()}
+        """The frame count, the action generator and the finished episodes' counts and windows; team envs are
+        reset on resume (their state is not captured)."""
+        return {"frames": self.progress, "generator": self.generator.get_state(), "episodes": self.stats.state_dict()}
 
     def load_state_dict(self, state: dict) -> bool:
         """Continue from :meth:`state_dict` with envs reset, seeded from the run's seed and the frame count
@@ -172,8 +213,7 @@ class TeamCollector:
         self.progress = state["frames"]
         self.generator.set_state(state["generator"])
         self.start = self.envs.reset(self.seed + self.progress).to(self.device).clone()
-        self.stats.running = {name: torch.zeros_like(value) for name, value in self.stats.running.items()}
-        self.stats.lengths.zero_()
+        self.stats.load_state_dict(state["episodes"])
         return False
 
     def close(self) -> None:

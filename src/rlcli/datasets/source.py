@@ -39,6 +39,10 @@ class DatasetSource:
         self.progress += self.per_iteration
         return self.steps
 
+    def row_terms(self) -> dict[str, float]:
+        """None: the evaluation's episodes are the base columns'."""
+        return {}
+
     def state_dict(self) -> dict:
         return {"gradient_steps": self.progress, "episodes": int(self.episode_stats.episode_count)}
 

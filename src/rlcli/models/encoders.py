@@ -264,6 +264,8 @@ def describe(encoder: Encoder) -> str:
         # ModuleDict indexes as nn.Module; DictEncoder was built from encoders only.
         parts = ", ".join(f"{name}: {describe(cast(Encoder, encoder.encoders[name]))}" for name in encoder.names)
         return f"dict({parts}) -> {encoder.out_features}"
+    if isinstance(encoder, KeyEncoder):
+        return f"{encoder.key}: {describe(encoder.encoder)}"
     kind = encoder.kind if isinstance(encoder, _Pixels) else "flat" if isinstance(encoder, Flat) else "one_hot"
     return f"{kind} -> {encoder.out_features}"
 

@@ -16,8 +16,10 @@ from rlcli.algos.context import BuildContext
 from rlcli.config.errors import InputError, check_output_file
 from rlcli.config.load import load_config
 from rlcli.envs import check_run_packages, describe_space, import_env_packages, make_env
+from rlcli.envs.teams import make_team_envs, team_kind
 from rlcli.files import replacing
 from rlcli.play.evaluation import SEED_OFFSET, EpisodeProgress, EvalResult, Evaluator
+from rlcli.play.team_evaluation import evaluator as make_evaluator
 from rlcli.runtime.devices import resolve_device
 from rlcli.trainer import checkpoint
 from rlcli.trainer.checkpoint_folder import find_checkpoint
@@ -132,7 +134,9 @@ def _play(
 ) -> EvalResult:
     """The episodes ``actor`` plays on ``cfg``'s env with ``settings`` (episodes, deterministic, seed, device),
     the first recorded to ``video`` if given, ``progress`` told as they finish."""
-    evaluator = Evaluator(
+    if video is not None and team_kind(cfg.env.id) is not None:
+        raise InputError("--video", f"{cfg.env.id} is a team env: eval --video of teams is not supported yet")
+    evaluator = make_evaluator(
         actor,
         cfg.env,
         **settings,
@@ -141,7 +145,11 @@ def _play(
         num_envs=cfg.eval.envs(cfg.env.num_envs),
     )
     try:
-        return evaluator(progress=progress) if video is None else _record(evaluator, video, progress)
+        if video is None:
+            return evaluator(progress=progress)
+        # A team run's video was refused above: a recording evaluator is a single-agent one.
+        assert isinstance(evaluator, Evaluator)
+        return _record(evaluator, video, progress)
     finally:
         evaluator.close()
 
@@ -202,10 +210,18 @@ def built_agent(cfg, device: torch.device, *, source: str, render: bool = False)
     """(``cfg``'s agent as ``build_run`` builds it, untrained, the env's observation space, its action space),
     the spaces checked against the algorithm and the encoder; with ``render``, an env without rgb_array
     frames is refused before anything is built."""
-    probe = make_env(cfg.env, render=render, source=source)
-    obs_space, act_space = probe.observation_space, probe.action_space
-    probe.close()
-    check_run_spaces(cfg, obs_space, act_space, source)
+    layout = None
+    if team_kind(cfg.env.id) is not None:
+        # A team's spaces are its groups' (the first group's stand for the run's, as training records them).
+        envs = make_team_envs(cfg.env, 1, seed=cfg.run.seed, device=device, source=source, state=False)
+        layout = envs.layout
+        envs.close()
+        obs_space, act_space = layout.groups[0].observation_space, layout.groups[0].action_space
+    else:
+        probe = make_env(cfg.env, render=render, source=source)
+        obs_space, act_space = probe.observation_space, probe.action_space
+        probe.close()
+        check_run_spaces(cfg, obs_space, act_space, source)
     ctx = BuildContext(
         obs_space,
         act_space,
@@ -216,6 +232,7 @@ def built_agent(cfg, device: torch.device, *, source: str, render: bool = False)
         device=device,
         seed=cfg.run.seed,
         source=source,
+        team=layout,
     )
     # As build_run does: initial weights from a forked RNG, so torch's global generator is untouched.
     with torch.random.fork_rng(devices=[]):

@@ -60,7 +60,7 @@ def build_team(
         raise
     spec = ALGORITHMS[cfg.algo.name]
     phases = timed_phases(spec, group, evaluator)
-    metrics = team_metrics(spec.metrics, layout.names)
+    metrics = (*team_metrics(spec.metrics, layout.names), *collector.row_columns)
     return Run(
         cfg, device, collector, algo, local.iterations, folder, phases, metrics, origin, evaluator, group, threads
     )

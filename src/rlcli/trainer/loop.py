@@ -264,7 +264,8 @@ def _iteration(
                 loggers.write(pending)
     state.phases = timer.end_iteration()
     count_iteration(run, state)
-    state.row = metrics_row(state, {**(state.last_eval if evaluated else {}), **terms})
+    # The source's own columns (a team's return per group) are rank 0's, past the finiteness check of the terms.
+    state.row = metrics_row(state, {**(state.last_eval if evaluated else {}), **terms, **run.source.row_terms()})
     if state.iteration % run.cfg.logger.interval == 0 or state.status != "running":
         return state.row
     return None

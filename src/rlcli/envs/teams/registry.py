@@ -9,6 +9,8 @@ import importlib
 import importlib.util
 from typing import Literal
 
+import gymnasium as gym
+
 TeamKind = Literal["pettingzoo", "vmas"]
 
 VMAS_PREFIX = "vmas/"
@@ -67,8 +69,11 @@ def team_kind(env_id: str) -> TeamKind | None:
     PettingZoo's parallel registry; None for any other id (a gymnasium one, or an unknown one)."""
     if env_id.startswith(VMAS_PREFIX):
         return "vmas"
+    # A gymnasium id is never a team's, and PettingZoo's are namespaced: no import of PettingZoo for either.
+    if "/" not in env_id or env_id in gym.registry:
+        return None
     pettingzoo = _pettingzoo()
-    if pettingzoo is None or "/" not in env_id:
+    if pettingzoo is None:
         return None
     try:
         pettingzoo.spec("parallel", env_id)

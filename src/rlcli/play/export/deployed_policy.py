@@ -16,9 +16,11 @@ from torch import nn
 
 from rlcli import __version__
 from rlcli.carry import Acts, Carry
+from rlcli.config.errors import InputError
 from rlcli.config.load import load_config
 from rlcli.envs import describe_space
 from rlcli.envs.masks import mask_size
+from rlcli.envs.teams import team_kind
 from rlcli.observations import leaves
 from rlcli.play.playback import built_agent, restored
 
@@ -87,6 +89,16 @@ class DeployedPolicy(nn.Module):
         return (action, carry.memory) if self.remembers else action
 
 
+def refuse_teams(cfg, what: str) -> None:
+    """Raise an InputError for a team run: its policies (one file per group) are not exported yet."""
+    if team_kind(cfg.env.id) is not None:
+        raise InputError(
+            what,
+            f"{cfg.env.id} is a team env ({cfg.algo.name}): export of team policies, one file per group, is not "
+            "supported yet; rlcli eval plays the run",
+        )
+
+
 def deployed(
     folder: Path, weights: Path, *, stochastic: bool = False
 ) -> tuple[DeployedPolicy, tuple[torch.Tensor, ...], dict[str, Any]]:
@@ -94,6 +106,7 @@ def deployed(
     ``stochastic``), example inputs of :data:`EXAMPLE_BATCH` rows, and the file's metadata."""
     config_file = folder / "config.toml"
     cfg = load_config(config_file)
+    refuse_teams(cfg, f"run folder {folder}")
     agent, observation_space, action_space, payload = restored(
         cfg, weights, torch.device("cpu"), render=False, source=str(config_file)
     )
@@ -122,6 +135,7 @@ def deployed(
 def deployed_untrained(cfg, *, source: str, masked: bool = False, stochastic: bool = False):
     """(``cfg``'s untrained agent, as ``build_run`` builds it, as a :class:`DeployedPolicy` on the CPU, the
     env's observation space, its action space): what the bench and the tests export without a run."""
+    refuse_teams(cfg, source)
     agent, observation_space, action_space = built_agent(cfg, torch.device("cpu"), source=source)
     module = DeployedPolicy(agent.eval(), observation_space, action_space, masked=masked, stochastic=stochastic)
     module = module.eval()
