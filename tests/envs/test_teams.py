@@ -52,6 +52,7 @@ def test_mpe2_steps_padded_groups_and_resets_in_the_same_step():
         kwargs={"num_good": 1, "num_adversaries": 2, "max_cycles": 5},
         max_episode_steps=None,
         groups=None,
+        action_mask="auto",
     )
     envs = make_team_envs(cfg, 3, seed=0, device=torch.device("cpu"))
     try:
@@ -75,7 +76,7 @@ def test_agents_that_leave_and_join_are_masked_out():
     leavers()
     from types import SimpleNamespace
 
-    cfg = SimpleNamespace(id="RlcliTest/leavers-v0", kwargs={}, max_episode_steps=None, groups=None)
+    cfg = SimpleNamespace(id="RlcliTest/leavers-v0", kwargs={}, max_episode_steps=None, groups=None, action_mask="auto")
     envs = make_team_envs(cfg, 2, seed=3, device=torch.device("cpu"))
     try:
         group = envs.layout.group("runner")

@@ -201,3 +201,18 @@ def test_two_groups_learn_apart_with_columns_of_their_own(tmp_path):
         assert row[f"rollout/episode_return_mean/{group}"] not in ("", "nan")
     total = float(row["rollout/episode_return_mean/adversary"]) + float(row["rollout/episode_return_mean/agent"])
     assert total == pytest.approx(float(row["rollout/episode_return_mean"]), rel=1e-6, abs=1e-6)
+
+
+def test_action_mask_none_ignores_the_envs_masks_in_acting_and_learning(tmp_path):
+    leavers()
+    masked = build_run(team_config("ippo", "RlcliTest/leavers-v0", tmp_path=tmp_path / "a"))
+    unmasked = build_run(
+        team_config("ippo", "RlcliTest/leavers-v0", tmp_path=tmp_path / "b", env={"action_mask": "none"})
+    )
+    try:
+        timer = Timer(torch.device("cpu"))
+        assert keys.ACTION_MASK in masked.source.next_batch(timer)["runner"].keys()
+        assert keys.ACTION_MASK not in unmasked.source.next_batch(timer)["runner"].keys()
+    finally:
+        masked.close()
+        unmasked.close()

@@ -8,7 +8,7 @@ import torch
 
 from rlcli.algos import ALGORITHMS, check_spaces
 from rlcli.collectors.teams import TeamCollector
-from rlcli.config.algos import gsde_on
+from rlcli.config.algos import MAPPOConfig, gsde_on
 from rlcli.config.errors import single
 from rlcli.config.schema import RunConfig
 from rlcli.envs.teams import TeamLayout, make_team_envs
@@ -30,7 +30,7 @@ def build_team(
 ) -> Run:
     """The components of one rank of a team run: team envs, one learner per group, the team collector."""
     # The env's state is read only for a critic that may read it.
-    state = getattr(cfg.algo, "critic_input", "own") in ("state", "auto")
+    state = isinstance(cfg.algo, MAPPOConfig) and cfg.algo.critic_input in ("state", "auto")
     envs = make_team_envs(local.env, local.env.num_envs, seed=seed, device=device, source=source, state=state)
     folder = RunFolder(cfg.run.output_dir, cfg.run.name)
     evaluator = None
@@ -79,8 +79,7 @@ def _check_groups(cfg: RunConfig, layout: TeamLayout, source: str | None) -> Non
             normalize=cfg.env.normalize_observation,
             gsde=gsde_on(cfg.algo),
         )
-    critic = getattr(cfg.algo, "critic_input", "own")
-    if critic == "state" and layout.state_space is None:
+    if isinstance(cfg.algo, MAPPOConfig) and cfg.algo.critic_input == "state" and layout.state_space is None:
         raise single(
             source,
             f"{cfg.env.id} has no global state (state()): its critic can read the group's observations "

@@ -42,7 +42,9 @@ def make_team_envs(
     kwargs = dict(cfg.kwargs)
     if cfg.max_episode_steps is not None:
         kwargs.setdefault("max_cycles", cfg.max_episode_steps)
-    return PettingZooTeam(cfg.id, num_envs, kwargs, groups=cfg.groups, source=source, state=state)
+    # [env] action_mask = "none" ignores the env's masks; any other setting takes them where the env gives them.
+    masks = cfg.action_mask != "none"
+    return PettingZooTeam(cfg.id, num_envs, kwargs, groups=cfg.groups, source=source, state=state, masks=masks)
 
 
 __all__ = [

@@ -49,6 +49,7 @@ class PettingZooTeam:
         groups: Mapping[str, Sequence[str]] | None = None,
         source: str | None = None,
         state: bool = True,
+        masks: bool = True,
     ):
         pettingzoo = _pettingzoo()
         assert pettingzoo is not None, "config validation checks the pettingzoo extra"
@@ -83,7 +84,7 @@ class PettingZooTeam:
                     f"{env_id}: the agents of group {name!r} observe {space}; team envs take Box observations",
                     path="env.id",
                 )
-            specs.append(GroupSpec(name, agents, space, action[agents[0]], masked))
+            specs.append(GroupSpec(name, agents, space, action[agents[0]], masked and masks))
         state_space = getattr(env, "state_space", None)
         self.layout = TeamLayout(tuple(specs), state_space if isinstance(state_space, spaces.Box) else None)
         # state() is read only for a critic that reads it: MPE's builds it from every agent's observation, at a
@@ -93,6 +94,8 @@ class PettingZooTeam:
         self.place = {agent: (spec.name, column) for spec in specs for column, agent in enumerate(spec.agents)}
         self.spaces = {agent: self.layout.group(self.place[agent][0]).action_space for agent in possible}
         self.info_masks: set[str] = set()
+        # [env] action_mask = "none": masks the env gives are ignored (in acting and learning alike).
+        self.masks = masks
 
     def _buffers(self, *, after: bool) -> tuple[TensorDict, dict]:
         """A ``[N]`` TensorDict of zeros for ``after`` or ``start``, and numpy views of its tensors (by group,
@@ -157,7 +160,7 @@ class PettingZooTeam:
         # Masks given in info rather than the observation are found at the first reset.
         for _, infos in results[:1]:
             for agent, info in infos.items():
-                if isinstance(info, Mapping) and MASK_KEY in info:
+                if self.masks and isinstance(info, Mapping) and MASK_KEY in info:
                     self.info_masks.add(self.place[agent][0])
         self.start, self.start_views = self._buffers(after=False)
         self.after, self.after_views = self._buffers(after=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+from pathlib import Path
 from typing import Literal
 
 import gymnasium as gym
@@ -83,11 +84,14 @@ def team_kind(env_id: str) -> TeamKind | None:
 
 
 def vmas_scenarios() -> list[str]:
-    """Every scenario VMAS offers (its own lists: main, MPE and debug), or [] without VMAS."""
-    if importlib.util.find_spec("vmas") is None:
+    """Every scenario VMAS offers, or [] without VMAS: the scenario files under its ``scenarios`` folder, where
+    VMAS's own loader looks them up by name. Read from the files, not imported: importing VMAS imports torch,
+    and ``rlcli validate`` checks a config without it."""
+    spec = importlib.util.find_spec("vmas")
+    if spec is None or not spec.submodule_search_locations:
         return []
-    vmas = importlib.import_module("vmas")
-    return sorted({*vmas.scenarios, *vmas.mpe_scenarios, *vmas.debug_scenarios})
+    folder = Path(next(iter(spec.submodule_search_locations))) / "scenarios"
+    return sorted({path.stem for path in folder.rglob("*.py") if not path.stem.startswith("_")})
 
 
 def team_id_problem(env_id: str, gymnasium_ids: list[str]) -> str | None:
