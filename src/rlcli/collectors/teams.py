@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from tensordict import TensorDict
 
 from rlcli import keys
-from rlcli.carry import Carry
 from rlcli.envs.teams.stepping import ALIVE, DONE, STATE
 
 if TYPE_CHECKING:
@@ -28,6 +27,15 @@ NEXT_STATE = "next_state"
 """[T, N, *state] float32: the env's state after the step (the final one where an episode ended)."""
 
 
+class Finished(NamedTuple):
+    """The episodes one step of :meth:`TeamEpisodes.step` ended: their envs, returns, lengths and each group's returns."""
+
+    envs: list[int]
+    returns: list[float]
+    lengths: list[int]
+    groups: dict[str, list[float]]
+
+
 class TeamEpisodes:
     """Finished team episodes as :class:`rlcli.sources.Episodes` counts them: an episode's return is the sum
     over groups of the group's return, the sum over the episode of the mean reward of its live agents; each
@@ -41,25 +49,35 @@ class TeamEpisodes:
         self.running = {name: torch.zeros(n, dtype=torch.float64, device=device) for name in groups}
         self.lengths = torch.zeros(n, dtype=torch.int64, device=device)
 
-    def step(self, reward: dict[str, torch.Tensor], alive: dict[str, torch.Tensor], done: torch.Tensor) -> None:
-        """Take in one step: each group's ``[N, agents]`` rewards of the agents ``alive`` at it, and ``done`` ([N])."""
+    def step(
+        self, reward: dict[str, torch.Tensor], alive: dict[str, torch.Tensor], done: torch.Tensor
+    ) -> Finished | None:
+        """Take in one step: each group's ``[N, agents]`` rewards of the agents ``alive`` at it, and ``done`` ([N]);
+        returns the episodes it ended (None where none did)."""
         for name, value in reward.items():
             live = alive[name]
             count = live.sum(-1).clamp(min=1)
             self.running[name] += ((value * live).sum(-1) / count).to(torch.float64)
         self.lengths += 1
         if not bool(done.any()):
-            return
+            return None
         rows = done.nonzero().flatten()
         totals = sum(self.running[name][rows] for name in self.running)
         assert isinstance(totals, torch.Tensor)
-        self.return_queue.extend(totals.tolist())
-        self.length_queue.extend(self.lengths[rows].tolist())
+        finished = Finished(
+            rows.tolist(),
+            totals.tolist(),
+            self.lengths[rows].tolist(),
+            {name: running[rows].tolist() for name, running in self.running.items()},
+        )
+        self.return_queue.extend(finished.returns)
+        self.length_queue.extend(finished.lengths)
         for name, running in self.running.items():
-            self.group_returns[name].extend(running[rows].tolist())
+            self.group_returns[name].extend(finished.groups[name])
             running[rows] = 0.0
         self.lengths[rows] = 0
-        self.episode_count += int(rows.numel())
+        self.episode_count += len(finished.envs)
+        return finished
 
     def state_dict(self) -> dict:
         """The finished episodes' count and windows (the episodes in progress are not kept: envs reset on resume)."""
@@ -117,7 +135,6 @@ class TeamCollector:
         # Cloned: the envs reuse their buffers, and the rollout keeps what each step acted on.
         self.start = envs.reset(seed).to(device).clone()
         self.stats = TeamEpisodes(self.layout.names, envs.num_envs, window, device)
-        self.carry = Carry(envs.num_envs, device)
         self.progress = 0
         self.batch: TensorDict | None = None
 
@@ -169,7 +186,7 @@ class TeamCollector:
         for t in range(self.steps):
             start = self.start
             with timer.phase("collect.policy"):
-                out = self.algo.act(start, self.generator, self.carry)
+                out = self.algo.act(start, self.generator)
                 actions = {name: out.get(name).get(keys.ACTION) for name in self.layout.names}
             with timer.phase("collect.env_step"):
                 after, fresh = self.envs.step(actions)

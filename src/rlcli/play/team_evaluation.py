@@ -1,6 +1,6 @@
 """Evaluation of a trained team on team envs of its own: the :class:`~rlcli.play.evaluation.Evaluator` of
 team runs, with the same calls and results (the return of an episode is the sum over groups of each group's
-return, as training counts it; each group's returns are kept in ``group_returns``)."""
+return, as training counts it)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from rlcli.play.evaluation import EpisodeProgress, EpisodeRecord, EvalResult, Ev
 class TeamEvaluator:
     """Runs ``episodes`` episodes of a team agent's ``actions`` on ``min(episodes, num_envs)`` team envs of
     its own, each env a fixed quota of episodes (as :class:`~rlcli.play.evaluation.Evaluator` does)."""
-
-    render = False
 
     def __init__(
         self,
@@ -47,9 +45,7 @@ class TeamEvaluator:
         self.observation_space = self.layout.groups[0].observation_space
         self.action_space = self.layout.groups[0].action_space
         self.generator = torch.Generator(device=self.device)
-        self.masks = True
         self.record = EpisodeRecord(episodes)
-        self.group_returns: dict[str, list[float]] = {}
 
     @property
     def num_envs(self) -> int:
@@ -74,7 +70,6 @@ class TeamEvaluator:
         finished = np.zeros(n, dtype=np.int64)
         returns: list[list[float]] = [[] for _ in range(n)]
         lengths: list[list[int]] = [[] for _ in range(n)]
-        groups: dict[str, list[list[float]]] = {name: [[] for _ in range(n)] for name in self.layout.names}
         told = _tell(progress, finished, self.quota, -1)
         assert self.agent is not None, "build_run sets the evaluation's agent before it plays"
         while (finished < self.quota).any():
@@ -84,28 +79,19 @@ class TeamEvaluator:
             actions = {name: chosen.get(name).get(keys.ACTION) for name in self.layout.names}
             after, fresh = self.envs.step(actions)
             after = after.to(self.device)
-            before = {name: stats.running[name].clone() for name in self.layout.names}
-            lengths_before = stats.lengths.clone() + 1
-            rewards = {name: after.get(name).get("reward") for name in self.layout.names}
-            alive = {name: start.get(name).get(ALIVE) for name in self.layout.names}
-            # Each group's return of the step, before TeamEpisodes folds and zeroes the ended episodes.
-            step = {
-                name: ((rewards[name] * alive[name]).sum(-1) / alive[name].sum(-1).clamp(min=1)).double()
-                for name in self.layout.names
-            }
-            stats.step(rewards, alive, after.get(DONE))
-            for i in after.get(DONE).nonzero().flatten().tolist():
+            ended = stats.step(
+                {name: after.get(name).get("reward") for name in self.layout.names},
+                {name: start.get(name).get(ALIVE) for name in self.layout.names},
+                after.get(DONE),
+            )
+            for i, value, length in [] if ended is None else zip(ended.envs, ended.returns, ended.lengths):
                 if finished[i] < self.quota[i]:
-                    per_group = {name: float(before[name][i] + step[name][i]) for name in self.layout.names}
-                    returns[i].append(sum(per_group.values()))
-                    lengths[i].append(int(lengths_before[i]))
-                    for name, value in per_group.items():
-                        groups[name][i].append(value)
+                    returns[i].append(value)
+                    lengths[i].append(length)
                 finished[i] += 1
             told = _tell(progress, finished, self.quota, told)
             start = fresh.to(self.device).clone()
         result = EvalResult([r for env in returns for r in env], [k for env in lengths for k in env])
-        self.group_returns = {name: [r for env in rows for r in env] for name, rows in groups.items()}
         self.record.add(result)
         return result
 

@@ -147,6 +147,8 @@ def _build(
         if cfg.run.compile != "off":
             compile_networks(agent, cfg.run.compile)
         if evaluator is not None:
+            # A single-agent env's evaluation (a team env's run is build_team's).
+            assert isinstance(evaluator, Evaluator)
             evaluator.agent, evaluator.masks = algo.agent, masks is not None
         if envs is None:
             assert dataset is not None and cfg.data is not None and evaluator is not None, "offline: see _evaluator"
