@@ -57,7 +57,7 @@ def test_the_loss_suite_takes_a_preset_for_every_algorithm(algorithm_presets):
 def test_the_loss_cases_call_their_own_algorithm(quick, monkeypatch, algorithm_presets, algorithm):
     chosen = algorithm_presets
     monkeypatch.setattr(learning, "algorithm_presets", lambda opts, *extra: {algorithm: chosen[algorithm]})
-    monkeypatch.setattr(learning, "preset_configs", lambda opts, *extra: {})
+    monkeypatch.setattr(learning, "preset_configs", lambda opts, *extra, **kw: {})
     cases, ratios = SUITES["loss"](quick)
     assert check_loss_cases(cases, ratios) == {algorithm}
     assert {r.name for r in ratios} == ({"ppo.slowdown_vs_bare_torch"} if algorithm == "ppo" else set())
@@ -71,7 +71,9 @@ def test_the_loss_cases_of_the_pixel_presets_time_their_cnn(quick, monkeypatch):
         pytest.skip("no pixel preset's env is installed (the atari extra)")
     # And the first 256-wide SAC preset, each again under bf16 where this CPU has bfloat16 arithmetic.
     fp32, bf16 = learning.bf16_presets(quick, "fp32"), learning.bf16_presets(quick, "bf16")
-    assert check_loss_cases(cases, ratios) == pixel | {cfg.algo.name for cfg in fp32 + bf16}
+    # And each MAPPO preset at its own minibatch (the team cases).
+    mappo = {cfg.algo.name for cfg in options.preset_configs(quick, teams=True).values() if cfg.algo.name == "mappo"}
+    assert check_loss_cases(cases, ratios) == pixel | {cfg.algo.name for cfg in fp32 + bf16} | mappo
     # Each bf16 case beside its fp32 twin (algorithm_presets, which could time the SAC one, is empty here).
     speedups = {ratio.name for ratio in ratios if ratio.unit == "speedup"}
     assert speedups == {

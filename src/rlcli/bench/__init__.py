@@ -86,6 +86,7 @@ UNITS = {
     "gradient steps/s": True,
     "speedup": True,
     "slowdown": False,
+    "share": True,
     "ms": False,
     "s": False,
 }

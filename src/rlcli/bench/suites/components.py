@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from rlcli.bench.floors.policy_gradient import gae_loop
+from rlcli.bench.floors.teams import RAW_STEPS, RawVmas, ReplayedActions, draws
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs
+from rlcli.collectors.teams import TeamCollector
 from rlcli.envs import env_family, make_envs
-from rlcli.envs.teams import team_kind
+from rlcli.envs.teams import make_team_envs, team_kind
+from rlcli.envs.teams.registry import VMAS_PREFIX
 from rlcli.learning.advantages import gae
 from rlcli.run import build_run
 from rlcli.timing import Timer
@@ -103,7 +106,57 @@ def collector_suite(opts: BenchOptions) -> SuiteOutput:
                 run.close,
             )
         )
-    return cases, []
+    return _team_cases(opts, cases)
+
+
+TEAM_ENVS = 600
+"""The VMAS envs of the team collector cases: a batch as large as the simulator is built for."""
+
+
+def _team_cases(opts: BenchOptions, cases: list[Case]) -> SuiteOutput:
+    """For each VMAS scenario of the team presets, at ``TEAM_ENVS`` envs: rlcli's team collector and VMAS stepped
+    raw, both with the same random actions from the same start, and the collector's share of raw speed."""
+    ratios = []
+    seen: set[str] = set()
+    for cfg in preset_configs(opts, teams=True).values():
+        env = cfg.env.model_copy(update={"num_envs": TEAM_ENVS})
+        if not env.id.startswith(VMAS_PREFIX) or env.id in seen or opts.device.type != "cpu":
+            continue
+        seen.add(env.id)
+        collector = _TeamSteps(env)
+        raw = RawVmas(env.id[len(VMAS_PREFIX) :], TEAM_ENVS, env.kwargs, max_steps=env.max_episode_steps, seed=0)
+        params = {"env": env.id, "num_envs": TEAM_ENVS}
+        work = TEAM_ENVS * RAW_STEPS
+        cases.append(
+            Case("collector", "teams", params, "frames/s", work, collector.run, collector.close, open=collector.open)
+        )
+        cases.append(Case("collector", "teams.raw_vmas", params, "frames/s", work, raw.run, raw.close, open=raw.open))
+        ratios.append(Ratio("collector", "teams.share_of_raw_vmas", params, "share", cases[-2].key, cases[-1].key))
+    return cases, ratios
+
+
+class _TeamSteps:
+    """The team collector's case: ``RAW_STEPS`` steps a call of :class:`~rlcli.bench.floors.teams.RawVmas`'s random
+    actions, through rlcli's VMAS adapter and team collector (the batch, the episode counts), made when opened."""
+
+    def __init__(self, env_cfg: EnvConfig):
+        self.env_cfg = env_cfg
+        self.collector: TeamCollector | None = None
+        self.timer = Timer(torch.device("cpu"))
+
+    def open(self) -> None:
+        envs = make_team_envs(self.env_cfg, self.env_cfg.num_envs, seed=0, device=torch.device("cpu"), state=False)
+        acting = ReplayedActions(envs, draws(envs.env, self.env_cfg.num_envs, 0))
+        self.collector = TeamCollector(envs, acting, steps=RAW_STEPS, device=torch.device("cpu"), seed=0, window=100)
+
+    def run(self) -> TensorDict:
+        assert self.collector is not None, "the bench opens a case before it times it"
+        return self.collector.next_batch(self.timer)
+
+    def close(self) -> None:
+        if self.collector is not None:
+            self.collector.close()
+            self.collector = None
 
 
 def advantage_suite(opts: BenchOptions) -> SuiteOutput:

@@ -10,12 +10,14 @@ from tensordict import TensorDict
 from rlcli import keys
 from rlcli.algos import ALGORITHMS, Benchable
 from rlcli.bench.floors.policy_gradient import bare_ppo_loss
+from rlcli.bench.floors.teams import bare_mappo_loss
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.offline import offline_configs, offline_iterations
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs, short_warm_up
 from rlcli.config.algos import PPOConfig
 from rlcli.config.schema import RunConfig
 from rlcli.envs import env_family
+from rlcli.models.heads import GaussianHead
 from rlcli.models.precision import bf16_problem
 from rlcli.run import build_run
 from rlcli.timing import Timer
@@ -37,6 +39,14 @@ def loss_suite(opts: BenchOptions) -> SuiteOutput:
             algo, batch = _first_batch(cfg)
             generator = torch.Generator(device=batch.device).manual_seed(0)
             minibatch = algo.ingest_and_sample(batch.clone(), cfg.algo.update_batch, generator)
+            _loss_cases(cases, ratios, opts, cfg.algo.name, cfg, algo, minibatch)
+    # Each MAPPO preset at the minibatch its update takes (mappo_vmas_balance: BenchMARL's 400 frames of 4
+    # agents), beside its bare-torch floor.
+    for cfg in preset_configs(opts, teams=True).values():
+        if cfg.algo.name == "mappo":
+            algo, batch = _first_batch(cfg)
+            generator = torch.Generator(device=batch.device).manual_seed(0)
+            minibatch = algo.ingest_and_sample(batch.clone(), cfg.algo.minibatch_size, generator)
             _loss_cases(cases, ratios, opts, cfg.algo.name, cfg, algo, minibatch)
     # One pixel preset per algorithm at the minibatch its update takes: the CNN's forward and backward;
     # these and the first 256-wide SAC preset again under bf16 (run.precision), where the device has it.
@@ -195,3 +205,28 @@ def _loss_cases(
 
         cases.append(Case("loss", "ppo.bare_torch_forward_backward", params, "calls/s", 1, floor))
         ratios.append(Ratio("loss", "ppo.slowdown_vs_bare_torch", params, "slowdown", cases[-1].key, cases[-2].key))
+    _team_floor(cases, ratios, algo_name, cfg, algo, minibatch, params)
+
+
+def _team_floor(
+    cases: list[Case], ratios: list[Ratio], algo_name: str, cfg: RunConfig, algo, minibatch: TensorDict, params: dict
+) -> None:
+    """MAPPO's bare-torch floor (one group of Box actions, a centralized critic, no value clipping, fp32)."""
+    learners = getattr(algo, "learners", {})
+    if algo_name != "mappo" or len(learners) != 1 or cfg.run.precision != "fp32" or not isinstance(cfg.algo, PPOConfig):
+        return
+    ((group, learner),) = learners.items()
+    rows = minibatch.get(group)
+    # The floor writes a Gaussian head's maths, unclipped values and advantages as stored.
+    if not isinstance(learner.agent.policy, GaussianHead) or cfg.algo.clip_value is not None:
+        return
+    if cfg.algo.normalize_advantage:
+        return
+    coefficients = (learner.clip_epsilon, cfg.algo.value_coef, cfg.algo.entropy_coef)
+
+    def floor():
+        learner.agent.zero_grad(set_to_none=True)
+        bare_mappo_loss(learner.agent, rows, *coefficients).backward()
+
+    cases.append(Case("loss", "mappo.bare_torch_forward_backward", params, "calls/s", 1, floor))
+    ratios.append(Ratio("loss", "mappo.slowdown_vs_bare_torch", params, "slowdown", cases[-1].key, cases[-2].key))
