@@ -216,3 +216,83 @@ def test_action_mask_none_ignores_the_envs_masks_in_acting_and_learning(tmp_path
     finally:
         masked.close()
         unmasked.close()
+
+
+def test_team_carry_starts_an_agents_memory_where_its_env_resets_and_where_it_joins():
+    from tensordict import TensorDict
+
+    from rlcli.learning.teams import TeamCarry
+    from rlcli.models.memory import MemoryCore
+
+    core = MemoryCore("gru", (4,), size=8, layers=1)
+
+    class Agent:
+        memory = core
+
+    carry = TeamCarry({"runner": (Agent(), 3)}, 2, torch.device("cpu"))
+
+    def step(alive, starting):
+        observation = TensorDict(
+            {"runner": TensorDict({"alive": torch.tensor(alive)}, batch_size=[2, 3])}, batch_size=[2]
+        )
+        carry.episode_starts(observation, torch.tensor(starting))
+        return carry.groups["runner"].first.view(2, 3).tolist()
+
+    # The first step starts every agent's episode; then only env 1's reset and the agent that joins in env 0.
+    assert step([[True, True, False], [True, True, True]], [True, True]) == [[True] * 3, [True] * 3]
+    assert step([[True, True, False], [True, True, True]], [False, False]) == [[False] * 3, [False] * 3]
+    assert step([[True, True, True], [True, False, True]], [False, True]) == [[False, False, True], [True] * 3]
+    # The carry keeps each agent's state across a save and a load.
+    state = carry.state_dict()
+    again = TeamCarry({"runner": (Agent(), 3)}, 2, torch.device("cpu"))
+    again.load_state_dict(state)
+    assert torch.equal(again.alive["runner"], carry.alive["runner"])
+
+
+def test_a_recurrent_team_rollout_holds_each_agents_memory_and_episode_starts(tmp_path):
+    leavers()
+    cfg = team_config(
+        "ippo",
+        "RlcliTest/recall-v0",
+        tmp_path=tmp_path,
+        frames=32,
+        network={"hidden_sizes": [16], "memory": "gru", "memory_size": 8},
+    )
+    run = build_run(cfg)
+    try:
+        batch = run.source.next_batch(Timer(torch.device("cpu")))
+        group = batch["scout"]
+        assert group[keys.MEMORY].shape[:3] == (8, 4, 2)
+        first = group[keys.FIRST]
+        # Episodes of 4 steps from a shared start: each agent's episode starts at steps 0 and 4.
+        assert first[[0, 4]].all() and not first[[1, 2, 3, 5, 6, 7]].any()
+        # The state each step started from: zeros before the first step, then carried (``first`` zeroes it at 4).
+        memory = group[keys.MEMORY].flatten(3)
+        assert memory[0].abs().sum() == 0
+        assert all(memory[t].abs().sum() > 0 for t in (1, 2, 3, 5))
+        # The group's learner trains on sequences of each agent's steps.
+        terms = run.algo.learn(batch, Timer(torch.device("cpu")))
+        assert torch.isfinite(torch.tensor(terms["loss/total/scout"]))
+    finally:
+        run.close()
+
+
+def test_memory_and_masks_together_in_a_team_run_with_agents_that_leave(tmp_path):
+    leavers()
+    from rlcli_test_envs.teams import Leavers
+
+    Leavers.forbidden = 0
+    cfg = team_config(
+        "mappo",
+        "RlcliTest/leavers-v0",
+        tmp_path=tmp_path,
+        network={"hidden_sizes": [16], "memory": "gru", "memory_size": 8},
+        algo={"minibatch_size": 64},
+    )
+    state = train(build_run(cfg))
+    final = json.loads((state.run_dir / "run.json").read_text())["final_eval"]
+    assert final["episodes"] == 4
+    assert Leavers.forbidden == 0
+    # rlcli eval replays the final evaluation's episodes from fresh memory.
+    report = evaluate_run(state.run_dir, episodes=4)
+    assert report.result.mean == pytest.approx(final["mean"])

@@ -105,7 +105,8 @@ class TeamEpisodes:
 
 class TeamCollector:
     """Steps team ``envs`` with ``algo.act`` for ``steps`` steps per call and returns one raw batch: the data
-    source of a team run (:class:`rlcli.sources.Source`).
+    source of a team run (:class:`rlcli.sources.Source`). ``algo.carry`` makes what its policies carry between
+    steps (memory, masks), told where each agent's episode starts.
 
     The batch (``[steps, num_envs]``, on ``device``) holds, per group (``[steps, num_envs, agents]``),
     ``observation``, ``next_observation``, ``reward``, ``terminated``, ``truncated``, ``valid`` (the agent was
@@ -134,6 +135,9 @@ class TeamCollector:
         self.generator.manual_seed(seed)
         # Cloned: the envs reuse their buffers, and the rollout keeps what each step acted on.
         self.start = envs.reset(seed).to(device).clone()
+        # The policies' memory and masks; ``starting``: the envs whose episode the next step starts.
+        self.carry = algo.carry(envs.num_envs, device)
+        self.starting = torch.ones(envs.num_envs, dtype=torch.bool, device=device)
         self.stats = TeamEpisodes(self.layout.names, envs.num_envs, window, device)
         self.progress = 0
         self.batch: TensorDict | None = None
@@ -186,7 +190,8 @@ class TeamCollector:
         for t in range(self.steps):
             start = self.start
             with timer.phase("collect.policy"):
-                out = self.algo.act(start, self.generator)
+                self.carry.episode_starts(start, self.starting)
+                out = self.algo.act(start, self.generator, self.carry)
                 actions = {name: out.get(name).get(keys.ACTION) for name in self.layout.names}
             with timer.phase("collect.env_step"):
                 after, fresh = self.envs.step(actions)
@@ -202,6 +207,7 @@ class TeamCollector:
             )
             # The env's buffers are reused by its next step: what is acted on next is kept apart.
             self.start = fresh.clone()
+            self.starting = after.get(DONE).clone()
         self.progress += self.steps * self.envs.num_envs * self.world_size
         assert self.batch is not None
         return self.batch
@@ -230,6 +236,7 @@ class TeamCollector:
         self.progress = state["frames"]
         self.generator.set_state(state["generator"])
         self.start = self.envs.reset(self.seed + self.progress).to(self.device).clone()
+        self.starting.fill_(True)
         self.stats.load_state_dict(state["episodes"])
         return False
 

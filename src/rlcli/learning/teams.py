@@ -22,7 +22,7 @@ from torch import nn
 from rlcli import keys
 from rlcli.carry import Carry
 from rlcli.collectors.teams import NEXT_STATE
-from rlcli.envs.teams.stepping import STATE
+from rlcli.envs.teams.stepping import ALIVE, STATE
 
 if TYPE_CHECKING:
     from rlcli.algos.context import BuildContext
@@ -135,8 +135,11 @@ GROUP_KEYS = (
     keys.LOG_PROB,
     keys.VALUE,
     keys.ACTION_MASK,
+    keys.MEMORY,
+    keys.FIRST,
 )
-"""What a group's rollout takes of the team batch beside the inputs its networks read."""
+"""What a group's rollout takes of the team batch beside the inputs its networks read (``memory`` and ``first``
+where the group's policy has memory)."""
 
 
 def columns(data: TensorDict | torch.Tensor, lead: int) -> Any:
@@ -160,33 +163,73 @@ class TeamAgent(nn.Module):
 
     @torch.no_grad()
     def actions(
-        self, observation: TensorDict, *, deterministic: bool, generator: torch.Generator, carry: Carry | None = None
+        self,
+        observation: TensorDict,
+        *,
+        deterministic: bool,
+        generator: torch.Generator,
+        carry: TeamCarry | None = None,
     ) -> TensorDict:
-        """Each group's actions (``[N, agents, *action]``) for team observations ``observation`` ([N])."""
+        """Each group's actions (``[N, agents, *action]``) for team observations ``observation`` ([N]), under
+        ``carry``'s memory (a policy with memory needs one: :meth:`carry`)."""
         n = observation.batch_size[0]
         out = {}
         for name, agent in self.agents.items():
             inputs = self.inputs[name](observation, policy=True)
             size = self.inputs[name].spec.size
-            mask = _mask(observation, name)
-            action = agent.actions(
-                columns(inputs, 1), deterministic=deterministic, generator=generator, carry=_carry(mask, n * size)
-            )
+            group = _group_carry(carry, name, observation, n * size)
+            action = agent.actions(columns(inputs, 1), deterministic=deterministic, generator=generator, carry=group)
             out[name] = TensorDict({keys.ACTION: action.reshape(n, size, *action.shape[1:])}, batch_size=[n, size])
         return TensorDict(out, batch_size=[n])
 
+    def carry(self, n: int, device: torch.device) -> TeamCarry:
+        """The carry of ``n`` fresh team envs: one :class:`~rlcli.carry.Carry` per group over its agents."""
+        return TeamCarry({name: (agent, self.inputs[name].spec.size) for name, agent in self.agents.items()}, n, device)
 
-def _mask(observation: TensorDict, name: str) -> torch.Tensor | None:
+
+class TeamCarry:
+    """What a team's policies carry from one step of ``n`` team envs to the next: a
+    :class:`~rlcli.carry.Carry` per group over its ``n * agents`` columns (memory, episode starts, masks).
+
+    An agent's memory starts afresh where its env's episode starts and where the agent joins (alive now, not
+    at the step before); while it is absent its rows count in nothing."""
+
+    def __init__(self, groups: dict[str, tuple[Any, int]], n: int, device: torch.device):
+        self.n = n
+        self.groups = {name: Carry.of(agent, n * size, device) for name, (agent, size) in groups.items()}
+        self.alive = {name: torch.zeros(n, size, dtype=torch.bool, device=device) for name, (_, size) in groups.items()}
+
+    def episode_starts(self, observation: TensorDict, envs: torch.Tensor) -> None:
+        """Say where the next step starts an agent's episode: ``envs`` ([n] bool) whose episode starts, and the
+        agents of ``observation`` alive now that were not at the step before."""
+        for name, carry in self.groups.items():
+            alive = observation.get(name).get(ALIVE)
+            carry.episode_starts((envs[:, None] | (alive & ~self.alive[name])).flatten())
+            self.alive[name] = alive.clone()
+
+    def state_dict(self) -> dict:
+        return {name: carry.state_dict() | {"alive": self.alive[name]} for name, carry in self.groups.items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, carry in self.groups.items():
+            carry.load_state_dict(state[name])
+            self.alive[name] = state[name]["alive"].to(carry.device)
+
+
+def _group_carry(carry: TeamCarry | None, name: str, observation: TensorDict, count: int) -> Carry | None:
+    """Group ``name``'s carry for this step, its masks set from ``observation``: the team carry's, or without one
+    a carry of the masks alone (None when the group has none)."""
     group = observation.get(name)
-    return group.get(keys.ACTION_MASK).flatten(0, 1) if keys.ACTION_MASK in group.keys() else None
-
-
-def _carry(mask: torch.Tensor | None, n: int) -> Carry | None:
-    if mask is None:
-        return None
-    carry = Carry(n, mask.device)
-    carry.mask = mask
-    return carry
+    mask = group.get(keys.ACTION_MASK).flatten(0, 1) if keys.ACTION_MASK in group.keys() else None
+    if carry is None:
+        if mask is None:
+            return None
+        fresh = Carry(count, mask.device)
+        fresh.mask = mask
+        return fresh
+    own = carry.groups[name]
+    own.mask = mask
+    return own
 
 
 class TeamLearner:
@@ -207,16 +250,21 @@ class TeamLearner:
         }
         self.agent = TeamAgent({name: learner.agent for name, learner in self.learners.items()}, self.inputs)
 
-    def act(self, observation: TensorDict, generator: torch.Generator, carry: Carry | None = None) -> TensorDict:
-        """Each group's ``action``, ``log_prob`` and ``value`` (``[N, agents]``) for team observations ([N])."""
+    def act(self, observation: TensorDict, generator: torch.Generator, carry: TeamCarry | None = None) -> TensorDict:
+        """Each group's ``action``, ``log_prob`` and ``value`` (``[N, agents]``) for team observations ([N]),
+        and with memory the ``memory`` and ``first`` each agent's step started from."""
         n = observation.batch_size[0]
         out = {}
         for name, learner in self.learners.items():
             size = self.inputs[name].spec.size
             inputs = columns(self.inputs[name](observation), 1)
-            step = learner.act(inputs, generator, _carry(_mask(observation, name), n * size))
+            step = learner.act(inputs, generator, _group_carry(carry, name, observation, n * size))
             out[name] = step.reshape(n, size)
         return TensorDict(out, batch_size=[n])
+
+    def carry(self, n: int, device: torch.device) -> TeamCarry:
+        """The carry of ``n`` fresh team envs (:meth:`TeamAgent.carry`), which every ``act`` call takes."""
+        return self.agent.carry(n, device)
 
     def rollout(self, batch: TensorDict, name: str) -> TensorDict:
         """Group ``name``'s rollout as ``[T, N * agents]`` columns: its inputs as the ``observation`` and

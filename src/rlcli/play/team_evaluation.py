@@ -72,10 +72,13 @@ class TeamEvaluator:
         lengths: list[list[int]] = [[] for _ in range(n)]
         told = _tell(progress, finished, self.quota, -1)
         assert self.agent is not None, "build_run sets the evaluation's agent before it plays"
+        carry = self.agent.carry(n, self.device)
+        starting = torch.ones(n, dtype=torch.bool, device=self.device)
         while (finished < self.quota).any():
             if stop is not None and stop():
                 raise Stopped
-            chosen = self.agent.actions(start, deterministic=self.deterministic, generator=self.generator)
+            carry.episode_starts(start, starting)
+            chosen = self.agent.actions(start, deterministic=self.deterministic, generator=self.generator, carry=carry)
             actions = {name: chosen.get(name).get(keys.ACTION) for name in self.layout.names}
             after, fresh = self.envs.step(actions)
             after = after.to(self.device)
@@ -91,6 +94,7 @@ class TeamEvaluator:
                 finished[i] += 1
             told = _tell(progress, finished, self.quota, told)
             start = fresh.to(self.device).clone()
+            starting = after.get(DONE).clone()
         result = EvalResult([r for env in returns for r in env], [k for env in lengths for k in env])
         self.record.add(result)
         return result

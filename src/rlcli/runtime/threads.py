@@ -171,14 +171,12 @@ def _policy_call(agent: torch.nn.Module, observation: Any) -> tuple[float, float
             handles += [module.register_forward_pre_hook(enter_core), module.register_forward_hook(leave_core)]
     assert isinstance(agent, Acts), "an agent has actions"
     generator = torch.Generator(device=observation.device).manual_seed(0)
+    # A team's agent makes its own carry (one per group); any other agent's is a Carry of its memory.
+    make_carry = getattr(agent, "carry", None)
+    carry = make_carry(rows, observation.device) if callable(make_carry) else Carry.of(agent, rows, observation.device)
     try:
         with FlopCounterMode(display=False) as counter:
-            agent.actions(
-                observation,
-                deterministic=True,
-                generator=generator,
-                carry=Carry.of(agent, rows, observation.device),
-            )
+            agent.actions(observation, deterministic=True, generator=generator, carry=carry)
     finally:
         for handle in handles:
             handle.remove()

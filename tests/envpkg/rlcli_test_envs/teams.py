@@ -96,3 +96,67 @@ class Leavers(ParallelEnv):
 
 
 pettingzoo.register("parallel", "RlcliTest/leavers-v0", entry_point=Leavers)
+
+
+RECALL_STEPS = 4
+"""Steps of a recall episode: the cue, two blank steps, the query."""
+
+
+class Recall(ParallelEnv):
+    """``RlcliTest/recall-v0``: a per-agent memory task. Two agents (``scout_0``, ``scout_1``) each see a cue of
+    their own (one of two, one-hot) at the episode's first step, then two blank steps, then a query flag; the
+    action played at the query earns 1 when it names the agent's cue, and the episode ends. Every other step
+    earns 0 whatever is played. A policy with memory returns 1; a memoryless one sees the same query whatever
+    the cue and returns 0.5 at best."""
+
+    metadata = {"name": "recall_v0", "render_modes": []}
+
+    def __init__(self):
+        self.possible_agents = ["scout_0", "scout_1"]
+        self.agents: list[str] = []
+        self.rng = np.random.default_rng(0)
+        self.t = 0
+        self.cues: dict[str, int] = {}
+
+    def observation_space(self, agent):
+        return spaces.Box(0.0, 1.0, (3,), np.float32)
+
+    def action_space(self, agent):
+        return spaces.Discrete(2)
+
+    def _observe(self) -> dict:
+        out = {}
+        for agent in self.agents:
+            vector = np.zeros(3, dtype=np.float32)
+            if self.t == 0:
+                vector[self.cues[agent]] = 1.0
+            vector[2] = float(self.t == RECALL_STEPS - 1)
+            out[agent] = vector
+        return out
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.t = 0
+        self.agents = list(self.possible_agents)
+        self.cues = {agent: int(self.rng.integers(2)) for agent in self.agents}
+        return self._observe(), {agent: {} for agent in self.agents}
+
+    def step(self, actions):
+        query = self.t == RECALL_STEPS - 1
+        rewards = {a: float(query and int(actions[a]) == self.cues[a]) for a in self.agents}
+        self.t += 1
+        done = self.t >= RECALL_STEPS
+        terminations = {a: done for a in self.agents}
+        truncations = {a: False for a in self.agents}
+        observations = self._observe()
+        infos = {a: {} for a in self.agents}
+        if done:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def close(self):
+        pass
+
+
+pettingzoo.register("parallel", "RlcliTest/recall-v0", entry_point=Recall)

@@ -12,6 +12,7 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
+from rlcli.learning.teams import TeamCarry
 
 RAW_STEPS = 8
 """Steps of one call of :class:`RawVmas` (and of the team collector case it is set beside)."""
@@ -103,6 +104,10 @@ class ReplayedActions:
 
     def __init__(self, team: Any, actions: list[list[torch.Tensor]]):
         self.team, self.actions, self.step = team, actions, 0
+
+    def carry(self, n: int, device: torch.device) -> TeamCarry:
+        """A carry of no group: random actions have no memory."""
+        return TeamCarry({}, n, device)
 
     def act(self, observation: TensorDict, generator: torch.Generator, carry: Any = None) -> TensorDict:
         drawn = self.actions[self.step % len(self.actions)]

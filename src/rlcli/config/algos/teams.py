@@ -19,7 +19,7 @@ AGENT_INDEX = Field(
 
 def team_ppo(title: str, paper: str) -> Capabilities:
     """What the team PPO variants take: every agent's Box observation, the policy heads' action spaces and
-    their masks, per agent."""
+    their masks, per agent, and a memory core per agent (shared weights)."""
     return Capabilities(
         title=title,
         paper=paper,
@@ -27,6 +27,7 @@ def team_ppo(title: str, paper: str) -> Capabilities:
         actions=("Discrete", "MultiDiscrete", "Box"),
         masks=Masks(("Discrete", "MultiDiscrete"), POLICY_HEAD),
         samples="(their action distribution)",
+        memory=True,
         teams=True,
     )
 
