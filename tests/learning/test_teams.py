@@ -296,3 +296,64 @@ def test_memory_and_masks_together_in_a_team_run_with_agents_that_leave(tmp_path
     # rlcli eval replays the final evaluation's episodes from fresh memory.
     report = evaluate_run(state.run_dir, episodes=4)
     assert report.result.mean == pytest.approx(final["mean"])
+
+
+def test_agents_apart_runs_each_agents_rows_through_its_own_weights():
+    from torch import nn
+
+    from rlcli.models.ensemble import AgentsApart
+
+    torch.manual_seed(0)
+    nets = [nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 2)) for _ in range(3)]
+    apart = AgentsApart(nets)
+    x = torch.randn(4, 6, 3, 5)  # [T, N, agents, F]
+    out = apart(x.flatten(1, 2))
+    assert out.shape == (4, 18, 2)
+    for agent, net in enumerate(nets):
+        torch.testing.assert_close(out.view(4, 6, 3, 2)[:, :, agent], net(x[:, :, agent]))
+
+
+def test_unshared_parameters_give_each_agent_its_own_weights_and_gradients(tmp_path):
+    from rlcli.models.ensemble import AgentsApart
+
+    leavers()
+    cfg = team_config("ippo", "RlcliTest/leavers-v0", tmp_path=tmp_path, algo={"share_params": False})
+    run = build_run(cfg)
+    try:
+        learner = run.algo.learners["runner"]
+        agent = learner.agent
+        assert isinstance(agent.policy.net, AgentsApart) and isinstance(agent.value.net, AgentsApart)
+        assert agent.policy.net.agents == 4
+        batch = run.source.next_batch(Timer(torch.device("cpu")))
+        flat = learner.rollout.rows(run.algo.rollout(batch, "runner"), Timer(torch.device("cpu")))
+        # Minibatches take whole frames: each of the four agents' rows, absent ones masked.
+        assert flat.batch_size == (16 * 4, 4)
+        only = flat.clone()
+        only[keys.VALID][:, 1:] = False
+        agent.zero_grad(set_to_none=True)
+        learner.loss(only)["loss/total"].backward()
+        first = agent.policy.net.layers[0].weight.grad
+        # Only agent 0's rows count: only its weights get a gradient.
+        assert first[0].abs().sum() > 0 and first[1:].abs().sum() == 0
+    finally:
+        run.close()
+    # A whole run trains, and rlcli eval plays the final evaluation's episodes again.
+    state = train(build_run(cfg.model_copy(update={"run": cfg.run.model_copy(update={"name": "apart"})})))
+    final = json.loads((state.run_dir / "run.json").read_text())["final_eval"]
+    assert evaluate_run(state.run_dir, episodes=4).result.mean == pytest.approx(final["mean"])
+
+
+@pytest.mark.parametrize(
+    ("sections", "field", "words"),
+    [
+        ({"algo": {"share_params": False, "use_sde": True}}, "algo", "use_sde = true needs share_params = true"),
+        ({"algo": {"share_params": False}, "network": {"memory": "gru"}}, "network.memory", "share_params = true"),
+    ],
+)
+def test_unshared_parameters_refuse_what_they_do_not_take_yet(tmp_path, sections, field, words):
+    from rlcli.config.errors import ConfigError
+
+    needs("vmas")
+    with pytest.raises(ConfigError) as caught:
+        team_config("mappo", "vmas/balance", tmp_path=tmp_path, **sections)
+    assert field in str(caught.value) and words in str(caught.value)

@@ -63,6 +63,9 @@ class BuildContext:
 
     team: TeamLayout | None = None
     """A team env's groups and state (IPPO, MAPPO); None for a single-agent env."""
+    agents_apart: int = 1
+    """A team group's agents that each have their own weights (``[algo] share_params = false``): its networks are
+    ensembles of this many members and its minibatches take whole frames of that many rows; 1 otherwise."""
     critic_space: spaces.Box | None = None
     """A centralized critic's input (MAPPO's: the env's state or the group's observations), which the value
     reads instead of the observation: observations are then TensorDicts of ``observation`` and ``critic``."""

@@ -19,6 +19,14 @@ def memory_problems(algo, network, collector, env) -> list[tuple[str, str]]:
             )
         ]
     problems = []
+    if getattr(algo, "share_params", True) is False:
+        problems.append(
+            (
+                "network.memory",
+                "a memory core needs the group's agents to share their weights (share_params = true): agents with "
+                'weights of their own take no memory core yet (set memory = "none" or share_params = true)',
+            )
+        )
     if network.memory_shared and not network.share_encoder:
         problems.append(
             ("network.memory_shared", "one memory core for the policy and the value needs share_encoder = true")

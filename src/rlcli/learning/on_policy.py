@@ -203,6 +203,8 @@ class RolloutLearner:
         # With memory the update takes sequences of this many steps per env, time first ([L, C]).
         steps = ctx.collector.frames_per_batch // ctx.env.num_envs
         self.sequence = None if self.agent.memory is None else cfg.sequence(steps)
+        # A team group whose agents have their own weights: rows are drawn a whole frame (every agent) at a time.
+        self.together = ctx.agents_apart
         # gSDE: the noise matrices the collection holds, drawn at each rollout's start and every sde_sample_freq steps.
         self.exploration: NoiseSchedule | None = None
         if gsde_on(cfg):
@@ -229,18 +231,22 @@ class RolloutLearner:
         # Every row, invalid ones masked in the loss: the same rows on every rank (NEXT_STEP envs have
         # a varying number of reset steps), and a batch of only reset steps is a loss of 0, not a NaN.
         rows = self._loss_rows(batch)
-        return rows.reshape(-1) if self.sequence is None else sequences(rows, self.sequence)
+        if self.sequence is not None:
+            return sequences(rows, self.sequence)
+        return rows.reshape(-1) if self.together == 1 else rows.reshape(-1, self.together)
 
     def units(self, flat: TensorDict) -> int:
-        """What :meth:`rows` returned holds of what minibatches are drawn from: rows, or sequences."""
-        return flat.batch_size[-1]
+        """What :meth:`rows` returned holds of what minibatches are drawn from: rows, frames of agents apart,
+        or sequences."""
+        return flat.batch_size[0] if self.sequence is None else flat.batch_size[-1]
 
     def per_minibatch(self, rows: int) -> int:
-        """Units of a minibatch of ``rows`` rows: rows, or the sequences that hold them."""
-        return rows if self.sequence is None else rows // self.sequence
+        """Units of a minibatch of ``rows`` rows: rows, or the frames or sequences that hold them."""
+        return max(rows // self.together, 1) if self.sequence is None else rows // self.sequence
 
     def take(self, flat: TensorDict, index: torch.Tensor) -> TensorDict:
-        """The units at ``index`` ([M] int64) of what :meth:`rows` returned: [M] rows, or [L, M] sequences."""
+        """The units at ``index`` ([M] int64) of what :meth:`rows` returned: [M] rows, [M, agents] frames, or
+        [L, M] sequences."""
         return flat[index] if self.sequence is None else flat[:, index]
 
     def finish(self, batch: TensorDict) -> None:
@@ -258,6 +264,11 @@ class RolloutLearner:
             chunks = sequences(rows, self.sequence)
             count = max(size // self.sequence, 1)
             return chunks[:, torch.randint(chunks.batch_size[1], (count,), generator=generator, device=chunks.device)]
+        if self.together > 1:
+            # Whole frames, absent agents' rows masked: each agent's weights see their own rows.
+            frames = rows.reshape(-1, self.together)
+            count = max(size // self.together, 1)
+            return frames[torch.randint(frames.batch_size[0], (count,), generator=generator, device=frames.device)]
         flat = rows.exclude(keys.VALID)[rows[keys.VALID]]
         return flat[torch.randint(flat.batch_size[0], (size,), generator=generator, device=flat.device)]
 

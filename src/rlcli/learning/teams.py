@@ -110,8 +110,9 @@ def _with_index(space: spaces.Box, agents: int) -> spaces.Box:
     return spaces.Box(low, high, dtype=np.float32)
 
 
-def group_context(ctx: BuildContext, spec: GroupSpec, inputs: Inputs) -> BuildContext:
-    """The build context of one group's learner: its spaces, and the rollout's ``N * agents`` columns."""
+def group_context(ctx: BuildContext, spec: GroupSpec, inputs: Inputs, *, shared: bool = True) -> BuildContext:
+    """The build context of one group's learner: its spaces, the rollout's ``N * agents`` columns, and unless
+    ``shared`` weights of each agent's own."""
     env = ctx.env.model_copy(update={"num_envs": ctx.env.num_envs * spec.size})
     collector = ctx.collector.model_copy(update={"frames_per_batch": ctx.collector.frames_per_batch * spec.size})
     return dataclasses.replace(
@@ -122,6 +123,7 @@ def group_context(ctx: BuildContext, spec: GroupSpec, inputs: Inputs) -> BuildCo
         collector=collector,
         critic_space=inputs.critic_space(),
         action_masks=spec.action_mask,
+        agents_apart=1 if shared else spec.size,
         team=None,
     )
 
@@ -246,7 +248,8 @@ class TeamLearner:
             spec.name: Inputs(layout, spec.name, critic=critic, agent_index=cfg.agent_index) for spec in layout.groups
         }
         self.learners = {
-            spec.name: learner(cfg, group_context(ctx, spec, self.inputs[spec.name])) for spec in layout.groups
+            spec.name: learner(cfg, group_context(ctx, spec, self.inputs[spec.name], shared=cfg.share_params))
+            for spec in layout.groups
         }
         self.agent = TeamAgent({name: learner.agent for name, learner in self.learners.items()}, self.inputs)
 

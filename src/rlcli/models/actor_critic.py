@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -12,6 +13,7 @@ from rlcli import keys
 from rlcli.carry import Carry
 from rlcli.models.critics import ValueCritic
 from rlcli.models.encoders import KeyEncoder, build_encoder
+from rlcli.models.ensemble import AgentsApart
 from rlcli.models.gsde import StateDependentHead, state_dependent_noise
 from rlcli.models.heads import BernoulliHead, CategoricalHead, GaussianHead, MultiCategoricalHead, PolicyHead
 from rlcli.models.memory import MemoryCore
@@ -192,7 +194,12 @@ def _value(ctx: BuildContext, in_features: int) -> ValueCritic:
     network = ctx.network
     orthogonal = network.init == "orthogonal"
     return ValueCritic(
-        mlp(in_features, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0)
+        _apart(
+            ctx,
+            lambda: mlp(
+                in_features, network.value_sizes, 1, activation=network.activation, orthogonal=orthogonal, out_gain=1.0
+            ),
+        )
     )
 
 
@@ -227,10 +234,20 @@ def _policy_head(ctx: BuildContext, obs_dim: int, *, gsde: bool) -> PolicyHead[A
         assert isinstance(out, nn.Linear)
         return StateDependentHead(net, state_dependent_noise(network, out.in_features, ctx.act_dim))
     if isinstance(space, spaces.Discrete):
-        return CategoricalHead(policy_mlp(obs_dim, network, int(space.n)))
+        return CategoricalHead(_apart(ctx, lambda: policy_mlp(obs_dim, network, int(space.n))))
     if isinstance(space, spaces.MultiDiscrete):
-        return MultiCategoricalHead(policy_mlp(obs_dim, network, int(space.nvec.sum())), space)
+        return MultiCategoricalHead(_apart(ctx, lambda: policy_mlp(obs_dim, network, int(space.nvec.sum()))), space)
     if isinstance(space, spaces.MultiBinary):
-        return BernoulliHead(policy_mlp(obs_dim, network, ctx.act_dim))
+        return BernoulliHead(_apart(ctx, lambda: policy_mlp(obs_dim, network, ctx.act_dim)))
     # check_spaces admits no other action space for an actor-critic: what is left is a Box.
-    return GaussianHead(policy_mlp(obs_dim, network, ctx.act_dim), ctx.box_actions, network.log_std_init)
+    return GaussianHead(
+        _apart(ctx, lambda: policy_mlp(obs_dim, network, ctx.act_dim)), ctx.box_actions, network.log_std_init
+    )
+
+
+def _apart(ctx: BuildContext, make: Callable[[], nn.Sequential]) -> nn.Module:
+    """The MLP ``make`` builds, or for a team group whose agents have their own weights one per agent, batched
+    (:class:`~rlcli.models.ensemble.AgentsApart`)."""
+    if ctx.agents_apart == 1:
+        return make()
+    return AgentsApart([make() for _ in range(ctx.agents_apart)])

@@ -74,3 +74,33 @@ class EnsembleMLP(nn.Module):
         if x.dim() == 2:
             x = x.unsqueeze(0).expand(self.members, *x.shape)
         return self.layers(x)
+
+
+class AgentsApart(nn.Module):
+    """A team group's MLP with each agent's own weights (``[algo] share_params = false``): ``len(nets)`` MLPs of
+    one shape, each initialised as it was built, run as one batched ensemble (a ``baddbmm`` per layer).
+
+    Rows come agent after agent (``[..., agents]`` flattened, as a group's ``N * agents`` columns and its
+    minibatches of whole frames are laid out): row ``r`` goes through agent ``r % agents``'s weights.
+    """
+
+    def __init__(self, nets: Sequence[nn.Sequential]):
+        super().__init__()
+        self.agents = len(nets)
+        layers: list[nn.Module] = []
+        for index, module in enumerate(nets[0]):
+            if isinstance(module, nn.Linear):
+                layer = EnsembleLinear(self.agents, module.in_features, module.out_features)
+                with torch.no_grad():
+                    layer.weight.copy_(torch.stack([net[index].weight.t() for net in nets]))
+                    layer.bias.copy_(torch.stack([net[index].bias[None] for net in nets]))
+                layers.append(layer)
+            else:
+                layers.append(module)
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """[*B, in] -> [*B, out], ``prod(B)`` a multiple of the agents, agent after agent."""
+        lead = x.shape[:-1]
+        out = self.layers(x.reshape(-1, self.agents, x.shape[-1]).transpose(0, 1))
+        return out.transpose(0, 1).reshape(*lead, out.shape[-1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlcli.config.algos.capabilities import POLICY_HEAD, Capabilities, Masks
 from rlcli.config.algos.on_policy import PPOConfig
@@ -14,6 +14,13 @@ AGENT_INDEX = Field(
     False,
     description="Append each agent's one-hot index in its group to what its policy (and critic) reads, so that "
     "agents sharing one network can still act apart.",
+)
+
+
+SHARE_PARAMS = Field(
+    True,
+    description="One policy and one critic serve every agent of a group; false gives each agent weights of its "
+    "own (its own policy and critic), run as one batched ensemble. The observation statistics stay the group's.",
 )
 
 
@@ -32,7 +39,20 @@ def team_ppo(title: str, paper: str) -> Capabilities:
     )
 
 
-class IPPOConfig(PPOConfig):
+class _ApartChecks:
+    """The check of ``share_params = false`` against the other ``[algo]`` fields."""
+
+    @model_validator(mode="after")
+    def _apart_without_gsde(self):
+        if not self.share_params and self.use_sde:  # type: ignore[attr-defined]
+            raise ValueError(
+                "use_sde = true needs share_params = true: gSDE's noise matrices are the group's, and agents with "
+                "weights of their own take none yet"
+            )
+        return self
+
+
+class IPPOConfig(_ApartChecks, PPOConfig):
     CAPABILITIES: ClassVar[Capabilities] = team_ppo("IPPO", "[de Witt et al., 2020](https://arxiv.org/abs/2011.09533)")
 
     # PPO's fields and defaults (Stable-Baselines3's); the presets set BenchMARL's task settings.
@@ -41,9 +61,10 @@ class IPPOConfig(PPOConfig):
         "critic reads its own observation."
     )
     agent_index: bool = AGENT_INDEX
+    share_params: bool = SHARE_PARAMS
 
 
-class MAPPOConfig(PPOConfig):
+class MAPPOConfig(_ApartChecks, PPOConfig):
     CAPABILITIES: ClassVar[Capabilities] = team_ppo("MAPPO", "[Yu et al., 2022](https://arxiv.org/abs/2103.01955)")
 
     name: Literal["mappo"] = Field(  # type: ignore[assignment]
@@ -51,6 +72,7 @@ class MAPPOConfig(PPOConfig):
         "centralized critic."
     )
     agent_index: bool = AGENT_INDEX
+    share_params: bool = SHARE_PARAMS
     critic_input: Literal["auto", "state", "group", "all_groups"] = Field(
         "auto",
         description='What the centralized critic reads: "state" the env\'s global state() (PettingZoo envs that '
