@@ -135,12 +135,19 @@ def test_a_team_run_writes_per_group_columns_and_a_final_evaluation(tmp_path, al
     assert report.result.episodes == 4 and report.result.mean == pytest.approx(final["mean"])
 
 
-def test_export_of_a_team_run_is_refused_with_exit_2(cli, tmp_path):
+def test_rlcli_export_writes_a_team_runs_files_into_a_folder(cli, tmp_path):
     leavers()
     state = train(build_run(team_config("ippo", "RlcliTest/leavers-v0", tmp_path=tmp_path, total=64)))
-    result = cli("export", str(state.run_dir), "--out", str(tmp_path / "policy.onnx"))
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "team env" in result.stderr and "Traceback" not in result.stderr
+    result = cli("export", str(state.run_dir), "--format", "pt2", "--out", str(tmp_path / "files"), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (report,) = json.loads(result.stdout)
+    assert report["path"] == str(tmp_path / "files" / "policy.runner.pt2")
+    assert (tmp_path / "files" / "policy.runner.pt2").is_file()
+    assert report["metadata"]["group"] == "runner"
+    # A file where the folder should be: exit 2, naming the option.
+    (tmp_path / "file").write_text("")
+    result = cli("export", str(state.run_dir), "--format", "pt2", "--out", str(tmp_path / "file"))
+    assert result.returncode == 2 and "--out" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_box_actions_train_with_gsde_on_vmas(tmp_path):

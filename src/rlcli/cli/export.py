@@ -31,7 +31,12 @@ def export(
         ),
     ] = "onnx",
     out: Annotated[
-        Path | None, typer.Option(metavar="FILE", help="Where to write (default: policy.<format> in the run folder).")
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Where to write (default: policy.<format> in the run folder); for a team run, the folder of its "
+            "files, policy.<group>.<format> (default: the run folder).",
+        ),
     ] = None,
     batch: Annotated[
         str,
@@ -51,24 +56,28 @@ def export(
     """Export a trained policy: raw observations in, env actions out, normalization and clipping inside."""
     with user_errors():
         from rlcli.config.errors import InputError
-        from rlcli.play.export import export_policy
+        from rlcli.play.export import exports
 
         rows = None
         if batch != "dynamic":
             if not batch.isdigit():
                 raise InputError("--batch", f"{batch!r}: give a number of rows (1 or more) or dynamic")
             rows = int(batch)
-        report = export_policy(
+        reports = exports(
             path, format=format, out=out, batch=rows, stochastic=stochastic, env_packages=env_package or []
         )
     if as_json:
-        console.print_json(json.dumps(report.to_json()))
+        # One file's report as it always was; a team run's, one per file.
+        body = reports[0].to_json() if len(reports) == 1 and "group" not in reports[0].metadata else None
+        console.print_json(json.dumps(body if body is not None else [report.to_json() for report in reports]))
         return
-    meta = report.metadata
-    console.print(
-        f"{escape(meta['algo'])} on {escape(meta['env'])}, {meta['frames']:,} frames: "
-        f"{escape(', '.join(meta['inputs']))} -> {escape(', '.join(meta['outputs']))} (batch {meta['batch']}"
-        f"{', sampled' if meta['stochastic'] else ''})",
-        soft_wrap=True,
-    )
-    console.print(f"{report.format}: {escape(str(report.path))}", soft_wrap=True)
+    for report in reports:
+        meta = report.metadata
+        who = f" ({escape(meta.get('agent') or 'group ' + meta['group'])})" if "group" in meta else ""
+        console.print(
+            f"{escape(meta['algo'])} on {escape(meta['env'])}{who}, {meta['frames']:,} frames: "
+            f"{escape(', '.join(meta['inputs']))} -> {escape(', '.join(meta['outputs']))} (batch {meta['batch']}"
+            f"{', sampled' if meta['stochastic'] else ''})",
+            soft_wrap=True,
+        )
+        console.print(f"{report.format}: {escape(str(report.path))}", soft_wrap=True)

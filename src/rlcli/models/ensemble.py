@@ -99,6 +99,20 @@ class AgentsApart(nn.Module):
                 layers.append(module)
         self.layers = nn.Sequential(*layers)
 
+    def member(self, agent: int) -> nn.Sequential:
+        """Agent ``agent``'s own MLP, as plain layers (what its exported file holds)."""
+        layers: list[nn.Module] = []
+        for module in self.layers:
+            if isinstance(module, EnsembleLinear):
+                linear = nn.Linear(module.weight.shape[1], module.weight.shape[2])
+                with torch.no_grad():
+                    linear.weight.copy_(module.weight[agent].t())
+                    linear.bias.copy_(module.bias[agent, 0])
+                layers.append(linear)
+            else:
+                layers.append(module)
+        return nn.Sequential(*layers)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """[*B, in] -> [*B, out], ``prod(B)`` a multiple of the agents, agent after agent."""
         lead = x.shape[:-1]

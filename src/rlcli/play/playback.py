@@ -103,6 +103,12 @@ def evaluate_run(
     config_file = folder / "config.toml"
     cfg = load_config(config_file)
     source = str(config_file)
+    if policy is not None and team_kind(cfg.env.id) is not None:
+        raise InputError(
+            "--policy",
+            f"{cfg.env.id} is a team env: eval --policy plays one single-agent file, and a team run's are one per "
+            "group; playing them beside the run is not supported yet",
+        )
     target = (
         resolve_device(device, source=f"--device {device}")
         if device is not None

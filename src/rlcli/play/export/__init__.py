@@ -20,6 +20,8 @@ Inputs, in order (names as in the ONNX file and in the metadata's ``inputs``):
 Outputs: ``action`` [B, *action] in the action space's dtype (int64 for discrete actions), then
 ``next_memory`` (the state to pass as ``memory`` to the next call) for a policy with memory.
 
+A team run's policies are one file per group (:mod:`~rlcli.play.export.teams`, :func:`export_team`).
+
 The metadata (ONNX ``metadata_props["rlcli"]``; the pt2 archive's extra file ``rlcli.json``) is a JSON
 object: env id, spaces, the inputs' and outputs' names, the algorithm, the rlcli and torch versions, the
 run's config hash and frames.
@@ -31,7 +33,7 @@ submodule).
 """
 
 from rlcli.play.export.deployed_policy import DeployedPolicy, deployed, deployed_untrained, examples_for
-from rlcli.play.export.write import export_policy, write_file
+from rlcli.play.export.write import export_policy, export_team, exports, write_file
 
 __all__ = [
     "DeployedPolicy",
@@ -39,5 +41,7 @@ __all__ = [
     "deployed_untrained",
     "examples_for",
     "export_policy",
+    "export_team",
+    "exports",
     "write_file",
 ]

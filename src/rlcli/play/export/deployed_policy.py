@@ -56,6 +56,8 @@ class DeployedPolicy(nn.Module):
         self.keys = list(observation_space.spaces) if isinstance(observation_space, spaces.Dict) else None
         self.masked = masked
         self.remembers = getattr(agent, "memory", None) is not None
+        # A team group's file whose policy reads the agent's index in its group (rlcli.play.export.teams).
+        self.indexed = bool(getattr(agent, "indexed", False))
         box = action_space if isinstance(action_space, spaces.Box) else None
         self.register_buffer("low", None if box is None else torch.as_tensor(box.low, dtype=torch.float32))
         self.register_buffer("high", None if box is None else torch.as_tensor(box.high, dtype=torch.float32))
@@ -63,6 +65,7 @@ class DeployedPolicy(nn.Module):
     @property
     def input_names(self) -> list[str]:
         names = ["obs"] if self.keys is None else [f"obs.{key}" for key in self.keys]
+        names += ["agent"] if self.indexed else []
         return names + (["action_mask"] if self.masked else []) + (["memory", "first"] if self.remembers else [])
 
     @property
@@ -79,23 +82,27 @@ class DeployedPolicy(nn.Module):
 
             obs = TensorDict(dict(zip(self.keys, observation)), batch_size=[observation[0].shape[0]])
         carry = Carry(observation[0].shape[0], observation[0].device)
+        index = {"agent": rest.pop(0)} if self.indexed else {}
         if self.masked:
             carry.mask = rest.pop(0)
         if self.remembers:
             carry.memory, carry.first = rest
-        action = self.agent.actions(obs, deterministic=not self.stochastic, generator=self.generator, carry=carry)
+        action = self.agent.actions(
+            obs, deterministic=not self.stochastic, generator=self.generator, carry=carry, **index
+        )
         if self.low is not None:
             action = torch.clamp(action, self.low, self.high)
         return (action, carry.memory) if self.remembers else action
 
 
 def refuse_teams(cfg, what: str) -> None:
-    """Raise an InputError for a team run: its policies (one file per group) are not exported yet."""
+    """Raise an InputError for a team run, whose policies are one file per group
+    (:func:`rlcli.play.export.export_team`)."""
     if team_kind(cfg.env.id) is not None:
         raise InputError(
             what,
-            f"{cfg.env.id} is a team env ({cfg.algo.name}): export of team policies, one file per group, is not "
-            "supported yet; rlcli eval plays the run",
+            f"{cfg.env.id} is a team env ({cfg.algo.name}): its policies are exported one file per group, by "
+            "rlcli export (or rlcli.play.export.export_team)",
         )
 
 
@@ -152,6 +159,8 @@ def examples_for(module: DeployedPolicy, observation_space, action_space) -> tup
     for name, (shape, dtype) in pairs.items():
         sample = [torch.as_tensor(subspaces[name].sample()) for _ in range(EXAMPLE_BATCH)]
         examples.append(torch.stack(sample).to(dtype).reshape(EXAMPLE_BATCH, *shape))
+    if module.indexed:
+        examples.append(torch.zeros(EXAMPLE_BATCH, dtype=torch.int64))
     if module.masked:
         size = mask_size(action_space)
         # A run acts under masks only for actions that take them (rlcli.algos.uses_masks).

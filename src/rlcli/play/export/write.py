@@ -102,6 +102,64 @@ def export_policy(
     return ExportReport(out, format, weights, folder, metadata)
 
 
+def export_team(
+    path: str | Path,
+    *,
+    format: str = "onnx",
+    out: str | Path | None = None,
+    batch: int | None = None,
+    stochastic: bool = False,
+    env_packages: Sequence[str] | None = None,
+) -> list[ExportReport]:
+    """Write the policies of a team run as ``policy.<group>.<format>`` files (``policy.<group>.<agent>.<format>``
+    for a group whose agents have their own weights) in the folder ``out`` (default: the run folder), each as
+    :func:`export_policy` writes a single agent's (:mod:`rlcli.play.export.teams` for the inputs).
+
+    Raises:
+        InputError: as :func:`export_policy`; a run that is not a team run; ``out`` that is a file.
+    """
+    from rlcli.play.export.teams import group_policies
+
+    if format not in FORMATS:
+        raise InputError("--format", f"{format!r} is not a format rlcli exports; allowed: {', '.join(FORMATS)}")
+    if batch is not None and batch < 1:
+        raise InputError("--batch", f"{batch} rows: give a batch of at least 1, or dynamic")
+    if format == "onnx":
+        _check_extra()
+    folder, weights = find_checkpoint(Path(path))
+    target = Path(out) if out is not None else folder
+    if target.exists() and not target.is_dir():
+        raise InputError("--out", f"{target} is a file: a team run's policies go into a folder, one file per group")
+    check_run_packages(folder, list(env_packages or []))
+    import_env_packages(list(env_packages or []))
+    files = group_policies(folder, weights, stochastic=stochastic)
+    if stochastic and not all(module.agent.samples for _, module, _, _ in files):
+        raise InputError("--stochastic", f"the {files[0][3]['algo']} policies of {folder} {_NO_DRAWS}")
+    target.mkdir(parents=True, exist_ok=True)
+    reports = []
+    for stem, module, examples, metadata in files:
+        if batch is not None:
+            examples = tuple(example[:1].expand(batch, *example.shape[1:]).contiguous() for example in examples)
+        metadata["batch"] = "dynamic" if batch is None else batch
+        file = target / f"policy.{stem}.{format}"
+        check_output_file(file, flag="--out", suffix=f".{format}")
+        write_file(module, examples, file, metadata, format=format, dynamic=batch is None)
+        reports.append(ExportReport(file, format, weights, folder, metadata))
+    return reports
+
+
+def exports(path: str | Path, **options: Any) -> list[ExportReport]:
+    """What ``rlcli export`` writes: :func:`export_team`'s files for a team run, else :func:`export_policy`'s one."""
+    from rlcli.config.load import load_config
+    from rlcli.envs.teams import team_kind
+
+    folder, _ = find_checkpoint(Path(path))
+    config = folder / "config.toml"
+    if config.is_file() and team_kind(load_config(config).env.id) is not None:
+        return export_team(path, **options)
+    return [export_policy(path, **options)]
+
+
 def write_file(
     module: DeployedPolicy, examples: tuple[torch.Tensor, ...], out: Path, metadata: dict, *, format: str, dynamic: bool
 ) -> None:
