@@ -65,3 +65,39 @@ def test_state_round_trips_through_load_state_dict():
     other.load_state_dict(step.state_dict())
     assert other.lr == pytest.approx(step.lr) and other.lr < 0.1
     assert other.optimizer.state_dict()["state"][0]["step"] == step.optimizer.state_dict()["state"][0]["step"]
+
+
+@pytest.mark.parametrize("scope", ["all", "networks"])
+def test_clip_scope_networks_bounds_each_networks_norm_apart(scope):
+    policy = torch.nn.Parameter(torch.zeros(3))
+    value = torch.nn.Parameter(torch.zeros(3))
+    cfg = OptimConfig(name="sgd", lr=1.0, max_grad_norm=1.0, clip_scope=scope)
+    step = GradientStep(cfg, [policy, value], iterations=1, networks=[[policy], [value]])
+    # A small policy gradient beside a large value gradient, as a critic's early regression gives.
+    step((0.3 * policy.sum() + 100.0 * value.sum()), Timer(torch.device("cpu")))
+    moved = (policy.detach().norm().item(), value.detach().norm().item())
+    if scope == "networks":
+        # Each part clipped on its own: the policy's step is its own gradient, the value's cut to 1.
+        assert moved == pytest.approx((0.3 * math.sqrt(3), 1.0), rel=1e-5)
+    else:
+        # One norm over both: the policy's step shrinks by the value's size.
+        assert moved[0] < 0.01 and math.hypot(*moved) == pytest.approx(1.0, rel=1e-5)
+
+
+def test_an_actor_critics_networks_split_its_weights_between_policy_and_value(tmp_path):
+    from rlcli.config.load import load_config
+    from rlcli.run import build_run
+
+    # A shared encoder (cartpole's MLP has none apart) and a Gaussian head's log-std, both the policy's.
+    for preset in ("ppo_cartpole", "ppo_lunarlandercontinuous"):
+        cfg = load_config(preset, [f'run.output_dir="{tmp_path}"', 'run.device="cpu"', "env.num_envs=2"])
+        run = build_run(cfg)
+        try:
+            agent = run.algo.agent
+            policy, value = agent.networks()
+            assert {id(p) for p in policy} | {id(p) for p in value} == {id(p) for p in agent.parameters()}
+            assert not {id(p) for p in policy} & {id(p) for p in value}
+            assert {id(p) for p in agent.value.parameters()} <= {id(p) for p in value}
+            assert {id(p) for p in agent.policy.parameters()} <= {id(p) for p in policy}
+        finally:
+            run.close()

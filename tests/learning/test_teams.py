@@ -208,6 +208,14 @@ def test_two_groups_learn_apart_with_columns_of_their_own(tmp_path):
         assert row[f"rollout/episode_return_mean/{group}"] not in ("", "nan")
     total = float(row["rollout/episode_return_mean/adversary"]) + float(row["rollout/episode_return_mean/agent"])
     assert total == pytest.approx(float(row["rollout/episode_return_mean"]), rel=1e-6, abs=1e-6)
+    # rlcli eval reports each group's return of the same episodes beside the team's, which is their sum.
+    result = evaluate_run(state.run_dir, episodes=3).result
+    assert set(result.groups) == {"adversary", "agent"}
+    for k in range(3):
+        assert result.returns[k] == pytest.approx(result.groups["adversary"][k] + result.groups["agent"][k])
+    report = result.to_json()
+    assert report["groups"]["agent"]["returns"] == result.groups["agent"]
+    assert report["groups"]["agent"]["episodes"] == 3
 
 
 def test_action_mask_none_ignores_the_envs_masks_in_acting_and_learning(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -125,8 +125,15 @@ class BuildContext:
         generator.manual_seed(self.seed + 1)
         return generator
 
-    def gradient_step(self, params: Iterable[torch.nn.Parameter], *, lr: float | None = None) -> GradientStep:
-        """``[optim]`` over ``params``, its schedule over the run's iterations; ``lr`` replaces ``optim.lr``."""
+    def gradient_step(
+        self,
+        params: Iterable[torch.nn.Parameter],
+        *,
+        lr: float | None = None,
+        networks: Sequence[Sequence[torch.nn.Parameter]] | None = None,
+    ) -> GradientStep:
+        """``[optim]`` over ``params``, its schedule over the run's iterations; ``lr`` replaces ``optim.lr``;
+        ``networks`` split ``params`` into what ``[optim] clip_scope = "networks"`` clips apart."""
         optim = self.optim if lr is None else self.optim.model_copy(update={"lr": lr})
         iterations = self.collector.iterations if self.iterations is None else self.iterations
-        return GradientStep(optim, params, iterations, self.group)
+        return GradientStep(optim, params, iterations, self.group, networks=networks)

@@ -91,10 +91,15 @@ def eval_(
 
 def eval_table(report: EvalReport) -> Table:
     """One row: episodes, mean, std, min and max return, mean length; with ``--policy``, a row for the run's
-    policy and one for the file."""
+    policy and one for the file; for a team, a row for the team and one per group."""
     rows = [("run", report.result)]
     if report.policy_result is not None:
         rows.append(("file", report.policy_result))
+    # A team's run: its return (the sum over groups), then each group's of the same episodes.
+    if report.result.groups:
+        rows = [("team", report.result)] + [
+            (f"group {name}", report.result.group(name)) for name in report.result.groups
+        ]
     table = Table()
     columns = ("episodes", "mean return", "std", "min", "max", "mean length")
     for name in ("policy", *columns) if len(rows) > 1 else columns:

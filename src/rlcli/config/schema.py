@@ -307,6 +307,13 @@ class OptimConfig(BaseModel):
     max_grad_norm: float = Field(
         0.5, ge=0, description="Clip the global gradient norm to this value; 0 turns clipping off."
     )
+    clip_scope: Literal["all", "networks"] = Field(
+        "all",
+        description='What max_grad_norm bounds: "all" the norm of every weight\'s gradient together '
+        "(Stable-Baselines3), \"networks\" the policy's and the value's apart (TorchRL and BenchMARL, which clip "
+        "each loss's optimizer apart), so that a large value gradient does not shrink the policy's step. "
+        "Actor-critics of the on-policy algorithms; the others clip all.",
+    )
     lr_schedule: Literal["constant", "linear", "cosine"] = Field(
         "constant", description="How the learning rate decays to 0 over total_frames."
     )

@@ -196,7 +196,10 @@ class RolloutLearner:
             ctx.env.num_envs, gamma=cfg.gamma, enabled=ctx.env.normalize_reward, group=ctx.group
         ).to(ctx.device)
         # The weights the gradient step moves: every one, or those ``trained`` picks (TRPO: the value's).
-        self.step = ctx.gradient_step(self.agent.parameters() if trained is None else trained(self.agent))
+        networks = None if trained is not None else self.agent.networks()
+        self.step = ctx.gradient_step(
+            self.agent.parameters() if trained is None else trained(self.agent), networks=networks
+        )
         self.gamma, self.lam, self.names = cfg.gamma, cfg.return_lambda, names
         self.value_target, self.baseline = cfg.value_target, baseline
         self.clip_reward = ctx.env.clip_reward

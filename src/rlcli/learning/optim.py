@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR
@@ -77,12 +77,23 @@ class GradientStep:
     rank takes the same step.
     """
 
-    def __init__(self, cfg, params: Iterable[torch.nn.Parameter], iterations: int, group: Group | None = None):
+    def __init__(
+        self,
+        cfg,
+        params: Iterable[torch.nn.Parameter],
+        iterations: int,
+        group: Group | None = None,
+        *,
+        networks: Sequence[Sequence[torch.nn.Parameter]] | None = None,
+    ):
         self.params = list(params)
         self.group = group or Single()
         self.optimizer = make_optimizer(cfg, self.params)
         self.scheduler = make_scheduler(cfg, self.optimizer, iterations)
         self.max_grad_norm = cfg.max_grad_norm
+        # [optim] clip_scope = "networks": each network's weights (``networks``, which cover ``params``) clipped apart.
+        apart = getattr(cfg, "clip_scope", "all") == "networks" and networks is not None
+        self.clipped = [list(part) for part in networks] if apart and networks is not None else [self.params]
 
     @property
     def lr(self) -> float:
@@ -100,7 +111,8 @@ class GradientStep:
             loss.backward()
         self.group.average_gradients(self.params, timer, weight=rows)
         with timer.phase("update.optimizer"):
-            clip_gradients(self.params, self.max_grad_norm)
+            for part in self.clipped:
+                clip_gradients(part, self.max_grad_norm)
             self.optimizer.step()
 
     def end_iteration(self) -> None:

@@ -59,6 +59,15 @@ class ActorCritic(nn.Module):
         shared = self.encoder(obs)
         return shared, shared if self.value_encoder is None else self.value_encoder(obs)
 
+    def networks(self) -> list[list[nn.Parameter]]:
+        """The weights in two parts, the policy's (with a shared encoder and memory) and the value's (its own
+        encoder and head): what ``[optim] clip_scope = "networks"`` clips apart."""
+        value = {
+            id(p) for module in (self.value, self.value_encoder) if module is not None for p in module.parameters()
+        }
+        every = list(self.parameters())
+        return [[p for p in every if id(p) not in value], [p for p in every if id(p) in value]]
+
     def state_value(self, obs) -> torch.Tensor:
         """V of normalized ``obs`` ([B]), for a memoryless policy."""
         return self.value((self.encoder if self.value_encoder is None else self.value_encoder)(obs))

@@ -8,7 +8,7 @@ import math
 import statistics
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +46,12 @@ class EvalResult:
 
     returns: list[float]
     lengths: list[int]
+    groups: dict[str, list[float]] = field(default_factory=dict)
+    """A team's evaluation: each group's return of the same episodes, in order (their sum is ``returns``)."""
+
+    def group(self, name: str) -> EvalResult:
+        """Group ``name``'s returns of these episodes, with their lengths."""
+        return EvalResult(list(self.groups[name]), list(self.lengths))
 
     @property
     def episodes(self) -> int:
@@ -82,6 +88,7 @@ class EvalResult:
             "length_mean": self.length_mean,
             "returns": list(self.returns),
             "lengths": list(self.lengths),
+            **({} if not self.groups else {"groups": {name: self.group(name).to_json() for name in self.groups}}),
         }
 
     def row(self) -> dict[str, float]:

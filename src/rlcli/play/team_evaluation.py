@@ -70,6 +70,7 @@ class TeamEvaluator:
         finished = np.zeros(n, dtype=np.int64)
         returns: list[list[float]] = [[] for _ in range(n)]
         lengths: list[list[int]] = [[] for _ in range(n)]
+        groups: dict[str, list[list[float]]] = {name: [[] for _ in range(n)] for name in self.layout.names}
         told = _tell(progress, finished, self.quota, -1)
         assert self.agent is not None, "build_run sets the evaluation's agent before it plays"
         carry = self.agent.carry(n, self.device)
@@ -87,15 +88,24 @@ class TeamEvaluator:
                 {name: start.get(name).get(ALIVE) for name in self.layout.names},
                 after.get(DONE),
             )
-            for i, value, length in [] if ended is None else zip(ended.envs, ended.returns, ended.lengths):
+            for k, (i, value, length) in enumerate(
+                [] if ended is None else zip(ended.envs, ended.returns, ended.lengths)
+            ):
                 if finished[i] < self.quota[i]:
                     returns[i].append(value)
                     lengths[i].append(length)
+                    for name, values in groups.items():
+                        assert ended is not None
+                        values[i].append(ended.groups[name][k])
                 finished[i] += 1
             told = _tell(progress, finished, self.quota, told)
             start = fresh.to(self.device).clone()
             starting = after.get(DONE).clone()
-        result = EvalResult([r for env in returns for r in env], [k for env in lengths for k in env])
+        result = EvalResult(
+            [r for env in returns for r in env],
+            [k for env in lengths for k in env],
+            {name: [r for env in values for r in env] for name, values in groups.items()},
+        )
         self.record.add(result)
         return result
 
