@@ -432,3 +432,61 @@ def test_two_tuners_share_one_study_on_postgresql(tmp_path, postgres_url):
     numbers = [t.number for t in study.trials]
     # Workers on two machines may overshoot by a trial; none runs a trial twice.
     assert 3 <= len(finished) <= 4 and len(set(numbers)) == len(numbers), outputs
+
+
+TEAM_SPACE = """
+[tune]
+report_every = 512
+startup_trials = 1
+
+[space]
+"optim.lr" = { low = 1e-4, high = 1e-2, log = true }
+"""
+
+
+@pytest.mark.integration
+def test_a_team_study_judges_its_trials_by_the_named_groups_return(rlcli, tmp_path):
+    pytest.importorskip("mpe2")
+    result = rlcli(
+        "tune",
+        "ippo_mpe_simple_tag",
+        "--space",
+        space_file(tmp_path, TEAM_SPACE),
+        "--trials",
+        "2",
+        "--pruner",
+        "none",
+        "--objective",
+        "return/agent",
+        "--set",
+        "collector.total_frames=2048",
+        "--set",
+        "eval.final_episodes=0",
+        "--out",
+        tmp_path / "tune",
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    study = load(tmp_path / "tune", "ippo_mpe_simple_tag")
+    assert states(study) == ["COMPLETE"] * 2
+    for trial in study.trials:
+        (run_dir,) = (tmp_path / "tune" / "ippo_mpe_simple_tag" / f"trial-{trial.number:04d}").glob("trial-*")
+        info = json.loads((run_dir / "run.json").read_text())
+        groups = info["last_group_returns"]
+        assert set(groups) == {"adversary", "agent"}
+        # The trial's value is the runner's (agent group's) return, not the team's sum.
+        assert trial.value == pytest.approx(groups["agent"])
+        assert info["last_return"] == pytest.approx(groups["agent"] + groups["adversary"])
+
+
+@pytest.mark.parametrize(
+    ("preset", "objective", "fragments"),
+    [
+        ("ippo_mpe_simple_tag", "return/runner", ["--objective return/runner", "its groups: adversary, agent"]),
+        ("ppo_cartpole", "return/agent", ["--objective return/agent", "single-agent env"]),
+    ],
+)
+def test_a_group_objective_names_a_group_of_a_team_run(cli, tmp_path, preset, objective, fragments):
+    pytest.importorskip("mpe2")
+    result = cli("tune", preset, "--space", space_file(tmp_path, TEAM_SPACE), "--objective", objective)
+    assert_bad_input(result, *fragments)

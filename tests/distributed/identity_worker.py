@@ -36,6 +36,13 @@ CONFIGS = {
         "algo": {"name": "dqn", "learning_starts": 64, "batch_size": 16, "target_update_interval": 4},
         "collector": {"frames_per_batch": 64, "total_frames": 512},
     },
+    # A team: MAPPO on VMAS balance, its group's gradients averaged over the ranks' envs.
+    "mappo": {
+        "env": {"id": "vmas/balance", "num_envs": 4, "kwargs": {"n_agents": 2}},
+        "network": {"hidden_sizes": [16]},
+        "algo": {"name": "mappo", "minibatch_size": 32, "epochs": 2},
+        "collector": {"frames_per_batch": 64, "total_frames": 512},
+    },
     "sac": {
         "env": {"id": "Pendulum-v1", "num_envs": 2, "normalize_observation": True},
         "algo": {"name": "sac", "learning_starts": 32, "batch_size": 16},

@@ -60,9 +60,19 @@ def two_ranks(worker: Path, out: Path, *args: str) -> list[dict]:
 
 @pytest.mark.parametrize(
     ("algo", "parallel"),
-    [("ppo", "replicate"), ("ppo", "split"), ("ppo_lstm", "split"), ("dqn", "replicate"), ("sac", "split")],
+    [
+        ("ppo", "replicate"),
+        ("ppo", "split"),
+        ("ppo_lstm", "split"),
+        ("dqn", "replicate"),
+        ("sac", "split"),
+        ("mappo", "replicate"),
+        ("mappo", "split"),
+    ],
 )
 def test_every_update_leaves_the_ranks_identical(tmp_path, algo, parallel):
+    if algo == "mappo":
+        pytest.importorskip("vmas")
     ranks = two_ranks(WORKER, tmp_path, algo, parallel)
     assert ranks[0]["status"] == ranks[1]["status"] == "completed"
     # Frames count both ranks' envs; the steps themselves must have happened and agree one by one.

@@ -58,7 +58,8 @@ def tune(
         typer.Option(
             metavar="NAME",
             help="return: the last evaluation's mean return (the rolling training return without "
-            "[eval]), maximized; frames: frames to run.stop_at_return (the budget when unsolved), minimized.",
+            "[eval]), maximized; frames: frames to run.stop_at_return (the budget when unsolved), minimized; "
+            "return/<group>: a team run's group's return (return alone is the sum over its groups).",
         ),
     ] = "return",
     out: Annotated[

@@ -92,8 +92,13 @@ class EvalResult:
         }
 
     def row(self) -> dict[str, float]:
-        """The ``eval/...`` terms of a metrics row."""
-        return {"eval/return_mean": self.mean, "eval/return_std": self.std, "eval/length_mean": self.length_mean}
+        """The ``eval/...`` terms of a metrics row (a team's with each group's mean, ``eval/return_mean/<group>``)."""
+        groups = {f"eval/return_mean/{name}": self.group(name).mean for name in self.groups}
+        return {
+            "eval/return_mean": self.mean,
+            "eval/return_std": self.std,
+            "eval/length_mean": self.length_mean,
+        } | groups
 
 
 def _tell(progress: EpisodeProgress | None, finished: np.ndarray, quota: np.ndarray, told: int) -> int:

@@ -118,6 +118,11 @@ def write_status(state: TrainState) -> None:
         "fps": round(state.fps, 1),
         "best_return": None if math.isnan(state.best_return) else state.best_return,
         "last_return": None if math.isnan(state.last_return) else state.last_return,
+        # A team run's: each group's rolling return (rollout/episode_return_mean/<group>); empty otherwise.
+        "last_group_returns": {
+            key.rpartition("/")[2]: None if math.isnan(value) else value
+            for key, value in state.run.source.row_terms().items()
+        },
         "last_eval": {key.removeprefix("eval/"): value for key, value in state.last_eval.items()} or None,
         "final_eval": state.final_eval,
         "solved_at_frames": solved[0] if solved else None,

@@ -167,6 +167,7 @@ class Pool:
             str(running.folder / f"seed-{seed}.reports.jsonl"),
             str(running.folder / "prune"),
             os.getpid(),
+            studies.objective_group(self.objective),
         ).write(spec_file)
         command = [
             *train_command(self.preset, [*self.set_, *overrides(running.values, running.trial.number)], self.packages),
@@ -253,7 +254,7 @@ class Pool:
             if step <= running.last_step:
                 continue
             value = float(report["value"])
-            running.trial.report(value if self.objective == "return" else -value, step)
+            running.trial.report(value if studies.direction(self.objective) == "maximize" else -value, step)
             running.last_step = step
             if not running.pruning and running.trial.should_prune():
                 running.pruning = True
@@ -298,5 +299,9 @@ def _objective(info: dict, objective: str) -> float | None:
         solved = info.get("solved_at_frames")
         return float(solved if solved is not None else info.get("planned_frames") or math.nan)
     last_eval = info.get("last_eval") or {}
-    value = last_eval.get("return_mean", info.get("last_return"))
+    group = studies.objective_group(objective)
+    if group is not None:
+        value = last_eval.get(f"return_mean/{group}", (info.get("last_group_returns") or {}).get(group))
+    else:
+        value = last_eval.get("return_mean", info.get("last_return"))
     return None if value is None else float(value)

@@ -31,6 +31,8 @@ class TrialSpec:
     """The file whose existence asks the run to stop, pruned."""
     tuner_pid: int
     """The tuner's process id: a trial whose parent is another process has lost its tuner."""
+    group: str | None = None
+    """A team run's group whose return is the objective (``--objective return/<group>``); None: the team's."""
 
     def write(self, path: Path) -> None:
         write_atomic(path, json.dumps(asdict(self)) + "\n")
@@ -39,18 +41,29 @@ class TrialSpec:
     def read(cls, path: str | Path) -> TrialSpec:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            return cls(int(data["report_every"]), str(data["reports"]), str(data["prune"]), int(data["tuner_pid"]))
+            group = data.get("group")
+            return cls(
+                int(data["report_every"]),
+                str(data["reports"]),
+                str(data["prune"]),
+                int(data["tuner_pid"]),
+                None if group is None else str(group),
+            )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(f"--tune-trial {path}", f"not a trial file written by rlcli tune ({exc})") from None
 
 
-def trial_value(state) -> float:
+def trial_value(state, group: str | None = None) -> float:
     """The return a trial is judged by so far: the last evaluation's mean once the run has evaluated,
     else the rolling training return (NaN before the first episode). A run that evaluates only at
-    the end (RL-Zoo's setting for short searches) is thus pruned on its training return."""
-    if "eval/return_mean" in state.last_eval:
-        return float(state.last_eval["eval/return_mean"])
-    return float(state.last_return)
+    the end (RL-Zoo's setting for short searches) is thus pruned on its training return. With ``group``,
+    that team group's return (``eval/return_mean/<group>``, ``rollout/episode_return_mean/<group>``)."""
+    suffix = "" if group is None else f"/{group}"
+    if f"eval/return_mean{suffix}" in state.last_eval:
+        return float(state.last_eval[f"eval/return_mean{suffix}"])
+    if group is None:
+        return float(state.last_return)
+    return float(state.run.source.row_terms().get(f"rollout/episode_return_mean/{group}", math.nan))
 
 
 class TrialReporter:
@@ -64,7 +77,7 @@ class TrialReporter:
     def __call__(self, state) -> None:
         finishing = state.status != "running" or state.iteration >= state.run.iterations
         if state.frames // self.spec.report_every > self.reported // self.spec.report_every or finishing:
-            value = trial_value(state)
+            value = trial_value(state, self.spec.group)
             if math.isfinite(value):
                 with open(self.spec.reports, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps({"frames": state.frames, "value": value}) + "\n")

@@ -80,7 +80,7 @@ def tune(
     plan = _plan(preset, space_file, set_, objective, study=study, storage=storage, out=out)
     the_study = _open_study(plan, objective, sampler, pruner, seeds)
     plan.folder.mkdir(parents=True, exist_ok=True)
-    result = TuneResult(plan.name, plan.storage, plan.folder, objective, studies.OBJECTIVES[objective])
+    result = TuneResult(plan.name, plan.storage, plan.folder, objective, studies.direction(objective) or "maximize")
     grouping, parent = studies.grouping(plan.cfg.logger, the_study, plan.name)
     pool = Pool(
         the_study,
@@ -145,11 +145,31 @@ def _plan(
     check_backends(cfg.logger, source=str(path))
     if objective == "frames" and cfg.run.stop_at_return is None:
         raise InputError("--objective frames", "needs run.stop_at_return in the preset (or --set it)")
+    group = studies.objective_group(objective)
+    if group is not None:
+        _check_group(cfg, group, objective, str(path))
     budget = cfg.data.total_steps if cfg.data is not None else cfg.collector.total_frames
     name = study or path.stem
     folder = Path(out or Path(cfg.run.output_dir) / "tune") / name
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
     return _Plan(path, cfg, space, budget, space.report_every or max(1, budget // 10), name, folder, url)
+
+
+def _check_group(cfg, group: str, objective: str, source: str) -> None:
+    """Raise an InputError unless ``cfg`` trains a team with a group named ``group``."""
+    from rlcli.envs.teams import make_team_envs, team_kind
+
+    if team_kind(cfg.env.id) is None:
+        raise InputError(f"--objective {objective}", f"{cfg.env.id} is a single-agent env: its objective is return")
+    import torch
+
+    envs = make_team_envs(cfg.env, 1, seed=0, device=torch.device("cpu"), source=source, state=False)
+    names = envs.layout.names
+    envs.close()
+    if group not in names:
+        raise InputError(
+            f"--objective {objective}", f"{cfg.env.id} has no group {group!r}; its groups: {', '.join(names)}"
+        )
 
 
 def _open_study(plan: _Plan, objective: str, sampler: str, pruner: str, seeds: int) -> Any:
@@ -163,7 +183,7 @@ def _open_study(plan: _Plan, objective: str, sampler: str, pruner: str, seeds: i
     the_study = studies.open_study(
         plan.name,
         studies.open_storage(plan.storage),
-        direction=studies.OBJECTIVES[objective],
+        direction=studies.direction(objective) or "maximize",
         preset=str(plan.preset),
         objective=objective,
         sampler=the_sampler,
@@ -181,8 +201,9 @@ def _check_flags(
             raise InputError(f"{flag} {value}", "must be at least 1")
     if timeout is not None and not timeout > 0:
         raise InputError(f"--timeout {timeout}", "must be a number of seconds > 0")
-    if objective not in studies.OBJECTIVES:
-        raise InputError(f"--objective {objective}", f"unknown objective; allowed: {', '.join(studies.OBJECTIVES)}")
+    if studies.direction(objective) is None:
+        allowed = ", ".join([*studies.OBJECTIVES, f"{studies.GROUP_OBJECTIVE}<group> (a team run's group)"])
+        raise InputError(f"--objective {objective}", f"unknown objective; allowed: {allowed}")
     if sampler not in studies.SAMPLERS:
         raise InputError(f"--sampler {sampler}", f"unknown sampler; allowed: {', '.join(studies.SAMPLERS)}")
     if pruner not in studies.PRUNERS:

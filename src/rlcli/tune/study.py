@@ -32,6 +32,23 @@ OBJECTIVES = {"return": "maximize", "frames": "minimize"}
 """``--objective``: the mean return of the last evaluation (the rolling training return without
 ``[eval]``), or the frames to ``run.stop_at_return`` (the whole budget when unsolved); each averaged
 over the trial's seeds. The direction follows from it."""
+GROUP_OBJECTIVE = "return/"
+"""``--objective return/<group>``: a team run's named group's return, maximized (``return`` is the team's, the
+sum over its groups)."""
+
+
+def direction(objective: str) -> str | None:
+    """The direction of ``objective`` (``maximize``, ``minimize``), or None for an unknown one."""
+    if objective.startswith(GROUP_OBJECTIVE) and len(objective) > len(GROUP_OBJECTIVE):
+        return "maximize"
+    return OBJECTIVES.get(objective)
+
+
+def objective_group(objective: str) -> str | None:
+    """The team group ``objective`` names (``return/<group>``), or None."""
+    return objective[len(GROUP_OBJECTIVE) :] if direction(objective) and objective.startswith(GROUP_OBJECTIVE) else None
+
+
 SAMPLERS = ("tpe", "random", "cmaes")
 PRUNERS = ("median", "hyperband", "none")
 FINISHED = ("COMPLETE", "PRUNED")
