@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -372,3 +373,41 @@ def test_unshared_parameters_refuse_what_they_do_not_take_yet(tmp_path, sections
     with pytest.raises(ConfigError) as caught:
         team_config("mappo", "vmas/balance", tmp_path=tmp_path, **sections)
     assert field in str(caught.value) and words in str(caught.value)
+
+
+# VMAS draws through pyglet, which looks its libraries up with ldconfig (a process): integration layer.
+@pytest.mark.parametrize("env", [pytest.param("vmas/balance", marks=pytest.mark.integration), "mpe2/simple_spread_v3"])
+def test_a_team_evaluation_records_the_first_envs_first_episode(tmp_path, env):
+    from rlcli.play.team_evaluation import TeamEvaluator
+
+    needs("vmas" if env.startswith("vmas") else "mpe2")
+    kwargs = {"n_agents": 2, "max_steps": 5} if env.startswith("vmas") else {"N": 2, "max_cycles": 5}
+    cfg = team_config("mappo", env, tmp_path=tmp_path, env={"kwargs": kwargs})
+    run = build_run(cfg)
+    try:
+        evaluator = TeamEvaluator(
+            run.algo.agent, cfg.env, episodes=3, deterministic=False, seed=3, device="cpu", render=True
+        )
+        frames: list = []
+        result = evaluator(frames_sink=lambda frame: frames.append(frame.copy()))
+        evaluator.close()
+    finally:
+        run.close()
+    assert result.episodes == 3
+    # The reset's frame, then one after each step of the first episode (five) but the last: the env resets in
+    # the step that ends its episode.
+    assert len(frames) == result.lengths[0] == 5
+    assert all(f.dtype == np.uint8 and f.ndim == 3 and f.shape[-1] == 3 for f in frames)
+    # The agents move (sampled actions): the frames show them.
+    assert any(not np.array_equal(frames[0], f) for f in frames[1:])
+
+
+@pytest.mark.integration
+def test_rlcli_eval_writes_a_team_runs_video(cli, tmp_path):
+    needs("vmas")
+    cfg = team_config("mappo", "vmas/balance", tmp_path=tmp_path, env={"kwargs": {"n_agents": 2, "max_steps": 8}})
+    state = train(build_run(cfg))
+    video = tmp_path / "team.mp4"
+    result = cli("eval", state.run_dir, "--episodes", "2", "--video", video)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert video.stat().st_size > 0

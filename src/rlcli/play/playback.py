@@ -19,6 +19,7 @@ from rlcli.envs import check_run_packages, describe_space, import_env_packages, 
 from rlcli.envs.teams import make_team_envs, team_kind
 from rlcli.files import replacing
 from rlcli.play.evaluation import SEED_OFFSET, EpisodeProgress, EvalResult, Evaluator
+from rlcli.play.team_evaluation import TeamEvaluator
 from rlcli.play.team_evaluation import evaluator as make_evaluator
 from rlcli.runtime.devices import resolve_device
 from rlcli.trainer import checkpoint
@@ -140,8 +141,6 @@ def _play(
 ) -> EvalResult:
     """The episodes ``actor`` plays on ``cfg``'s env with ``settings`` (episodes, deterministic, seed, device),
     the first recorded to ``video`` if given, ``progress`` told as they finish."""
-    if video is not None and team_kind(cfg.env.id) is not None:
-        raise InputError("--video", f"{cfg.env.id} is a team env: eval --video of teams is not supported yet")
     evaluator = make_evaluator(
         actor,
         cfg.env,
@@ -153,8 +152,6 @@ def _play(
     try:
         if video is None:
             return evaluator(progress=progress)
-        # A team run's video was refused above: a recording evaluator is a single-agent one.
-        assert isinstance(evaluator, Evaluator)
         return _record(evaluator, video, progress)
     finally:
         evaluator.close()
@@ -257,7 +254,7 @@ def _check_video(video: Path) -> None:
     check_output_file(video, flag="--video", suffix=".mp4")
 
 
-def _record(evaluator: Evaluator, video: Path, progress: EpisodeProgress | None) -> EvalResult:
+def _record(evaluator: Evaluator | TeamEvaluator, video: Path, progress: EpisodeProgress | None) -> EvalResult:
     """Run ``evaluator`` with its first episode written to ``video`` (H.264 mp4), atomically."""
     import imageio.v2 as imageio
 

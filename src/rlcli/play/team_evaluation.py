@@ -12,6 +12,7 @@ import torch
 
 from rlcli import keys
 from rlcli.collectors.teams import TeamEpisodes
+from rlcli.config.errors import InputError
 from rlcli.envs.teams import ALIVE, DONE, make_team_envs, team_kind
 from rlcli.play.evaluation import EpisodeProgress, EpisodeRecord, EvalResult, Evaluator, Stopped, _tell
 
@@ -31,15 +32,19 @@ class TeamEvaluator:
         device: torch.device | str,
         source: str | None = None,
         num_envs: int | None = None,
+        render: bool = False,
     ):
         if episodes < 1:
             raise ValueError(f"episodes must be at least 1, got {episodes}")
         self.agent, self.env_id = agent, env_cfg.id
         self.episodes, self.deterministic, self.seed = episodes, deterministic, seed
         self.device = torch.device(device)
+        self.render = render
         copies = min(episodes, num_envs or env_cfg.num_envs)
-        # Acting never reads the state: only a critic does.
-        self.envs = make_team_envs(env_cfg, copies, seed=seed, device=self.device, source=source, state=False)
+        # Acting never reads the state: only a critic does. With ``render`` the first env draws the video.
+        self.envs = make_team_envs(
+            env_cfg, copies, seed=seed, device=self.device, source=source, state=False, render=render
+        )
         self.layout = self.envs.layout
         self.quota = np.array([episodes // copies + (i < episodes % copies) for i in range(copies)])
         self.observation_space = self.layout.groups[0].observation_space
@@ -51,6 +56,11 @@ class TeamEvaluator:
     def num_envs(self) -> int:
         return self.envs.num_envs
 
+    @property
+    def metadata(self) -> dict:
+        """The env's metadata (``render_fps`` for a video, where the env gives one)."""
+        return dict(getattr(self.envs, "metadata", None) or {})
+
     def __call__(
         self,
         seed_offset: int = 0,
@@ -59,9 +69,12 @@ class TeamEvaluator:
         stop: Callable[[], bool] | None = None,
         progress: EpisodeProgress | None = None,
     ) -> EvalResult:
-        """Play exactly ``episodes`` episodes; the same ``seed_offset`` plays the same episodes."""
-        if frames_sink is not None:
-            raise ValueError("team evaluations do not record video yet")
+        """Play exactly ``episodes`` episodes; the same ``seed_offset`` plays the same episodes. ``frames_sink``
+        receives each rgb_array frame of the first env's first episode, from the reset on, up to the step
+        before its last (the env resets in the step that ends it); the evaluator must have been made with
+        ``render``."""
+        if frames_sink is not None and not self.render:
+            raise ValueError("frames_sink needs a TeamEvaluator made with render=True")
         base = self.seed + seed_offset
         self.generator.manual_seed(base)
         n = self.num_envs
@@ -75,6 +88,9 @@ class TeamEvaluator:
         assert self.agent is not None, "build_run sets the evaluation's agent before it plays"
         carry = self.agent.carry(n, self.device)
         starting = torch.ones(n, dtype=torch.bool, device=self.device)
+        sink = frames_sink
+        if sink is not None:
+            sink(self._frame())
         while (finished < self.quota).any():
             if stop is not None and stop():
                 raise Stopped
@@ -99,6 +115,12 @@ class TeamEvaluator:
                         values[i].append(ended.groups[name][k])
                 finished[i] += 1
             told = _tell(progress, finished, self.quota, told)
+            if sink is not None:
+                # The first env's first episode only: it resets in the step that ends it.
+                if finished[0] > 0:
+                    sink = None
+                else:
+                    sink(self._frame())
             start = fresh.to(self.device).clone()
             starting = after.get(DONE).clone()
         result = EvalResult(
@@ -109,6 +131,15 @@ class TeamEvaluator:
         self.record.add(result)
         return result
 
+    def _frame(self) -> np.ndarray:
+        """The first env's frame; an InputError when the env draws none."""
+        frame = self.envs.render()
+        if not isinstance(frame, np.ndarray) or frame.ndim != 3:
+            raise InputError(
+                "--video", f"{self.env_id} draws no rgb_array frames (its render gave {type(frame).__name__})"
+            )
+        return frame
+
     def close(self) -> None:
         self.envs.close()
 
@@ -117,6 +148,5 @@ def evaluator(agent: Any, env_cfg, **kwargs: Any) -> Evaluator | TeamEvaluator:
     """The evaluation of ``env_cfg``'s env: a :class:`TeamEvaluator` for a team env, else an
     :class:`~rlcli.play.evaluation.Evaluator` (``kwargs`` as they take them)."""
     if team_kind(env_cfg.id) is not None:
-        kwargs.pop("render", None)
         return TeamEvaluator(agent, env_cfg, **kwargs)
     return Evaluator(agent, env_cfg, **kwargs)

@@ -14,11 +14,18 @@ if TYPE_CHECKING:
 
 
 def make_team_envs(
-    cfg, num_envs: int, *, seed: int, device: torch.device, source: str | None = None, state: bool = True
+    cfg,
+    num_envs: int,
+    *,
+    seed: int,
+    device: torch.device,
+    source: str | None = None,
+    state: bool = True,
+    render: bool = False,
 ) -> TeamEnvs:
     """``num_envs`` team envs of ``cfg`` (an EnvConfig whose id names a team env): VMAS's simulator on
     ``device``, or PettingZoo's envs in this process, giving the env's global state where it has one and
-    ``state`` asks for it.
+    ``state`` asks for it; with ``render``, the first env draws rgb_array frames (:meth:`TeamEnvs.render`).
 
     Raises:
         ConfigError: the env cannot be made, or its agents do not fit ``[env] groups``.
@@ -44,7 +51,9 @@ def make_team_envs(
         kwargs.setdefault("max_cycles", cfg.max_episode_steps)
     # [env] action_mask = "none" ignores the env's masks; any other setting takes them where the env gives them.
     masks = cfg.action_mask != "none"
-    return PettingZooTeam(cfg.id, num_envs, kwargs, groups=cfg.groups, source=source, state=state, masks=masks)
+    return PettingZooTeam(
+        cfg.id, num_envs, kwargs, groups=cfg.groups, source=source, state=state, masks=masks, render=render
+    )
 
 
 __all__ = [

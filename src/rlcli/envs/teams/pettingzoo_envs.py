@@ -50,6 +50,7 @@ class PettingZooTeam:
         source: str | None = None,
         state: bool = True,
         masks: bool = True,
+        render: bool = False,
     ):
         pettingzoo = _pettingzoo()
         assert pettingzoo is not None, "config validation checks the pettingzoo extra"
@@ -57,8 +58,10 @@ class PettingZooTeam:
         self.num_envs = num_envs
         self.envs = []
         try:
-            for _ in range(num_envs):
-                self.envs.append(pettingzoo.make("parallel", env_id, **dict(kwargs)))
+            for i in range(num_envs):
+                # With ``render``, the first env draws frames (rgb_array) for a video; the others do not draw.
+                extra = {"render_mode": "rgb_array"} if render and i == 0 else {}
+                self.envs.append(pettingzoo.make("parallel", env_id, **dict(kwargs), **extra))
         except Exception as exc:  # noqa: BLE001 - whatever the env raises is bad input here
             self.close()
             raise single(source, f"cannot make {env_id}: {type(exc).__name__}: {exc}", path="env.kwargs") from None
@@ -205,6 +208,13 @@ class PettingZooTeam:
                 state = None
             self._write_start(i, obs, infos, env, state)
         return TeamStep(self.after, self.start)
+
+    @property
+    def metadata(self) -> dict:
+        return dict(getattr(self.envs[0], "metadata", None) or {})
+
+    def render(self) -> Any:
+        return self.envs[0].render()
 
     def close(self) -> None:
         for env in self.envs:

@@ -16,7 +16,7 @@ Envs reset in the same step an episode ends (gymnasium's ``SAME_STEP``): no step
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     import torch
@@ -51,6 +51,10 @@ class TeamEnvs(Protocol):
     def step(self, actions: dict[str, torch.Tensor]) -> TeamStep:
         """Step every env with each group's ``[N, agents, *action]`` actions (those of agents that are not
         alive are ignored); envs whose episode ended reset."""
+        ...
+
+    def render(self) -> Any:
+        """The first env's frame ([H, W, 3] uint8 numpy), for envs made with ``render``."""
         ...
 
     def close(self) -> None: ...

@@ -139,6 +139,9 @@ class VmasTeam:
             fresh = self.env.reset_at(i)
         return TeamStep(after, self._start(fresh))
 
+    def render(self) -> Any:
+        return self.env.render(mode="rgb_array", env_index=0, visualize_when_rgb=False)
+
     def close(self) -> None:
         # VMAS holds no process or file; its renderer, when one was made, is closed with the env.
         viewer = getattr(self.env, "viewer", None)
