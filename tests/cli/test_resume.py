@@ -50,6 +50,22 @@ KILLED = [
     ),
     ("dqn_cartpole", ("collector.total_frames=12288", "checkpoint.every_frames=4096"), 256),
     ("sac_pendulum", ("collector.total_frames=2000", "checkpoint.every_frames=600"), 8),
+    # A team (MAPPO on VMAS), killed mid-episode: the simulator's state, the groups' episode sums and the
+    # observations acted on next must come back.
+    (
+        "mappo_vmas_balance",
+        (
+            "env.num_envs=4",
+            "collector.frames_per_batch=120",
+            "collector.total_frames=3600",
+            "checkpoint.every_frames=960",
+            "algo.epochs=2",
+            "algo.minibatch_size=240",
+            "network.hidden_sizes=[32, 32]",
+            "eval.final_episodes=4",
+        ),
+        120,
+    ),
     # A recurrent policy, killed mid-episode: its memory and episode starts must come back with the envs.
     (
         "ppo_lstm_cartpolenovel",

@@ -188,6 +188,48 @@ def test_a_stopped_team_run_resumes_to_its_budget(tmp_path):
     assert all(row["loss/policy/runner"] not in ("", "nan") for row in rows)
 
 
+@pytest.mark.parametrize(
+    ("env", "kwargs", "extra"),
+    [
+        ("RlcliTest/leavers-v0", {}, "pettingzoo"),
+        ("vmas/balance", {"n_agents": 2, "max_steps": 12}, "vmas"),
+        ("mpe2/simple_spread_v3", {"N": 2, "max_cycles": 12}, "mpe2"),
+    ],
+)
+def test_a_team_run_stopped_mid_episode_resumes_as_the_unbroken_run(tmp_path, env, kwargs, extra):
+    leavers()
+    needs(extra)
+    # Rollouts of 5 steps, episodes of 6 (leavers) or 12: every stop falls mid-episode.
+    cfg = team_config(
+        "mappo",
+        env,
+        tmp_path=tmp_path / "unbroken",
+        frames=20,
+        total=200,
+        env={"kwargs": kwargs},
+        algo={"minibatch_size": 20},
+    )
+    unbroken = train(build_run(cfg))
+
+    def stop_after_three(state):
+        if state.iteration == 3:
+            state.stop_requested = True
+
+    stopped_cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"output_dir": str(tmp_path / "stopped")})})
+    stopped = train(build_run(stopped_cfg), hooks=Hooks(on_iteration_end=[stop_after_three]))
+    assert stopped.status == "interrupted"
+    resumed = train(build_run(stopped_cfg), resume=stopped.run_dir)
+    assert resumed.status == "completed"
+    info = json.loads((stopped.run_dir / "run.json").read_text())
+    assert info["resumes"][0]["exact_envs"] is True
+    # Every row (losses, returns, each group's) as the unbroken run wrote it: the envs went on mid-episode.
+    assert rows_of(stopped.run_dir) == rows_of(unbroken.run_dir)
+    final = json.loads((unbroken.run_dir / "run.json").read_text())["final_eval"]
+    assert {k: v for k, v in info["final_eval"].items() if k != "seconds"} == {
+        k: v for k, v in final.items() if k != "seconds"
+    }
+
+
 def test_two_groups_learn_apart_with_columns_of_their_own(tmp_path):
     needs("pettingzoo", "mpe2")
     cfg = team_config(
@@ -411,3 +453,15 @@ def test_rlcli_eval_writes_a_team_runs_video(cli, tmp_path):
     result = cli("eval", state.run_dir, "--episodes", "2", "--video", video)
     assert result.returncode == 0, result.stdout + result.stderr
     assert video.stat().st_size > 0
+
+
+def test_a_minibatch_larger_than_a_groups_rollout_is_refused_when_the_groups_are_known(tmp_path):
+    from rlcli.config.errors import ConfigError
+
+    leavers()
+    # 64 frames of 4 agents: 256 rows. The frames alone would not bound it: minibatches count agents' rows.
+    build_run(team_config("ippo", "RlcliTest/leavers-v0", tmp_path=tmp_path, algo={"minibatch_size": 256})).close()
+    with pytest.raises(ConfigError) as caught:
+        build_run(team_config("ippo", "RlcliTest/leavers-v0", tmp_path=tmp_path, algo={"minibatch_size": 257}))
+    message = str(caught.value)
+    assert "algo.minibatch_size" in message and "group 'runner'" in message and "64 x 4 agents" in message

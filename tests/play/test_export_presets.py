@@ -177,8 +177,9 @@ def allowed(actions: torch.Tensor, mask: torch.Tensor, act_space) -> torch.Tenso
 
 
 @pytest.mark.parametrize("preset", sorted(p for p in available_presets() if load_config(p).algo.name in TEAMS))
-def test_export_refuses_team_presets(preset):
+def test_a_single_file_export_of_a_team_preset_points_to_the_team_export(preset):
+    # A team's policies are one file per group (tests/play/test_team_export.py): one file is refused, saying so.
     pytest.importorskip("vmas" if "vmas" in preset else "mpe2")
     with pytest.raises(InputError) as caught:
         built(load_config(preset), preset, rows=2)
-    assert "team env" in str(caught.value) and "not supported yet" in str(caught.value)
+    assert "team env" in str(caught.value) and "one file per group" in str(caught.value)

@@ -88,6 +88,7 @@ def test_run_json_of_a_run_that_has_just_started(run, tmp_path):
         "fps": 0.0,
         "best_return": None,
         "last_return": None,
+        "last_group_returns": {},
         "last_eval": None,
         "final_eval": None,
         "solved_at_frames": None,

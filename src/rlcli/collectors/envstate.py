@@ -152,3 +152,14 @@ def _native_state(objects: list[Any]) -> bool:
             if module.startswith(("mujoco", "Box2D", "ale_py")):
                 return True
     return False
+
+
+def encode_plain(value: Any) -> Any:
+    """``value`` as tensors and plain containers (numbers, strings, numpy arrays, scalars and generators, and
+    tuples, lists and deques of them), tagged by kind; None when it is not plain data."""
+    return _encode(value)
+
+
+def decode_plain(encoded: dict[str, Any], current: Any) -> Any:
+    """The value :func:`encode_plain` encoded; a generator's state is set into ``current`` in place."""
+    return _decode(encoded, current)

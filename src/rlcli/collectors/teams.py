@@ -11,6 +11,7 @@ import torch
 from tensordict import TensorDict
 
 from rlcli import keys
+from rlcli.collectors import teamstate
 from rlcli.envs.teams.stepping import ALIVE, DONE, STATE
 
 if TYPE_CHECKING:
@@ -80,16 +81,19 @@ class TeamEpisodes:
         return finished
 
     def state_dict(self) -> dict:
-        """The finished episodes' count and windows (the episodes in progress are not kept: envs reset on resume)."""
+        """The finished episodes' count and windows, and the sums of the episodes in progress."""
         return {
             "count": self.episode_count,
             "returns": list(self.return_queue),
             "lengths": list(self.length_queue),
             "groups": {name: list(values) for name, values in self.group_returns.items()},
+            "running": {name: value.cpu().clone() for name, value in self.running.items()},
+            "running_lengths": self.lengths.cpu().clone(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
-        """Take the count and windows of :meth:`state_dict`, the episodes in progress started afresh."""
+    def load_state_dict(self, state: dict, *, in_progress: bool = True) -> None:
+        """Take the count and windows of :meth:`state_dict`; the episodes in progress go on where
+        ``in_progress`` (envs restored mid-episode), else start afresh (envs reset)."""
         self.episode_count = state["count"]
         self.return_queue.clear()
         self.return_queue.extend(state["returns"])
@@ -101,6 +105,10 @@ class TeamEpisodes:
         for running in self.running.values():
             running.zero_()
         self.lengths.zero_()
+        if in_progress and "running" in state:
+            for name, running in self.running.items():
+                running.copy_(state["running"][name])
+            self.lengths.copy_(state["running_lengths"])
 
 
 class TeamCollector:
@@ -226,19 +234,41 @@ class TeamCollector:
         }
 
     def state_dict(self) -> dict:
-        """The frame count, the action generator and the finished episodes' counts and windows; team envs are
-        reset on resume (their state is not captured)."""
-        return {"frames": self.progress, "generator": self.generator.get_state(), "episodes": self.stats.state_dict()}
+        """What continuing the rollout needs: the frame count, the action generator, the observations the next
+        step acts on, the episode starts and the policies' carry, the episodes' counts and sums, and the team
+        envs' own state (:mod:`rlcli.collectors.teamstate`)."""
+        return {
+            "frames": self.progress,
+            "generator": self.generator.get_state(),
+            "episodes": self.stats.state_dict(),
+            "start": {key: value.cpu().clone() for key, value in self.start.flatten_keys(".").items()},
+            "starting": self.starting.cpu().clone(),
+            "carry": self.carry.state_dict(),
+            "envs": teamstate.capture(self.envs),
+        }
 
     def load_state_dict(self, state: dict) -> bool:
-        """Continue from :meth:`state_dict` with envs reset, seeded from the run's seed and the frame count
-        (reproducible; the episodes in progress are dropped); returns False: not exact."""
+        """Continue from :meth:`state_dict`; returns whether the envs resumed exactly (mid-episode). A checkpoint
+        without the envs' state (written before it was kept) resets them, seeded from the run's seed and the
+        frame count.
+
+        Raises:
+            EnvStateError: the saved envs do not fit the envs built now.
+        """
         self.progress = state["frames"]
         self.generator.set_state(state["generator"])
-        self.start = self.envs.reset(self.seed + self.progress).to(self.device).clone()
-        self.starting.fill_(True)
-        self.stats.load_state_dict(state["episodes"])
-        return False
+        exact = "envs" in state
+        if exact:
+            teamstate.restore(self.envs, state["envs"])
+            for key, value in state["start"].items():
+                self.start.set_(tuple(key.split(".")), value.to(self.device))
+            self.starting.copy_(state["starting"])
+            self.carry.load_state_dict(state["carry"])
+        else:
+            self.start = self.envs.reset(self.seed + self.progress).to(self.device).clone()
+            self.starting.fill_(True)
+        self.stats.load_state_dict(state["episodes"], in_progress=exact)
+        return exact
 
     def close(self) -> None:
         self.envs.close()

@@ -91,9 +91,11 @@ class AgentsApart(nn.Module):
         for index, module in enumerate(nets[0]):
             if isinstance(module, nn.Linear):
                 layer = EnsembleLinear(self.agents, module.in_features, module.out_features)
+                linears = [linear for linear in (net[index] for net in nets) if isinstance(linear, nn.Linear)]
+                assert len(linears) == self.agents, "MLPs of one shape"
                 with torch.no_grad():
-                    layer.weight.copy_(torch.stack([net[index].weight.t() for net in nets]))
-                    layer.bias.copy_(torch.stack([net[index].bias[None] for net in nets]))
+                    layer.weight.copy_(torch.stack([linear.weight.t() for linear in linears]))
+                    layer.bias.copy_(torch.stack([linear.bias[None] for linear in linears]))
                 layers.append(layer)
             else:
                 layers.append(module)

@@ -8,7 +8,7 @@ import torch
 
 from rlcli.algos import ALGORITHMS, check_spaces
 from rlcli.collectors.teams import TeamCollector
-from rlcli.config.algos import MAPPOConfig, gsde_on
+from rlcli.config.algos import MAPPOConfig, PPOConfig, gsde_on
 from rlcli.config.errors import single
 from rlcli.config.schema import RunConfig
 from rlcli.envs.teams import TeamLayout, make_team_envs
@@ -79,6 +79,17 @@ def _check_groups(cfg: RunConfig, layout: TeamLayout, source: str | None) -> Non
             normalize=cfg.env.normalize_observation,
             gsde=gsde_on(cfg.algo),
         )
+    # A team algorithm's section (config validation refused any other on a team env) counts agents' rows.
+    assert isinstance(cfg.algo, PPOConfig), "IPPO and MAPPO take PPO's fields"
+    for spec in layout.groups:
+        rows = cfg.collector.frames_per_batch * spec.size
+        if cfg.algo.minibatch_size > rows:
+            raise single(
+                source,
+                f"minibatch_size ({cfg.algo.minibatch_size}) must not exceed the rows of group {spec.name!r}'s rollout "
+                f"({rows}: collector.frames_per_batch {cfg.collector.frames_per_batch} x {spec.size} agents)",
+                path="algo.minibatch_size",
+            )
     if isinstance(cfg.algo, MAPPOConfig) and cfg.algo.critic_input == "state" and layout.state_space is None:
         raise single(
             source,

@@ -146,7 +146,10 @@ class _TeamSteps:
 
     def open(self) -> None:
         envs = make_team_envs(self.env_cfg, self.env_cfg.num_envs, seed=0, device=torch.device("cpu"), state=False)
-        acting = ReplayedActions(envs, draws(envs.env, self.env_cfg.num_envs, 0))
+        # A VMAS scenario's (the cases are made for vmas/ ids only): its simulator draws the actions' spaces.
+        simulator = getattr(envs, "env", None)
+        assert simulator is not None, "a VMAS team"
+        acting = ReplayedActions(envs, draws(simulator, self.env_cfg.num_envs, 0))
         self.collector = TeamCollector(envs, acting, steps=RAW_STEPS, device=torch.device("cpu"), seed=0, window=100)
 
     def run(self) -> TensorDict:

@@ -40,11 +40,16 @@ def team_ppo(title: str, paper: str) -> Capabilities:
 
 
 class _ApartChecks:
-    """The check of ``share_params = false`` against the other ``[algo]`` fields."""
+    """The checks of a team algorithm's section: ``share_params = false`` against the other ``[algo]`` fields;
+    ``minibatch_size`` counts agents' rows, so its bound (a group's rollout, frames times agents) is checked
+    when the env's groups are known (``build_run``), not against the frames here."""
+
+    def check(self, *, collector, env) -> list[tuple[str, str]]:
+        return []
 
     @model_validator(mode="after")
     def _apart_without_gsde(self):
-        if not self.share_params and self.use_sde:  # type: ignore[attr-defined]
+        if not getattr(self, "share_params", True) and getattr(self, "use_sde", False):
             raise ValueError(
                 "use_sde = true needs share_params = true: gSDE's noise matrices are the group's, and agents with "
                 "weights of their own take none yet"

@@ -27,6 +27,7 @@ from rlcli.config.load import load_config
 from rlcli.envs import describe_space
 from rlcli.envs.masks import mask_size
 from rlcli.envs.teams import team_kind
+from rlcli.learning.teams import TeamAgent
 from rlcli.models.ensemble import AgentsApart
 from rlcli.play.export.deployed_policy import DeployedPolicy, examples_for
 from rlcli.play.playback import restored
@@ -37,9 +38,10 @@ class GroupPolicy(nn.Module):
     policy reads it, its index in the group) to the inputs the policy reads, then the actor-critic's
     :meth:`actions` (normalization, mode or draw, masks and memory inside)."""
 
-    def __init__(self, actor_critic: nn.Module, *, size: int, agent_index: bool, keyed: bool, agent: int | None):
+    def __init__(self, actor_critic: Any, *, size: int, agent_index: bool, keyed: bool, agent: int | None):
         super().__init__()
-        self.actor_critic = actor_critic
+        # An ActorCritic (its actions, memory and samples), typed loosely as TeamAgent's groups are.
+        self.actor_critic: Any = actor_critic
         self.memory = actor_critic.memory
         self.samples = actor_critic.samples
         self.size, self.agent_index, self.keyed, self.agent = size, agent_index, keyed, agent
@@ -83,7 +85,9 @@ def group_policies(folder: Path, weights: Path, *, stochastic: bool) -> list[tup
     config_file = folder / "config.toml"
     cfg = load_config(config_file)
     assert team_kind(cfg.env.id) is not None, "a team run"
-    team, _, _, payload = restored(cfg, weights, torch.device("cpu"), render=False, source=str(config_file))
+    restored_team = restored(cfg, weights, torch.device("cpu"), render=False, source=str(config_file))
+    team, payload = restored_team.agent, restored_team.payload
+    assert isinstance(team, TeamAgent), "a team run's agent"
     masks = cfg.env.action_mask != "none"
     shared = getattr(cfg.algo, "share_params", True)
     files = []
