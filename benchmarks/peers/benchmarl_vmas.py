@@ -28,7 +28,6 @@ Runs in the BenchMARL peer venv (requirements-benchmarl.txt), never rlcli's; pri
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import platform
 import statistics
@@ -38,6 +37,7 @@ import time
 from importlib import metadata
 
 from benchmarl.experiment import Callback
+from zoo_run import jsonable  # the peer scripts' one way of writing what ran (stdlib only)
 
 
 class Returns(Callback):
@@ -50,21 +50,6 @@ class Returns(Callback):
 
     def on_batch_collected(self, batch):
         self.iterations.append({"frames": self.experiment.total_frames, "mean_return": self.experiment.mean_return})
-
-
-def jsonable(value):
-    """``value`` with classes named, so that the JSON line says what ran."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, type):
-        return f"{value.__module__}.{value.__qualname__}"
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
 
 
 def evaluate(experiment, episodes: int, seed: int) -> list[float]:

@@ -17,6 +17,7 @@ peer venv (requirements-rlzoo.txt).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import platform
 import sys
 import tempfile
@@ -25,7 +26,10 @@ from importlib import metadata
 
 
 def jsonable(value):
-    """``value`` with classes and schedules named, so that a JSON file says what ran."""
+    """``value`` with classes and schedules named, so that a JSON file says what ran (a dataclass, such as a
+    BenchMARL config, field by field)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -120,6 +120,21 @@ def deployed(
     masked = _run_masks(folder) and mask_size(action_space) is not None
     module = DeployedPolicy(agent, observation_space, action_space, masked=masked, stochastic=stochastic).eval()
     examples = examples_for(module, observation_space, action_space)
+    metadata = file_metadata(cfg, config_file, weights, payload, module, examples, observation_space, action_space)
+    return module, examples, metadata
+
+
+def file_metadata(
+    cfg,
+    config_file: Path,
+    weights: Path,
+    payload: dict,
+    module: DeployedPolicy,
+    examples: tuple,
+    observation_space,
+    action_space,
+) -> dict[str, Any]:
+    """The metadata an exported file carries (see :mod:`rlcli.play.export`) for ``module``, traced on ``examples``."""
     metadata = {
         "env": cfg.env.id,
         "algo": cfg.algo.name,
@@ -127,7 +142,7 @@ def deployed(
         "action_space": describe_space(action_space),
         "inputs": module.input_names,
         "outputs": module.output_names,
-        "stochastic": stochastic,
+        "stochastic": module.stochastic,
         "rlcli": __version__,
         "torch": torch.__version__,
         "config_sha256": hashlib.sha256(config_file.read_bytes()).hexdigest(),
@@ -136,7 +151,7 @@ def deployed(
     }
     if module.remembers:
         metadata["memory_shape"] = list(examples[-2].shape[1:])
-    return module, examples, metadata
+    return metadata
 
 
 def deployed_untrained(cfg, *, source: str, masked: bool = False, stochastic: bool = False):

@@ -11,7 +11,6 @@ Its metadata adds ``group``, ``agents`` and, for an agent's own file, ``agent``.
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,15 +20,13 @@ import torch.nn.functional as F
 from tensordict import TensorDict
 from torch import nn
 
-from rlcli import __version__
 from rlcli.carry import Carry
 from rlcli.config.load import load_config
-from rlcli.envs import describe_space
 from rlcli.envs.masks import mask_size
 from rlcli.envs.teams import team_kind
 from rlcli.learning.teams import TeamAgent
 from rlcli.models.ensemble import AgentsApart
-from rlcli.play.export.deployed_policy import DeployedPolicy, examples_for
+from rlcli.play.export.deployed_policy import DeployedPolicy, examples_for, file_metadata
 from rlcli.play.playback import restored
 
 
@@ -104,27 +101,13 @@ def group_policies(folder: Path, weights: Path, *, stochastic: bool) -> list[tup
                 policy, spec.observation_space, spec.action_space, masked=masked, stochastic=stochastic
             ).eval()
             examples = examples_for(module, spec.observation_space, spec.action_space)
-            metadata: dict[str, Any] = {
-                "env": cfg.env.id,
-                "algo": cfg.algo.name,
-                "group": name,
-                "agents": list(spec.agents),
-                "observation_space": describe_space(spec.observation_space),
-                "action_space": describe_space(spec.action_space),
-                "inputs": module.input_names,
-                "outputs": module.output_names,
-                "stochastic": stochastic,
-                "rlcli": __version__,
-                "torch": torch.__version__,
-                "config_sha256": hashlib.sha256(config_file.read_bytes()).hexdigest(),
-                "frames": int(payload.get("frames", 0)),
-                "checkpoint": weights.name,
-            }
+            metadata = file_metadata(
+                cfg, config_file, weights, payload, module, examples, spec.observation_space, spec.action_space
+            )
+            metadata |= {"group": name, "agents": list(spec.agents)}
             stem = name
             if agent is not None:
                 metadata["agent"] = spec.agents[agent]
                 stem = f"{name}.{spec.agents[agent]}"
-            if module.remembers:
-                metadata["memory_shape"] = list(examples[-2].shape[1:])
             files.append((stem, module, examples, metadata))
     return files

@@ -79,13 +79,7 @@ def export_policy(
         CheckpointError: a damaged checkpoint, or one of another rlcli checkpoint format.
         ConfigError: the run's config does not load or build here.
     """
-    if format not in FORMATS:
-        raise InputError("--format", f"{format!r} is not a format rlcli exports; allowed: {', '.join(FORMATS)}")
-    if batch is not None and batch < 1:
-        raise InputError("--batch", f"{batch} rows: give a batch of at least 1, or dynamic")
-    if format == "onnx":
-        _check_extra()
-    folder, weights = find_checkpoint(Path(path))
+    folder, weights = _checked(path, format, batch)
     out = Path(out) if out is not None else folder / f"policy.{format}"
     check_output_file(out, flag="--out", suffix=f".{format}")
     check_run_packages(folder, list(env_packages or []))
@@ -120,13 +114,7 @@ def export_team(
     """
     from rlcli.play.export.teams import group_policies
 
-    if format not in FORMATS:
-        raise InputError("--format", f"{format!r} is not a format rlcli exports; allowed: {', '.join(FORMATS)}")
-    if batch is not None and batch < 1:
-        raise InputError("--batch", f"{batch} rows: give a batch of at least 1, or dynamic")
-    if format == "onnx":
-        _check_extra()
-    folder, weights = find_checkpoint(Path(path))
+    folder, weights = _checked(path, format, batch)
     target = Path(out) if out is not None else folder
     if target.exists() and not target.is_dir():
         raise InputError("--out", f"{target} is a file: a team run's policies go into a folder, one file per group")
@@ -146,6 +134,18 @@ def export_team(
         write_file(module, examples, file, metadata, format=format, dynamic=batch is None)
         reports.append(ExportReport(file, format, weights, folder, metadata))
     return reports
+
+
+def _checked(path: str | Path, format: str, batch: int | None) -> tuple[Path, Path]:
+    """The run folder and checkpoint of ``path``, after the checks of the options (format, batch, the export
+    extra for onnx) that come before anything is read."""
+    if format not in FORMATS:
+        raise InputError("--format", f"{format!r} is not a format rlcli exports; allowed: {', '.join(FORMATS)}")
+    if batch is not None and batch < 1:
+        raise InputError("--batch", f"{batch} rows: give a batch of at least 1, or dynamic")
+    if format == "onnx":
+        _check_extra()
+    return find_checkpoint(Path(path))
 
 
 def exports(path: str | Path, **options: Any) -> list[ExportReport]:
