@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from rlcli import keys
-from rlcli.collectors.teams import TeamEpisodes
+from rlcli.collectors.teams import Finished, TeamEpisodes
 from rlcli.config.errors import InputError
 from rlcli.envs.teams import ALIVE, DONE, make_team_envs, team_kind
 from rlcli.play.evaluation import EpisodeProgress, EpisodeRecord, EvalResult, Evaluator, Stopped, _tell
@@ -80,18 +80,15 @@ class TeamEvaluator:
         n = self.num_envs
         start = self.envs.reset(int(np.random.SeedSequence(base).generate_state(1)[0])).to(self.device).clone()
         stats = TeamEpisodes(self.layout.names, n, 1, self.device)
-        finished = np.zeros(n, dtype=np.int64)
-        returns: list[list[float]] = [[] for _ in range(n)]
-        lengths: list[list[int]] = [[] for _ in range(n)]
-        groups: dict[str, list[list[float]]] = {name: [[] for _ in range(n)] for name in self.layout.names}
-        told = _tell(progress, finished, self.quota, -1)
+        kept = _Kept(self.quota, self.layout.names)
+        told = _tell(progress, kept.finished, self.quota, -1)
         assert self.agent is not None, "build_run sets the evaluation's agent before it plays"
         carry = self.agent.carry(n, self.device)
         starting = torch.ones(n, dtype=torch.bool, device=self.device)
         sink = frames_sink
         if sink is not None:
             sink(self._frame())
-        while (finished < self.quota).any():
+        while (kept.finished < self.quota).any():
             if stop is not None and stop():
                 raise Stopped
             carry.episode_starts(start, starting)
@@ -99,35 +96,23 @@ class TeamEvaluator:
             actions = {name: chosen.get(name).get(keys.ACTION) for name in self.layout.names}
             after, fresh = self.envs.step(actions)
             after = after.to(self.device)
-            ended = stats.step(
-                {name: after.get(name).get("reward") for name in self.layout.names},
-                {name: start.get(name).get(ALIVE) for name in self.layout.names},
-                after.get(DONE),
+            kept.take(
+                stats.step(
+                    {name: after.get(name).get("reward") for name in self.layout.names},
+                    {name: start.get(name).get(ALIVE) for name in self.layout.names},
+                    after.get(DONE),
+                )
             )
-            for k, (i, value, length) in enumerate(
-                [] if ended is None else zip(ended.envs, ended.returns, ended.lengths)
-            ):
-                if finished[i] < self.quota[i]:
-                    returns[i].append(value)
-                    lengths[i].append(length)
-                    for name, values in groups.items():
-                        assert ended is not None
-                        values[i].append(ended.groups[name][k])
-                finished[i] += 1
-            told = _tell(progress, finished, self.quota, told)
+            told = _tell(progress, kept.finished, self.quota, told)
             if sink is not None:
                 # The first env's first episode only: it resets in the step that ends it.
-                if finished[0] > 0:
+                if kept.finished[0] > 0:
                     sink = None
                 else:
                     sink(self._frame())
             start = fresh.to(self.device).clone()
             starting = after.get(DONE).clone()
-        result = EvalResult(
-            [r for env in returns for r in env],
-            [k for env in lengths for k in env],
-            {name: [r for env in values for r in env] for name, values in groups.items()},
-        )
+        result = kept.result()
         self.record.add(result)
         return result
 
@@ -142,6 +127,36 @@ class TeamEvaluator:
 
     def close(self) -> None:
         self.envs.close()
+
+
+class _Kept:
+    """The episodes an evaluation counts, each env's first ``quota`` in order: returns, lengths, each group's."""
+
+    def __init__(self, quota: np.ndarray, names: tuple[str, ...]):
+        n = len(quota)
+        self.quota = quota
+        self.finished = np.zeros(n, dtype=np.int64)
+        self.returns: list[list[float]] = [[] for _ in range(n)]
+        self.lengths: list[list[int]] = [[] for _ in range(n)]
+        self.groups: dict[str, list[list[float]]] = {name: [[] for _ in range(n)] for name in names}
+
+    def take(self, ended: Finished | None) -> None:
+        """Count the episodes a step ended, those past an env's quota played but not kept."""
+        for k, i in enumerate([] if ended is None else ended.envs):
+            assert ended is not None
+            if self.finished[i] < self.quota[i]:
+                self.returns[i].append(ended.returns[k])
+                self.lengths[i].append(ended.lengths[k])
+                for name, values in self.groups.items():
+                    values[i].append(ended.groups[name][k])
+            self.finished[i] += 1
+
+    def result(self) -> EvalResult:
+        return EvalResult(
+            [r for env in self.returns for r in env],
+            [k for env in self.lengths for k in env],
+            {name: [r for env in values for r in env] for name, values in self.groups.items()},
+        )
 
 
 def evaluator(agent: Any, env_cfg, **kwargs: Any) -> Evaluator | TeamEvaluator:
