@@ -23,6 +23,8 @@ import numpy as np
 import torch
 
 _PLAIN = (bool, int, float, str, type(None))
+_SIGNED = {"u2": np.int16, "u4": np.int32, "u8": np.int64}
+"""The signed type of each unsigned width that torch's pickling cannot carry."""
 
 
 class EnvStateError(Exception):
@@ -38,8 +40,14 @@ def _encode(value: Any) -> Any:
     if isinstance(value, _PLAIN):
         return {"kind": "value", "value": value}
     if isinstance(value, np.ndarray):
+        array = np.array(value, copy=True)
+        signed = _SIGNED.get(array.dtype.str[1:])
+        if signed is not None:
+            # uint16/32/64 tensors do not survive pickling (torch.distributed's object collectives): their bits
+            # are kept as the signed type of the same width, and viewed back on decode.
+            return {"kind": "array", "value": torch.from_numpy(array.view(signed)), "dtype": array.dtype.str}
         try:
-            return {"kind": "array", "value": torch.from_numpy(np.array(value, copy=True))}
+            return {"kind": "array", "value": torch.from_numpy(array)}
         except TypeError:
             return None
     if isinstance(value, np.random.Generator):
@@ -59,7 +67,8 @@ def _decode(encoded: dict[str, Any], current: Any) -> Any:
     if kind == "value":
         return value
     if kind == "array":
-        return value.numpy().copy()
+        array = value.numpy().copy()
+        return array.view(np.dtype(encoded["dtype"])) if "dtype" in encoded else array
     if kind == "scalar":
         return np.dtype(encoded["dtype"]).type(value)
     if kind == "generator":

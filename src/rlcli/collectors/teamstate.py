@@ -149,7 +149,7 @@ def _restore_value(current: Any, encoded: dict[str, Any] | None, where: str) -> 
         device = current.device if isinstance(current, torch.Tensor) else value.device
         return value.to(device)
     if kind == "array" and isinstance(current, np.ndarray):
-        value = encoded["value"].numpy()
+        value = decode_plain(encoded, None)
         if current.shape == value.shape and current.dtype == value.dtype and current.flags.writeable:
             # In place: an adapter's arrays may be views of its torch buffers.
             np.copyto(current, value)
