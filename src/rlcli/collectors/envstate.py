@@ -156,6 +156,9 @@ def _native_state(objects: list[Any]) -> bool:
     """Whether any of ``objects`` keeps state where attributes cannot reach: a MuJoCo or Box2D sim, or
     ale-py's emulators."""
     for obj in objects:
+        # An env that says so (EnvPool's pools: C++ objects of no telling module).
+        if getattr(obj, "native_state", False):
+            return True
         for value in vars(obj).values():
             module = type(value).__module__ or ""
             if module.startswith(("mujoco", "Box2D", "ale_py")):

@@ -189,12 +189,16 @@ class Extra:
 DATASETS = Extra("minari", "minari")
 """What a ``[data]`` section needs: its dataset is read with minari (``rlcli.datasets`` names the same
 extra in its messages)."""
+ENVPOOL = Extra("envpool", "envpool")
+"""What ``[env] backend = "envpool"`` needs, whatever the env's family (EnvPool has its own Box2D, MuJoCo and
+Atari)."""
 
 
 def preset_extras(preset: str | Path) -> tuple[Extra, ...]:
     """The optional extras that a preset (a path or a shipped preset's name) needs before it can be
-    built: the extra of its env's namespace (``ALE/``: atari) or of the gymnasium package its env comes
-    from (Box2D, MuJoCo), then minari when it has a ``[data]`` section.
+    built: envpool for ``[env] backend = "envpool"``, else the extra of its env's namespace (``ALE/``: atari)
+    or of the gymnasium package its env comes from (Box2D, MuJoCo); then minari when it has a ``[data]``
+    section.
 
     The file is read, ``extends`` merged, but not validated: the answer does not depend on the extras
     being installed (an ``ALE/`` id is unknown until ale-py registers it).
@@ -206,7 +210,9 @@ def preset_extras(preset: str | Path) -> tuple[Extra, ...]:
     env = data.get("env")
     env_id = env.get("id") if isinstance(env, dict) else None
     extras: list[Extra] = []
-    if isinstance(env_id, str):
+    if isinstance(env_id, str) and env.get("backend") == "envpool":
+        extras.append(ENVPOOL)
+    elif isinstance(env_id, str):
         family = env_family(env_id)
         # A partially observable task needs what its fully observed one needs (LunarLanderNoVel: box2d).
         spec = gym.registry.get(base_id(env_id))

@@ -10,7 +10,7 @@ import re
 from typing import Annotated, Any, Literal
 
 import gymnasium as gym
-from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from rlcli.config.algos import (
     MASKED_ACTIONS,
@@ -28,7 +28,7 @@ from rlcli.config.model import SECTION, auto_or_count, cross_field_error, sectio
 from rlcli.config.optim import OptimConfig
 from rlcli.config.schedules import CheckpointConfig, EvalConfig, TimingConfig, schedule_problems
 from rlcli.config.sources import CollectorConfig, DataConfig, source_problems
-from rlcli.envs import register_family, vector_kwargs_problems
+from rlcli.envs import envpool_problems, register_family, vector_kwargs_problems
 from rlcli.envs.teams.registry import team_extra_problem, team_id_problem
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -122,8 +122,16 @@ class RunSection(BaseModel):
 class EnvConfig(BaseModel):
     model_config = SECTION
 
+    backend: Literal["gymnasium", "envpool"] = Field(
+        "gymnasium",
+        description='Who steps the envs: "gymnasium" (its registry, with vectorization), or "envpool": EnvPool\'s '
+        "C++ vector envs (the envpool extra) for the ids it has (classic control, toy text, Box2D, MuJoCo, Atari "
+        "as ALE/<Game>-v5 with ale-py's vector env arguments in kwargs, ...), reset in the step after an "
+        "episode ends; kwargs are then EnvPool's options and vectorization is not used.",
+    )
     id: str = Field(
-        description="A registered gymnasium environment id, such as CartPole-v1.",
+        description='A registered gymnasium environment id, such as CartPole-v1 (with backend = "envpool", an id '
+        "EnvPool has).",
         json_schema_extra={"allowed": "registered ids; not module:Env ids"},
     )
     num_envs: int = Field(8, ge=1, le=4096, description="Environments stepped side by side.")
@@ -172,7 +180,7 @@ class EnvConfig(BaseModel):
 
     @field_validator("id")
     @classmethod
-    def _registered(cls, env_id: str) -> str:
+    def _registered(cls, env_id: str, info: ValidationInfo) -> str:
         # A module-qualified id ("pkg.module:Env-v0") makes gymnasium import code:
         # a config file must never be able to do that.
         if ":" in env_id:
@@ -180,6 +188,9 @@ class EnvConfig(BaseModel):
                 f"module-qualified env id {env_id!r} is not allowed: a config cannot import code; "
                 "use a registered id such as 'CartPole-v1'"
             )
+        if info.data.get("backend") == "envpool":
+            # EnvPool's own ids: checked with the kwargs below, gymnasium's registry is not asked.
+            return env_id
         missing = register_family(env_id) or team_extra_problem(env_id)
         if missing:
             raise ValueError(missing)
@@ -192,6 +203,11 @@ class EnvConfig(BaseModel):
 
     @model_validator(mode="after")
     def _vector_entry_point(self) -> EnvConfig:
+        if self.backend == "envpool":
+            problems = envpool_problems(self.id, self.kwargs)
+            if problems:
+                raise cross_field_error(problems)
+            return self
         if self.vectorization == "vector_entry_point" and gym.spec(self.id).vector_entry_point is None:
             raise cross_field_error(
                 [

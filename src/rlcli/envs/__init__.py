@@ -2,17 +2,18 @@
 ``--env-package`` modules (:mod:`~rlcli.envs.packages`), and the envs made from ``[env]``
 (:mod:`~rlcli.envs.make`)."""
 
+from rlcli.envs.envpool_envs import EnvPoolVector, envpool_problems
 from rlcli.envs.families import (
     ATARI,
     ENV_FAMILIES,
     GYMNASIUM_EXTRAS,
+    LIFE_LOST,
     EnvFamily,
     env_family,
     register_family,
     vector_kwargs_problems,
 )
 from rlcli.envs.make import (
-    LIFE_LOST,
     AtariLives,
     OneOfVector,
     autoreset_mode,
@@ -36,6 +37,7 @@ __all__ = [
     "VELOCITY_MASKED",
     "AtariLives",
     "EnvFamily",
+    "EnvPoolVector",
     "OneOfVector",
     "autoreset_mode",
     "base_id",
@@ -44,6 +46,7 @@ __all__ = [
     "eval_envs",
     "env_family",
     "env_kwargs",
+    "envpool_problems",
     "import_env_packages",
     "make_env",
     "make_envs",

@@ -67,6 +67,10 @@ ATARI = EnvFamily(
     },
 )
 
+LIFE_LOST = "life_lost"
+"""The info key of a lost life in Atari vector envs (:class:`rlcli.envs.AtariLives`, the envpool backend's):
+[N] bool, a life was lost in this step and the game goes on."""
+
 ENV_FAMILIES: dict[str, EnvFamily] = {"ALE/": ATARI}
 """Env id prefix -> the family whose package registers it (imported when a config names such an id)."""
 

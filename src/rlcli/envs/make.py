@@ -9,11 +9,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlcli.config.errors import InputError, single
-from rlcli.envs.families import ATARI, GYMNASIUM_EXTRAS, env_family
+from rlcli.envs.envpool_envs import EnvPoolVector
+from rlcli.envs.families import ATARI, GYMNASIUM_EXTRAS, LIFE_LOST, env_family
 from rlcli.envs.masks import MaskFromObservation, VectorMaskFromObservation, observation_masks
-
-LIFE_LOST = "life_lost"
-"""The info key of :class:`AtariLives`: [N] bool, a life was lost in this step and the game goes on."""
 
 
 def make_envs(cfg, *, return_window: int = 100, source: str | None = None) -> RecordEpisodeStatistics:
@@ -43,7 +41,7 @@ def eval_envs(cfg, num_envs: int, *, render: bool = False, source: str | None = 
         ConfigError: gymnasium cannot make the env.
         InputError: ``render`` for an env that cannot render ``rgb_array`` frames.
     """
-    if not render and cfg.vectorization == "vector_entry_point":
+    if not render and (cfg.vectorization == "vector_entry_point" or cfg.backend == "envpool"):
         return _make_vector(cfg, num_envs, source)
     makers = [lambda: make_env(cfg, render=render, source=source)] * (1 if render else num_envs)
     return gym.vector.SyncVectorEnv(makers, autoreset_mode=AutoresetMode.NEXT_STEP)
@@ -111,6 +109,8 @@ def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
     """``gym.make_vec`` of ``num_envs`` envs as ``cfg`` asks, with :class:`AtariLives` for ale-py's games
     (lost lives split from game ends, FIRE after a lost life); whatever it raises is a ConfigError."""
     kwargs = env_kwargs(cfg)
+    if cfg.backend == "envpool":
+        return _envpool(cfg, num_envs, kwargs, source)
     vector_kwargs = {}
     if cfg.vectorization in ("sync", "async"):
         vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
@@ -131,6 +131,17 @@ def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
     fire = fire_action(envs) if kwargs.get("use_fire_reset", True) else None
     split = bool(kwargs.get("life_loss_info"))
     return AtariLives(envs, split=split, fire=fire) if split or fire is not None else envs
+
+
+def _envpool(cfg, num_envs: int, kwargs: dict, source: str | None) -> VectorEnv:
+    """EnvPool's pool of ``num_envs`` envs for ``cfg`` (checked by the config: the extra, the id, the options)."""
+    try:
+        envs = EnvPoolVector(cfg.id, num_envs, kwargs)
+    except Exception as exc:  # noqa: BLE001 - EnvPool raises anything from RuntimeError to a failed assert
+        raise _cannot_make(cfg, exc, source) from None
+    return (
+        VectorMaskFromObservation(envs) if observation_masks(cfg.action_mask, envs.single_observation_space) else envs
+    )
 
 
 class OneOfVector(gym.Env):
@@ -203,6 +214,13 @@ def make_env(cfg, *, render: bool = False, source: str | None = None) -> gym.Env
         InputError: ``render`` for an env that cannot render ``rgb_array`` frames; names the
             modes it has.
     """
+    if cfg.backend == "envpool":
+        if not render or env_family(cfg.id) is ATARI:
+            # A game's frames are its observations, as for ale-py's vector env.
+            return OneOfVector(_make_vector(cfg, 1, source))
+        # EnvPool draws no frames: a video is drawn by gymnasium's env of the same id and kwargs (the same
+        # dynamics: tests/envs/test_envpool_envs.py).
+        cfg = cfg.model_copy(update={"backend": "gymnasium"})
     if env_family(cfg.id) is not None and cfg.vectorization == "vector_entry_point":
         # The same vector env as training, for one env: gym.make would give the unprocessed game.
         return OneOfVector(_make_vector(cfg, 1, source))

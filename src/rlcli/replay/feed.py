@@ -154,13 +154,14 @@ def offline_replay(ctx: BuildContext, obs_norm: ObservationNormalizer, *, gamma:
 
 def stores_frames(cfg: ReplaySettings, ctx: BuildContext) -> bool:
     """Whether the replay of ``cfg`` stores each frame once (:mod:`rlcli.replay.frames`): ``replay.frames``
-    is auto, the env is ale-py's vector env (NEXT_STEP resets, zeros in a reset stack) with a stack of
-    frames, and transitions are 1-step."""
+    is auto, the env is ale-py's vector env (NEXT_STEP resets, zeros in a reset stack; EnvPool's pools repeat
+    the first frame instead) with a stack of frames, and transitions are 1-step."""
     space = ctx.observation_space
     return (
         cfg.replay.frames == "auto"
         and cfg.n_step == 1
         and env_family(ctx.env.id) is ATARI
+        and ctx.env.backend == "gymnasium"
         and ctx.env.vectorization == "vector_entry_point"
         and is_image(space)
         and len(space.shape) >= 3

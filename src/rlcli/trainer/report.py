@@ -169,7 +169,8 @@ class ConsoleReport:
             f"{state.run.planned_progress // (world * state.run.iterations):,} per rank and iteration)"
         )
         self.console.print(
-            f"{cfg.algo.name} on {cfg.env.id} x{cfg.env.num_envs} ({cfg.env.vectorization}), "
+            f"{cfg.algo.name} on {cfg.env.id} x{cfg.env.num_envs} "
+            f"({'envpool' if cfg.env.backend == 'envpool' else cfg.env.vectorization}), "
             f"device {state.run.device}, {frames}, seed {cfg.run.seed}"
         )
         self.console.print(f"{state.run.threads.describe()}, precision {cfg.run.precision}")
