@@ -32,10 +32,12 @@ ENV_STEPS = 64
 
 
 def env_suite(opts: BenchOptions) -> SuiteOutput:
-    """Vector-env frames/s for each preset's env, by num_envs and vectorization mode."""
+    """Vector-env frames/s for each preset's env, by num_envs and vectorization mode, and on EnvPool beside them
+    (mode "envpool") where it is installed and has the env, with its speed-up over gymnasium's vector entry point
+    where the env has one, else over sync envs."""
     import gymnasium as gym
 
-    cases = []
+    cases, ratios = [], []
     # Team envs are stepped by the collector suite's cases of the team presets.
     envs_seen = {cfg.env.id: cfg.env for cfg in preset_configs(opts).values() if team_kind(cfg.env.id) is None}
     for env_id, env_cfg in envs_seen.items():
@@ -53,7 +55,26 @@ def env_suite(opts: BenchOptions) -> SuiteOutput:
                         "env", env_id, params, "frames/s", ENV_STEPS * num_envs, steps.run, steps.close, open=steps.open
                     )
                 )
-    return cases, []
+                if mode == modes[-1]:
+                    gymnasium = cases[-1].key
+            if _on_envpool(env_cfg):
+                steps = _EnvSteps(env_cfg.model_copy(update={"num_envs": num_envs, "backend": "envpool"}))
+                params = {"num_envs": num_envs, "mode": "envpool"}
+                work = ENV_STEPS * num_envs
+                cases.append(Case("env", env_id, params, "frames/s", work, steps.run, steps.close, open=steps.open))
+                ratios.append(
+                    Ratio("env", f"{env_id}.envpool_speedup", {"num_envs": num_envs}, "x", cases[-1].key, gymnasium)
+                )
+    return cases, ratios
+
+
+def _on_envpool(env_cfg: EnvConfig) -> bool:
+    """Whether EnvPool is installed and makes ``env_cfg``'s env with its kwargs."""
+    from importlib.util import find_spec
+
+    from rlcli.envs import envpool_problems
+
+    return find_spec("envpool") is not None and not envpool_problems(env_cfg.id, env_cfg.kwargs)
 
 
 class _EnvSteps:
