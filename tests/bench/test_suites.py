@@ -281,3 +281,48 @@ def test_export_cases_play_each_presets_policy_eager_and_from_both_files_with_th
     assert {r.name for r in ratios} == {"pt2.slowdown_vs_eager", "onnx.slowdown_vs_eager"}
     # The files sit in the bench's own scratch folder.
     assert (quick.scratch / "ppo_cartpole.onnx").is_file() and (quick.scratch / "sac_pendulum.pt2").is_file()
+
+
+def _collector_cases(quick, monkeypatch, tmp_path, preset: str, *extra: str):
+    from rlcli.bench.suites import components
+
+    cfg = load_config(preset, [f'run.output_dir="{tmp_path}"', 'run.device="cpu"', *extra])
+    monkeypatch.setattr(components, "preset_configs", lambda opts, *more, teams=None: {} if teams else {preset: cfg})
+    return components.collector_suite(quick)
+
+
+def test_the_collector_suite_prices_the_step_against_a_bare_loop_on_the_same_networks(quick, monkeypatch, tmp_path):
+    cases, ratios = _collector_cases(quick, monkeypatch, tmp_path, "ppo_cartpole")
+    try:
+        ours, bare = cases
+        assert (ours.name, bare.name) == ("ppo_cartpole", "ppo_cartpole.bare_loop")
+        assert ours.work == bare.work == 512 and ours.params == bare.params
+        (ratio,) = ratios
+        # Floor frames/s over the collector's: the collector's step over the floor's.
+        assert (ratio.name, ratio.numerator, ratio.denominator) == (
+            "ppo_cartpole.step_over_bare_loop",
+            bare.key,
+            ours.key,
+        )
+        loop = bare.run.__self__
+        agent = ours.run.__defaults__[0].algo.agent
+        obs = torch.from_numpy(loop.obs).float()
+        # Plain copies of the preset's own networks.
+        torch.testing.assert_close(loop.policy(obs), agent.policy.net(obs))
+        torch.testing.assert_close(loop.value(obs), agent.value.net(obs))
+        before = loop.envs.episode_count, loop.obs.copy()
+        bare.run()
+        # 512 frames of 32 envs: 16 steps, each of the policy's actions.
+        assert loop.steps == 16 and not (loop.obs == before[1]).all()
+    finally:
+        for case in cases:
+            case.close()
+
+
+def test_the_bare_loop_is_left_out_where_the_policy_has_memory(quick, monkeypatch, tmp_path):
+    cases, ratios = _collector_cases(quick, monkeypatch, tmp_path, "ppo_cartpole", 'network.memory="gru"')
+    try:
+        assert [case.name for case in cases] == ["ppo_cartpole"] and ratios == []
+    finally:
+        for case in cases:
+            case.close()

@@ -5,6 +5,7 @@ figures against."""
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 import torch.nn.functional as F
@@ -155,3 +156,41 @@ class BareTRPO:
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
+
+
+class BareActLoop:
+    """The collection loop written plainly, for an on-policy preset with Discrete or Box actions on flat
+    observations: each step the env's observations become a float tensor, plain copies of the policy and
+    value MLPs run on them, an action is sampled (``torch.multinomial`` over the softmax, or the Gaussian's mean
+    plus noise) with its log-probability, and the envs step. Nothing is stored. The floor that the collector's
+    step is priced against: what is left above it is the collector's own bookkeeping."""
+
+    def __init__(self, agent, envs, steps: int, seed: int):
+        head = agent.policy
+        self.policy, self.value = copy.deepcopy(head.net), copy.deepcopy(agent.value.net)
+        self.log_std = head.log_std.detach().clone() if hasattr(head, "log_std") else None
+        self.envs, self.steps = envs, steps
+        self.generator = torch.Generator().manual_seed(seed)
+        self.obs, _ = envs.reset(seed=seed)
+
+    @torch.no_grad()
+    def run(self) -> None:
+        for _ in range(self.steps):
+            obs = torch.from_numpy(self.obs).float()
+            out = self.policy(obs)
+            if self.log_std is None:
+                log_probs = F.log_softmax(out, -1)
+                action = torch.multinomial(log_probs.exp(), 1, generator=self.generator)
+                log_prob = log_probs.gather(-1, action).squeeze(-1)
+                action = action.squeeze(-1)
+            else:
+                std = self.log_std.exp()
+                noise = torch.randn(out.shape, generator=self.generator)
+                action = out + std * noise
+                log_prob = (-0.5 * noise.square() - self.log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+            value = self.value(obs)
+            del log_prob, value
+            self.obs = self.envs.step(action.numpy())[0]
+
+    def close(self) -> None:
+        self.envs.close()

@@ -8,15 +8,18 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rlcli.bench.floors.policy_gradient import gae_loop
+from rlcli.bench.floors.policy_gradient import BareActLoop, gae_loop
 from rlcli.bench.floors.teams import RAW_STEPS, RawVmas, ReplayedActions, draws
 from rlcli.bench.measure import Case, Ratio
 from rlcli.bench.suites.options import BenchOptions, SuiteOutput, preset_configs
+from rlcli.collectors.stepper import Collector
 from rlcli.collectors.teams import TeamCollector
 from rlcli.envs import env_family, make_envs
 from rlcli.envs.teams import make_team_envs, team_kind
 from rlcli.envs.teams.registry import VMAS_PREFIX
 from rlcli.learning.advantages import gae
+from rlcli.models.actor_critic import ActorCritic
+from rlcli.models.heads import CategoricalHead, GaussianHead
 from rlcli.run import build_run
 from rlcli.timing import Timer
 
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
     from gymnasium.vector import VectorEnv
     from tensordict import TensorDict
 
-    from rlcli.config.schema import EnvConfig
+    from rlcli.config.schema import EnvConfig, RunConfig
     from rlcli.run import Run
 
 ENV_STEPS = 64
@@ -106,8 +109,10 @@ class _EnvSteps:
 
 
 def collector_suite(opts: BenchOptions) -> SuiteOutput:
-    """Frames/s of the real collector with each preset's policy (policy on the device, envs on CPU)."""
-    cases = []
+    """Frames/s of the real collector with each preset's policy (policy on the device, envs on CPU), beside the
+    bare collection loop (:class:`~rlcli.bench.floors.policy_gradient.BareActLoop`) where it applies: its
+    ``step_over_bare_loop`` is the collector's step over the env step and a bare eager act, measured in one run."""
+    cases, ratios = [], []
     for name, cfg in preset_configs(opts).items():
         run = build_run(cfg)
         timer = Timer(run.device)
@@ -116,28 +121,44 @@ def collector_suite(opts: BenchOptions) -> SuiteOutput:
         def collect(run: Run = run, timer: Timer = timer) -> TensorDict:
             return run.source.next_batch(timer)
 
-        cases.append(
-            Case(
-                "collector",
-                name,
-                {"frames_per_batch": cfg.collector.frames_per_batch},
-                "frames/s",
-                cfg.collector.frames_per_batch,
-                collect,
-                run.close,
-            )
-        )
-    return _team_cases(opts, cases)
+        params = {"frames_per_batch": cfg.collector.frames_per_batch}
+        work = cfg.collector.frames_per_batch
+        cases.append(Case("collector", name, params, "frames/s", work, collect, run.close))
+        floor = _bare_loop(cfg, run)
+        if floor is not None:
+            cases.append(Case("collector", f"{name}.bare_loop", params, "frames/s", work, floor.run, floor.close))
+            # The collector's step over the floor's: 1.0 would be no bookkeeping at all.
+            ratios.append(Ratio("collector", f"{name}.step_over_bare_loop", params, "x", cases[-1].key, cases[-2].key))
+    return _team_cases(opts, cases, ratios)
+
+
+def _bare_loop(cfg: RunConfig, run: Run) -> BareActLoop | None:
+    """The bare collection loop of an on-policy preset (flat observations, Discrete or Box actions, no memory, masks
+    or observation normalization, on the CPU); None for any other."""
+    agent = getattr(run.algo, "agent", None)
+    plain = (
+        isinstance(agent, ActorCritic)
+        and agent.memory is None
+        and not cfg.env.normalize_observation
+        and run.device.type == "cpu"
+        and isinstance(agent.policy, (CategoricalHead, GaussianHead))
+        and isinstance(run.source, Collector)
+        and run.source.action_mask is None
+        and len(run.source.observation_space.shape) == 1
+    )
+    if not plain:
+        return None
+    steps = cfg.collector.frames_per_batch // cfg.env.num_envs
+    return BareActLoop(agent, make_envs(cfg.env), steps, seed=cfg.run.seed)
 
 
 TEAM_ENVS = 600
 """The VMAS envs of the team collector cases: a batch as large as the simulator is built for."""
 
 
-def _team_cases(opts: BenchOptions, cases: list[Case]) -> SuiteOutput:
+def _team_cases(opts: BenchOptions, cases: list[Case], ratios: list[Ratio]) -> SuiteOutput:
     """For each VMAS scenario of the team presets, at ``TEAM_ENVS`` envs: rlcli's team collector and VMAS stepped
     raw, both with the same random actions from the same start, and the collector's share of raw speed."""
-    ratios = []
     seen: set[str] = set()
     for cfg in preset_configs(opts, teams=True).values():
         env = cfg.env.model_copy(update={"num_envs": TEAM_ENVS})
