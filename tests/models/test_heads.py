@@ -6,6 +6,7 @@ import math
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 from torch import nn
 from torch.distributions import Bernoulli, Categorical, Independent, Normal
@@ -243,3 +244,31 @@ def test_bernoulli_head_of_multibinary_actions():
     wide = BernoulliHead(Fixed(logits[:1].expand(20000, 3)))
     many = wide.sample(wide(torch.zeros(20000, 1)), torch.Generator().manual_seed(1))
     torch.testing.assert_close(many.float().mean(0), torch.sigmoid(logits[0]), atol=0.02, rtol=0)
+
+
+def _heads():
+    torch.manual_seed(0)
+    yield CategoricalHead(nn.Linear(4, 5)), None
+    mask = torch.rand(64, 5) < 0.6
+    mask[:, 2] = True
+    yield CategoricalHead(nn.Linear(4, 5)), mask
+    gaussian = GaussianHead(nn.Linear(4, 3), gym.spaces.Box(-1, 1, (3,)), log_std_init=-0.7)
+    yield gaussian, None
+    multi = MultiCategoricalHead(nn.Linear(4, 5), gym.spaces.MultiDiscrete([2, 3]))
+    yield multi, torch.rand(64, 5) < 2
+    yield BernoulliHead(nn.Linear(4, 3)), None
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_draw_is_the_distributions_sample_and_log_prob_bit_for_bit(index):
+    # The collection step draws without a distribution object: the same draws from the same generator and the
+    # same numbers, or every run's data would change (benchmarks/identity.py compares whole runs).
+    head, mask = list(_heads())[index]
+    obs = torch.randn(64, 4, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        action, log_prob = head.draw(obs, mask, torch.Generator().manual_seed(7))
+        dist = head(obs, mask)
+        expected = head.sample(dist, torch.Generator().manual_seed(7))
+        expected_log_prob = head.log_prob(dist, expected)
+    assert torch.equal(action, expected) and torch.equal(log_prob, expected_log_prob)
+    assert log_prob.shape == (64,)

@@ -112,15 +112,16 @@ class ActorCritic(nn.Module):
             assert carry.memory is not None and carry.first is not None
             out = {keys.MEMORY: carry.memory, keys.FIRST: carry.first.clone()}
         policy_features, value_features = self._step(self.obs_norm(observation), carry)
-        dist = self.policy(policy_features, carry.mask)
         if noise is None:
-            action = self.policy.sample(dist, generator)
+            action, log_prob = self.policy.draw(policy_features, carry.mask, generator)
         else:
             # Held noise matrices exist only for a gSDE head (the on-policy learner draws them from its noise).
             assert isinstance(self.policy, StateDependentHead)
+            dist = self.policy(policy_features, carry.mask)
             action = self.policy.perturb(dist, noise)
+            log_prob = self.policy.log_prob(dist, action)
         out[keys.ACTION] = action
-        out[keys.LOG_PROB] = self.policy.log_prob(dist, action)
+        out[keys.LOG_PROB] = log_prob
         out[keys.VALUE] = self.value(value_features)
         return TensorDict(out, batch_size=[n])
 

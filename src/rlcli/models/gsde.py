@@ -138,6 +138,14 @@ class StateDependentHead(nn.Module):
             matrix = self.noise.draw(generator)
         return self.perturb(dist, matrix)
 
+    def draw(
+        self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action [B, A], its log-probability [B]) at ``obs`` with one matrix drawn for every row."""
+        dist = self(obs, mask)
+        action = self.sample(dist, generator)
+        return action, self.log_prob(dist, action)
+
     @staticmethod
     def perturb(dist: StateDependentNormal, matrices: torch.Tensor) -> torch.Tensor:
         """``mean + z @ E`` ([B, A]) with the held ``matrices`` ([B, L, A], one per env, or [L, A])."""

@@ -3,6 +3,7 @@ masks where it gives them (one masking helper per action space: :func:`masked_lo
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterator
 from functools import reduce
@@ -19,6 +20,9 @@ MASKED_LOGIT = -1e8
 """The logit of an action the mask forbids: finite, so that its term of the entropy is 0 * -1e8 = 0
 rather than 0 * -inf = NaN, and low enough that its probability is exactly 0 in float32 (the value of
 sb3-contrib's MaskableCategorical)."""
+
+_LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
+"""The Gaussian log-density's constant, as ``torch.distributions.Normal.log_prob`` writes it."""
 
 
 def masked_logits(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -47,6 +51,10 @@ class PolicyHead(Protocol[Dist]):
 
     def sample(self, dist: Dist, generator: torch.Generator) -> torch.Tensor: ...
 
+    def draw(
+        self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
     def mode(self, dist: Dist) -> torch.Tensor: ...
 
     def log_prob(self, dist: Dist, action: torch.Tensor) -> torch.Tensor: ...
@@ -71,6 +79,17 @@ class CategoricalHead(nn.Module):
     def sample(dist: Categorical, generator: torch.Generator) -> torch.Tensor:
         """One action per row, drawn with ``generator`` (torch.distributions' sample has none)."""
         return torch.multinomial(dist.probs, 1, generator=generator).squeeze(-1)
+
+    def draw(
+        self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action [B] int64, its log-probability [B]) at ``obs``: :meth:`sample` and :meth:`log_prob` of the
+        distribution :meth:`forward` gives, computed as ``Categorical`` computes them (the same numbers) without
+        building one, which costs a collection step more than the arithmetic."""
+        logits = masked_logits(self.net(obs), mask)
+        logits = logits - logits.logsumexp(-1, keepdim=True)
+        action = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator)
+        return action.squeeze(-1), logits.gather(-1, action).squeeze(-1)
 
     @staticmethod
     def mode(dist: Categorical) -> torch.Tensor:
@@ -118,6 +137,18 @@ class GaussianHead(nn.Module):
         noise = draws.normal(dist.loc, generator)
         return dist.loc + dist.scale * noise
 
+    def draw(
+        self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action [B, A], its log-probability [B]) at ``obs``: :meth:`sample` and :meth:`log_prob` of the
+        distribution :meth:`forward` gives, computed as ``Normal`` computes them (the same numbers) without
+        building one."""
+        loc = self.net(obs)
+        scale = self.log_std.exp().expand_as(loc)
+        action = loc + scale * draws.normal(loc, generator)
+        log_prob = -((action - loc) ** 2) / (2 * scale**2) - scale.log() - _LOG_SQRT_2PI
+        return action, log_prob.sum(-1)
+
     @staticmethod
     def mode(dist: Normal) -> torch.Tensor:
         """The mean of each row ([B, A]), unclipped like a sample."""
@@ -158,6 +189,14 @@ class MultiCategoricalHead(nn.Module):
         """One action per row ([B, k] int64), sub-action by sub-action, drawn with ``generator``."""
         return torch.stack([CategoricalHead.sample(sub, generator) for sub in dist], -1)
 
+    def draw(
+        self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action, its log-probability [B]) at ``obs``, through the distribution :meth:`forward` gives."""
+        dist = self(obs, mask)
+        action = self.sample(dist, generator)
+        return action, self.log_prob(dist, action)
+
     @staticmethod
     def mode(dist: list[Categorical]) -> torch.Tensor:
         """Each sub-action's most probable value ([B, k] int64)."""
@@ -195,6 +234,14 @@ class BernoulliHead(nn.Module):
         """One action per row ([B, k] int64), drawn with ``generator``."""
         draw = draws.uniform(dist.logits, generator)
         return (draw < dist.probs).long()
+
+    def draw(
+        self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action, its log-probability [B]) at ``obs``, through the distribution :meth:`forward` gives."""
+        dist = self(obs, mask)
+        action = self.sample(dist, generator)
+        return action, self.log_prob(dist, action)
 
     @staticmethod
     def mode(dist: Bernoulli) -> torch.Tensor:
