@@ -210,7 +210,7 @@ def preset_extras(preset: str | Path) -> tuple[Extra, ...]:
     env = data.get("env")
     env_id = env.get("id") if isinstance(env, dict) else None
     extras: list[Extra] = []
-    if isinstance(env_id, str) and env.get("backend") == "envpool":
+    if isinstance(env, dict) and isinstance(env_id, str) and env.get("backend") == "envpool":
         extras.append(ENVPOOL)
     elif isinstance(env_id, str):
         family = env_family(env_id)

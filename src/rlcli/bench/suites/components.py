@@ -144,7 +144,7 @@ def _bare_loop(cfg: RunConfig, run: Run) -> BareActLoop | None:
         and isinstance(agent.policy, (CategoricalHead, GaussianHead))
         and isinstance(run.source, Collector)
         and run.source.action_mask is None
-        and len(run.source.observation_space.shape) == 1
+        and len(run.source.observation_space.shape or ()) == 1
     )
     if not plain:
         return None
