@@ -27,6 +27,7 @@ from torch.distributions import Normal, kl_divergence
 
 from rlcli import draws
 from rlcli.models.actors import _Rescale
+from rlcli.models.heads import draw_through
 
 if TYPE_CHECKING:
     from rlcli.config.schema import NetworkConfig
@@ -142,9 +143,7 @@ class StateDependentHead(nn.Module):
         self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(action [B, A], its log-probability [B]) at ``obs`` with one matrix drawn for every row."""
-        dist = self(obs, mask)
-        action = self.sample(dist, generator)
-        return action, self.log_prob(dist, action)
+        return draw_through(self, obs, mask, generator)
 
     @staticmethod
     def perturb(dist: StateDependentNormal, matrices: torch.Tensor) -> torch.Tensor:

@@ -25,6 +25,16 @@ _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 """The Gaussian log-density's constant, as ``torch.distributions.Normal.log_prob`` writes it."""
 
 
+def draw_through(
+    head: PolicyHead, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(action, its log-probability [B]) at ``obs`` through the distribution ``head`` gives: the ``draw`` of
+    heads whose distributions cost little beside their arithmetic."""
+    dist = head(obs, mask)
+    action = head.sample(dist, generator)
+    return action, head.log_prob(dist, action)
+
+
 def masked_logits(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """``logits`` ([B, A]) with the actions ``mask`` forbids ([B, A] bool, True: allowed) set to
     :data:`MASKED_LOGIT`; ``logits`` itself without a mask. A categorical over the result is the
@@ -193,9 +203,7 @@ class MultiCategoricalHead(nn.Module):
         self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(action, its log-probability [B]) at ``obs``, through the distribution :meth:`forward` gives."""
-        dist = self(obs, mask)
-        action = self.sample(dist, generator)
-        return action, self.log_prob(dist, action)
+        return draw_through(self, obs, mask, generator)
 
     @staticmethod
     def mode(dist: list[Categorical]) -> torch.Tensor:
@@ -239,9 +247,7 @@ class BernoulliHead(nn.Module):
         self, obs: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(action, its log-probability [B]) at ``obs``, through the distribution :meth:`forward` gives."""
-        dist = self(obs, mask)
-        action = self.sample(dist, generator)
-        return action, self.log_prob(dist, action)
+        return draw_through(self, obs, mask, generator)
 
     @staticmethod
     def mode(dist: Bernoulli) -> torch.Tensor:
