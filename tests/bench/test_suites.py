@@ -8,6 +8,7 @@ from rlcli.bench.measure import Case, measure
 from rlcli.bench.suites import SUITES, learning, options
 from rlcli.bench.suites.offline import offline_configs
 from rlcli.bench.suites.options import BenchOptions
+from rlcli.config.algos import TEAMS
 from rlcli.config.load import load_config
 from rlcli.config.presets import available_presets
 from rlcli.envs import env_family
@@ -125,6 +126,14 @@ def test_the_update_suite_times_the_cartpole_presets():
 @pytest.mark.parametrize("preset", UPDATE_PRESETS)
 def test_the_update_case_runs_learn_past_the_warm_up(quick, monkeypatch, preset):
     monkeypatch.setattr(options, "available_presets", lambda: [preset])
+    if load_config(preset).algo.name in TEAMS:
+        # A VMAS preset's learn is 45 passes over a batch of 6,000 frames (25 s): one pass over 1,200 runs the same code.
+        load = options.load_config
+        monkeypatch.setattr(
+            options,
+            "load_config",
+            lambda name, sets=(): load(name, [*sets, "algo.epochs=1", "collector.frames_per_batch=1200"]),
+        )
     monkeypatch.setattr(learning, "offline_iterations", lambda opts: [])
     cases, _ = SUITES["update"](quick)
     if not cases:
