@@ -158,8 +158,8 @@ class EnvPoolVector(VectorEnv):
     - Seeds: ``reset(seed=s)`` builds the pool with seed ``s`` (EnvPool seeds env ``i`` with ``s + i``, as
       gymnasium's vector envs do); ``reset()`` resets the pool in place.
     - Box actions are float32 (what gymnasium's own envs take), cast to the pool's dtype at each step.
-    - Atari (``lives`` set): the pool ends an episode at each lost life and continues the game in the next step
-      (its reset step, pressing FIRE); here ``terminated`` is the end of the game, and with ``lives`` = "split"
+    - Atari: the pool ends an episode at each lost life and continues the game in the next step (its reset
+      step, pressing FIRE); here ``terminated`` is the end of the game, and with ``life_loss_info`` (``split``)
       a lost life is ``info["life_lost"]`` (as :class:`rlcli.envs.AtariLives` gives it for ale-py).
     """
 
@@ -170,7 +170,7 @@ class EnvPoolVector(VectorEnv):
     def __init__(self, env_id: str, num_envs: int, kwargs: dict[str, Any]):
         import envpool
 
-        self.env_id, self.task = env_id, envpool_id(env_id)
+        self.task = envpool_id(env_id)
         self.options, self.split = envpool_options(env_id, kwargs)
         self.atari = env_family(env_id) is ATARI
         self.num_envs = num_envs
@@ -186,7 +186,6 @@ class EnvPoolVector(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.pool: Any = None
-        self.seeded: int | None = None
 
     def _make(self, seed: int) -> None:
         import envpool
@@ -195,7 +194,6 @@ class EnvPoolVector(VectorEnv):
             self.pool.close()
         with _quiet():
             self.pool = envpool.make_gymnasium(self.task, num_envs=self.num_envs, seed=seed, **self.options)
-        self.seeded = seed
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         if isinstance(seed, list):

@@ -106,42 +106,47 @@ def fire_action(envs: VectorEnv) -> int | None:
 
 
 def _make_vector(cfg, num_envs: int, source: str | None) -> VectorEnv:
-    """``gym.make_vec`` of ``num_envs`` envs as ``cfg`` asks, with :class:`AtariLives` for ale-py's games
-    (lost lives split from game ends, FIRE after a lost life); whatever it raises is a ConfigError."""
+    """``num_envs`` envs as ``cfg`` asks: EnvPool's pool for ``backend = "envpool"``, else ``gym.make_vec`` with
+    :class:`AtariLives` for ale-py's games (lost lives split from game ends, FIRE after a lost life); whatever
+    either raises is a ConfigError."""
     kwargs = env_kwargs(cfg)
-    if cfg.backend == "envpool":
-        return _envpool(cfg, num_envs, kwargs, source)
-    vector_kwargs = {}
-    if cfg.vectorization in ("sync", "async"):
-        vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
-    mujoco_warnings_once(cfg.id)
-    try:
-        envs = gym.make_vec(
-            cfg.id, num_envs=num_envs, vectorization_mode=cfg.vectorization, vector_kwargs=vector_kwargs, **kwargs
-        )
-    # gymnasium and env constructors raise anything from ImportError (a missing
-    # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
-    except Exception as exc:  # noqa: BLE001
-        raise _cannot_make(cfg, exc, source) from None
+    envs = (
+        _envpool(cfg, num_envs, kwargs, source)
+        if cfg.backend == "envpool"
+        else _gymnasium(cfg, num_envs, kwargs, source)
+    )
     if observation_masks(cfg.action_mask, envs.single_observation_space):
         # The mask is data beside the observation, never the encoder's input (rlcli.envs.masks).
         envs = VectorMaskFromObservation(envs)
-    if env_family(cfg.id) is not ATARI or cfg.vectorization != "vector_entry_point":
+    if cfg.backend == "envpool" or env_family(cfg.id) is not ATARI or cfg.vectorization != "vector_entry_point":
         return envs
     fire = fire_action(envs) if kwargs.get("use_fire_reset", True) else None
     split = bool(kwargs.get("life_loss_info"))
     return AtariLives(envs, split=split, fire=fire) if split or fire is not None else envs
 
 
+def _gymnasium(cfg, num_envs: int, kwargs: dict, source: str | None) -> VectorEnv:
+    """``gym.make_vec`` of ``num_envs`` envs of ``cfg`` in its vectorization mode."""
+    vector_kwargs = {}
+    if cfg.vectorization in ("sync", "async"):
+        vector_kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
+    mujoco_warnings_once(cfg.id)
+    try:
+        return gym.make_vec(
+            cfg.id, num_envs=num_envs, vectorization_mode=cfg.vectorization, vector_kwargs=vector_kwargs, **kwargs
+        )
+    # gymnasium and env constructors raise anything from ImportError (a missing
+    # extra such as mujoco) to TypeError (a bad kwarg): all of it is bad input here.
+    except Exception as exc:  # noqa: BLE001
+        raise _cannot_make(cfg, exc, source) from None
+
+
 def _envpool(cfg, num_envs: int, kwargs: dict, source: str | None) -> VectorEnv:
     """EnvPool's pool of ``num_envs`` envs for ``cfg`` (checked by the config: the extra, the id, the options)."""
     try:
-        envs = EnvPoolVector(cfg.id, num_envs, kwargs)
+        return EnvPoolVector(cfg.id, num_envs, kwargs)
     except Exception as exc:  # noqa: BLE001 - EnvPool raises anything from RuntimeError to a failed assert
         raise _cannot_make(cfg, exc, source) from None
-    return (
-        VectorMaskFromObservation(envs) if observation_masks(cfg.action_mask, envs.single_observation_space) else envs
-    )
 
 
 class OneOfVector(gym.Env):
